@@ -1,0 +1,42 @@
+# Two commands for a newcomer: `make run` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test install ingest serve lint bench eval clean
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -e '.[test,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+ingest: $(STAMP)
+	$(BIN)/rag ingest fixtures/corpus
+
+run: ingest
+	$(BIN)/rag serve --host $(HOST) --port $(PORT)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/mypy src
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+eval: $(STAMP)
+	$(BIN)/rag eval
+	$(BIN)/rag eval --external squad2
+	$(BIN)/rag eval --external attribution
+	$(BIN)/rag eval --external conflicts
+
+clean:
+	rm -rf $(VENV) data .pytest_cache .hypothesis

@@ -1,0 +1,112 @@
+"""Configuration: one `Settings` class, read once. The only module that reads the environment.
+
+Every knob has a default and an environment variable (`RAG_` prefix); the providers'
+own variables (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `VOYAGE_API_KEY`) and `MOCK`
+keep their usual names. `.env.example` and the README list them all.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import AliasChoices, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from rag.errors import ConfigError
+
+# Defaults for the generation and compression models (current ids in the SDK's model list).
+DEFAULT_GENERATION_MODEL = "claude-sonnet-5-5"
+DEFAULT_COMPRESSION_MODEL = "claude-haiku-5-5"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="RAG_", env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    # storage
+    db: str = Field("data/rag.db", description="SQLite database file")
+    database_url: str = Field("", description="postgresql://... selects the PostgreSQL store instead of SQLite")
+
+    # ingest
+    chunk_min_tokens: int = Field(120, ge=10, description="chunker: a section is packed to at least this")
+    chunk_max_tokens: int = Field(220, ge=20, description="chunker: a chunk never exceeds this, unless one sentence does")
+
+    # retrieval and assembly
+    top_k: int = Field(8, ge=1, le=50, description="chunks retrieved and reranked per question")
+    candidates: int = Field(40, ge=1, le=500, description="BM25 candidates handed to the reranker")
+    min_score: float | None = Field(
+        None, ge=0.0, le=1.0, description="retrieval gate; unset means the reranker's calibrated default"
+    )
+    budget: int = Field(1200, ge=50, description="context token budget for assembled blocks")
+    max_blocks: int = Field(5, ge=1, le=20, description="most blocks issued to the model")
+
+    # verification and conflicts
+    min_overlap: float = Field(0.3, ge=0.0, le=1.0, description="gate two: substantive overlap floor")
+    conflict_policy: Literal["present_both", "prefer_newest"] = "present_both"
+    compress: bool = Field(False, description="compress blocks before generation (verbatim guarantee)")
+    fabricate: Literal["", "nonexistent", "unrelated"] = Field(
+        "", description="offline generator demo switch: add a fabricated citation"
+    )
+
+    # models
+    generation_model: str = DEFAULT_GENERATION_MODEL
+    compression_model: str = DEFAULT_COMPRESSION_MODEL
+    max_tokens: int = Field(1024, ge=16, le=16000)
+    model_timeout: float = Field(60.0, gt=0, description="seconds per model call")
+    model_max_retries: int = Field(2, ge=0, le=10, description="SDK retries on 429/5xx/529")
+    voyage_embed_model: str = "voyage-3.5"
+    voyage_rerank_model: str = "rerank-2.5"
+
+    # HTTP service
+    max_question_chars: int = Field(2000, ge=1)
+    api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
+    cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")
+    log_level: str = "INFO"
+
+    # providers (their own variable names) and the offline switch
+    anthropic_api_key: str = Field("", validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"))
+    anthropic_base_url: str = Field(
+        "", validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url")
+    )
+    voyage_api_key: str = Field("", validation_alias=AliasChoices("VOYAGE_API_KEY", "voyage_api_key"))
+    mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
+
+    @field_validator("mock", mode="before")
+    @classmethod
+    def _empty_is_false(cls, value: object) -> object:
+        return False if value in ("", None) else value
+
+    @property
+    def use_claude(self) -> bool:
+        return bool(self.anthropic_api_key) and not self.mock
+
+    @property
+    def use_voyage(self) -> bool:
+        return bool(self.voyage_api_key) and not self.mock
+
+    @property
+    def api_key_list(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    @property
+    def cors_origin_list(self) -> tuple[str, ...]:
+        return tuple(o.strip() for o in self.cors_origins.split(",") if o.strip())
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build settings from the environment plus explicit overrides; invalid values raise ConfigError."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'RAG_' + str(e['loc'][0]).upper() if e['loc'] else '?'}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once; the API overrides this in tests."""
+    return load_settings()

@@ -1,0 +1,273 @@
+"""Domain types: pure, frozen values shared by every stage of the request path.
+
+Nothing here does I/O or knows about pydantic. Offsets are always end-exclusive
+character offsets; block numbers (`n`) are 1-based and exist only for one request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Literal
+
+RefusalReason = Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+ConflictPolicy = Literal["present_both", "prefer_newest"]
+DoneStatus = Literal["answered", "abstained", "error"]
+Fabrication = Literal["", "nonexistent", "unrelated"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Document:
+    """One source file as stored: provenance plus the full normalised text chunks point into."""
+
+    doc_id: str
+    title: str
+    text: str
+    source_path: str = ""
+    url: str = ""
+    updated_at: date | None = None
+    content_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk:
+    """A retrievable span of a document. `text` is the original, never rewritten.
+
+    `start_char`/`end_char` are end-exclusive offsets into the document text, so
+    `document.text[start_char:end_char] == text`.
+    """
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    text: str
+    updated_at: date | None = None
+    url: str = ""
+    page: int | None = None
+    start_char: int = 0
+    end_char: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scored:
+    """A chunk with its relevance in [0, 1]: the reranker's score, which the retrieval gate reads."""
+
+    chunk: Chunk
+    score: float
+    lexical: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Block:
+    """A chunk as issued to the model for one request, under its 1-based number `n`.
+
+    `sent_text` is what went into the prompt (possibly compressed); verification never reads it.
+    """
+
+    n: int
+    chunk: Chunk
+    score: float
+    sent_text: str
+
+    @property
+    def header(self) -> str:
+        """Provenance header: `[n] title > section (updated YYYY-MM-DD)`."""
+        where = self.chunk.title
+        if self.chunk.section and self.chunk.section != self.chunk.title:
+            where = f"{where} > {self.chunk.section}"
+        when = self.chunk.updated_at.isoformat() if self.chunk.updated_at else "unknown"
+        return f"[{self.n}] {where} (updated {when})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """An unverified citation as the generator wrote it: block number, and a span when the contract gives one."""
+
+    n: int
+    cited_text: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Draft:
+    """One sentence of generator output, markers stripped, with the citations it claims."""
+
+    text: str
+    claims: tuple[Claim, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Citation:
+    """A verified citation. `cited_text == chunk.text[start:end]` of the ORIGINAL chunk."""
+
+    n: int
+    chunk_id: str
+    title: str
+    url: str
+    cited_text: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sentence:
+    text: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Dropped:
+    """A sentence withheld from the user, with one specific, human-readable reason per failed citation."""
+
+    text: str
+    detail: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    """The verifier's judgement of one draft sentence."""
+
+    draft: Draft
+    citations: tuple[Citation, ...]
+    issues: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.citations)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkRef:
+    """A pointer to a chunk for refusals ("closest matches") and logs."""
+
+    chunk_id: str
+    title: str
+    section: str = ""
+    url: str = ""
+    score: float = 0.0
+    updated_at: date | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Statement:
+    """One side of a conflict: the sentence that states the quantity, where it came from and when."""
+
+    n: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    url: str
+    updated_at: date | None
+    text: str
+    quantity: str
+    value: float
+    unit: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conflict:
+    """Two documents that give different values for the same quantity in the asked context."""
+
+    dimension: str
+    context: tuple[str, ...]
+    statements: tuple[Statement, ...]
+    policy: ConflictPolicy = "present_both"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    retries: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            retries=self.retries + other.retries,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Generation:
+    """What a generator returns for one call: its sentences with unverified claims, raw text and usage."""
+
+    drafts: tuple[Draft, ...]
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    refused: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answer:
+    question: str
+    text: str = ""
+    sentences: tuple[Sentence, ...] = ()
+    citations: tuple[Citation, ...] = ()
+    abstained: bool = False
+    reason: RefusalReason = ""
+    message: str = ""
+    conflict: Conflict | None = None
+    closest: tuple[ChunkRef, ...] = ()
+    dropped: tuple[Dropped, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    timings: dict[str, float] = field(default_factory=dict)
+    trace_id: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Piece:
+    """A streamed fragment of generator output.
+
+    `text` is a delta appended to content block `index`; `claims` are citations that
+    arrived for that content block (native contract) and attach to its whole character
+    range. Inline-contract generators send markers inside `text` and no claims.
+    """
+
+    text: str = ""
+    index: int = 0
+    claims: tuple[Claim, ...] = ()
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gap:
+    """A coverage-gap queue entry: a question the knowledge base could not answer."""
+
+    question: str
+    top_score: float
+    closest: tuple[str, ...]
+    asked_at: str
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AskRecord:
+    """One ask-log row: everything needed to resolve "cited [3]" later."""
+
+    trace_id: str
+    question: str
+    reason: RefusalReason
+    abstained: bool
+    blocks: tuple[tuple[int, str], ...]
+    answer_text: str
+    citations: tuple[Citation, ...]
+    verdicts: tuple[str, ...]
+    top_score: float
+    usage: Usage
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreStats:
+    documents: int
+    chunks: int
+    embeddings: int = 0
+    backend: str = "sqlite"

@@ -1,0 +1,29 @@
+"""Shared fixtures: an offline environment for every test, and a store built from the bundled corpus."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rag.config import get_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fixtures" / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Every test runs offline: MOCK=1, no provider keys, a private database path."""
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "VOYAGE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    for name in list(__import__("os").environ):
+        if name.startswith("RAG_") and name != "RAG_TEST_DATABASE_URL":
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("MOCK", "1")
+    monkeypatch.setenv("RAG_DB", str(tmp_path / "rag.db"))
+    monkeypatch.chdir(ROOT)
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

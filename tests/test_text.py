@@ -1,0 +1,56 @@
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rag.text import estimate_tokens, fingerprint, sentence_spans, split_sentences, terms
+
+
+def test_split_sentences_keeps_abbreviations_versions_money_and_decimals_whole() -> None:
+    text = "Use e.g. the admin panel. It costs $0.67 per GB. Version v2.3 is out! The U.S. office closed. Pi is 3.14."
+    assert split_sentences(text) == [
+        "Use e.g. the admin panel.",
+        "It costs $0.67 per GB.",
+        "Version v2.3 is out!",
+        "The U.S. office closed.",
+        "Pi is 3.14.",
+    ]
+
+
+def test_split_sentences_attaches_trailing_citation_markers_to_the_sentence_before() -> None:
+    assert split_sentences("Uploads are capped at 50 MB.[1][3] Retention is 30 days. [2] Done") == [
+        "Uploads are capped at 50 MB.[1][3]",
+        "Retention is 30 days. [2]",
+        "Done",
+    ]
+
+
+def test_split_sentences_breaks_at_headings_list_items_and_blank_lines() -> None:
+    assert split_sentences("# Limits\nText here\n- one\n- two.\n\nNext para") == [
+        "# Limits",
+        "Text here",
+        "- one",
+        "- two.",
+        "Next para",
+    ]
+
+
+def test_terms_stems_and_drops_stop_words() -> None:
+    assert terms("The uploads are limited to 50 MB") == ["upload", "limit", "50", "mb"]
+
+
+def test_fingerprint_ignores_case_spacing_and_punctuation() -> None:
+    assert fingerprint("Hello,  World!") == fingerprint("hello world")
+    assert fingerprint("hello world") != fingerprint("hello there")
+
+
+def test_estimate_tokens_is_monotonic_and_zero_for_empty() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd" * 10) == 10
+
+
+@given(st.text())
+def test_sentence_spans_are_ordered_disjoint_and_in_bounds(text: str) -> None:
+    last = 0
+    for start, end in sentence_spans(text):
+        assert last <= start < end <= len(text)
+        assert text[start:end] == text[start:end].strip()
+        last = end
