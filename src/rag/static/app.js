@@ -1,0 +1,739 @@
+/* The one-page client: ask, stream verified sentences over SSE, open cited spans.
+ *
+ * Talks to POST /ask/stream (fetch + ReadableStream, so an Authorization header can
+ * be sent) and GET /chunks/{id}. Citation offsets are end-exclusive character
+ * offsets into the ORIGINAL chunk text, which the source panel highlights.
+ * No build step, no dependencies, works offline.
+ */
+"use strict";
+
+(() => {
+  const KEY_STORAGE = "rag.apiKey";
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    form: $("ask-form"),
+    question: $("question"),
+    askButton: $("ask-button"),
+    apiKey: $("api-key"),
+    settings: $("settings"),
+    kbStatus: $("kb-status"),
+    empty: $("empty"),
+    result: $("result"),
+    asked: $("asked"),
+    status: $("status"),
+    refusal: $("refusal"),
+    answer: $("answer"),
+    error: $("error"),
+    withheld: $("withheld"),
+    withheldCount: $("withheld-count"),
+    withheldList: $("withheld-list"),
+    builtFrom: $("built-from"),
+    builtFromTitle: $("built-from-title"),
+    blocks: $("blocks"),
+    metaLine: $("meta-line"),
+    layout: $("layout"),
+    panel: $("source-panel"),
+    panelClose: $("panel-close"),
+    sourceN: $("source-n"),
+    sourceTitle: $("source-title"),
+    sourceSection: $("source-section"),
+    sourceUpdated: $("source-updated"),
+    sourceLink: $("source-link"),
+    sourceNote: $("source-note"),
+    sourceText: $("source-text"),
+    sourceId: $("source-id"),
+  };
+
+  /** State of the ask in flight (or last finished). Replaced on every ask. */
+  let run = null;
+  /** Incremented on every panel open, so a slow chunk fetch never overwrites a newer one. */
+  let panelSeq = 0;
+  let panelOpener = null;
+  const chunkCache = new Map();
+
+  // ---------------------------------------------------------------- helpers
+
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "class") node.className = value;
+      else if (name === "testid") node.dataset.testid = value;
+      else if (name === "text") node.textContent = value;
+      else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+      else if (name === "dataset") Object.assign(node.dataset, value);
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  const DATE_FORMAT = new Intl.DateTimeFormat(undefined, {
+    day: "numeric", month: "short", year: "numeric", timeZone: "UTC",
+  });
+
+  /** "2026-05-12" -> "12 May 2026" (locale-dependent); "" for a missing date. */
+  function formatDate(iso) {
+    if (!iso) return "";
+    const parsed = new Date(iso.length === 10 ? iso + "T00:00:00Z" : iso);
+    return Number.isNaN(parsed.getTime()) ? String(iso) : DATE_FORMAT.format(parsed);
+  }
+
+  function timeEl(iso, prefix) {
+    if (!iso) return h("span", { class: "muted" }, prefix ? prefix + " date unknown" : "date unknown");
+    return h("span", {}, prefix ? prefix + " " : "", h("time", { datetime: iso }, formatDate(iso)));
+  }
+
+  function formatScore(score) {
+    return typeof score === "number" ? score.toFixed(2) : "";
+  }
+
+  function apiKey() {
+    try { return localStorage.getItem(KEY_STORAGE) || ""; } catch { return ""; }
+  }
+
+  function authHeaders(extra) {
+    const headers = Object.assign({}, extra || {});
+    const key = apiKey().trim();
+    if (key) headers.Authorization = "Bearer " + key;
+    return headers;
+  }
+
+  function chunkUrl(chunkId) {
+    return "/chunks/" + encodeURIComponent(chunkId);
+  }
+
+  /** Reads a JSON error body {error:{type,message}}; falls back to the status line. */
+  async function readError(response) {
+    let type = "http_" + response.status;
+    let message = response.statusText || "Request failed";
+    try {
+      const body = await response.json();
+      if (body && body.error) {
+        type = body.error.type || type;
+        message = body.error.message || message;
+      } else if (body && typeof body.detail === "string") {
+        message = body.detail;
+      }
+    } catch { /* not JSON: keep the status line */ }
+    return { type, message, retryAfter: response.headers.get("Retry-After") };
+  }
+
+  function describeHttpError(status, err) {
+    if (status === 401 || status === 403) {
+      ui.settings.open = true;
+      return {
+        title: "This service needs an API key.",
+        detail: apiKey() ? "The saved API key was not accepted. Check it under Settings." :
+          "Enter your API key under Settings, then ask again.",
+      };
+    }
+    if (status === 503) {
+      const wait = err.retryAfter ? ` Try again in about ${err.retryAfter} seconds.` : " Try again in a moment.";
+      return { title: "The answering service is temporarily unavailable.", detail: err.message + wait };
+    }
+    if (status === 422 || status === 413) {
+      return { title: "That question can't be asked as written.", detail: err.message };
+    }
+    return { title: `The service returned an error (${status}).`, detail: err.message };
+  }
+
+  // ---------------------------------------------------------------- SSE
+
+  function parseEventBlock(raw) {
+    let event = "message";
+    const data = [];
+    for (const line of raw.split("\n")) {
+      if (!line || line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon === -1 ? line : line.slice(0, colon);
+      let value = colon === -1 ? "" : line.slice(colon + 1);
+      if (value.startsWith(" ")) value = value.slice(1);
+      if (field === "event") event = value;
+      else if (field === "data") data.push(value);
+    }
+    if (!data.length) return null;
+    const text = data.join("\n");
+    try {
+      return { event, data: JSON.parse(text) };
+    } catch {
+      return { event, data: null, raw: text };
+    }
+  }
+
+  /** Yields {event, data} for each SSE event in a fetch body; comments (keep-alives) are skipped. */
+  async function* sseEvents(body, signal) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for (;;) {
+        if (signal && signal.aborted) return;
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer = (buffer + decoder.decode(value, { stream: true })).replace(/\r\n/g, "\n");
+        let cut;
+        while ((cut = buffer.indexOf("\n\n")) !== -1) {
+          const parsed = parseEventBlock(buffer.slice(0, cut));
+          buffer = buffer.slice(cut + 2);
+          if (parsed) yield parsed;
+        }
+      }
+      buffer += decoder.decode();
+      const tail = buffer.trim() ? parseEventBlock(buffer.trim()) : null;
+      if (tail) yield tail;
+    } finally {
+      reader.releaseLock();
+    }
+  }
+
+  // ---------------------------------------------------------------- asking
+
+  function resetResult(question) {
+    closePanel(false);
+    ui.empty.hidden = true;
+    ui.result.hidden = false;
+    ui.layout.classList.add("has-result");
+    ui.asked.textContent = question;
+    ui.refusal.replaceChildren();
+    ui.answer.replaceChildren();
+    ui.answer.hidden = true;
+    ui.error.replaceChildren();
+    ui.withheld.hidden = true;
+    ui.withheld.open = false;
+    ui.withheldList.replaceChildren();
+    ui.withheldCount.textContent = "0";
+    ui.builtFrom.hidden = true;
+    ui.builtFromTitle.textContent = "What the answer was built from";
+    ui.blocks.replaceChildren();
+    ui.metaLine.textContent = "";
+    setStatus("busy", "Searching the knowledge base…");
+  }
+
+  function setStatus(kind, text) {
+    ui.status.dataset.state = kind;
+    const parts = [h("span", {}, text)];
+    if (kind === "busy") parts.unshift(h("span", { class: "spinner", "aria-hidden": "true" }));
+    ui.status.replaceChildren(...parts);
+  }
+
+  function setBusy(busy) {
+    ui.askButton.disabled = false;
+    ui.askButton.textContent = busy ? "Asking…" : "Ask";
+    ui.result.setAttribute("aria-busy", busy ? "true" : "false");
+  }
+
+  async function ask(question) {
+    if (run) run.controller.abort();
+    const state = {
+      controller: new AbortController(),
+      blocks: new Map(),
+      emitted: 0,
+      dropped: 0,
+      reason: "",
+      failed: false,
+      done: false,
+    };
+    run = state;
+    resetResult(question);
+    setBusy(true);
+
+    let response;
+    try {
+      response = await fetch("/ask/stream", {
+        method: "POST",
+        headers: authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
+        body: JSON.stringify({ question }),
+        signal: state.controller.signal,
+      });
+    } catch (exc) {
+      if (state.controller.signal.aborted) return;
+      showError(state, "Could not reach the service.", "Check your connection and try again.", "network");
+      finish(state);
+      return;
+    }
+    if (run !== state) return;
+    if (!response.ok) {
+      const err = await readError(response);
+      const { title, detail } = describeHttpError(response.status, err);
+      showError(state, title, detail, err.type);
+      finish(state);
+      return;
+    }
+
+    try {
+      for await (const ev of sseEvents(response.body, state.controller.signal)) {
+        if (run !== state) return;
+        handleEvent(state, ev);
+      }
+    } catch (exc) {
+      if (state.controller.signal.aborted || run !== state) return;
+      showError(state, "The connection was lost while the answer was arriving.",
+        keptNote(state) + "Ask again to get the complete answer.", "network");
+    }
+    if (run !== state) return;
+    if (!state.done && !state.failed) {
+      showError(state, "The answer stream ended before it was complete.",
+        keptNote(state) + "Ask again to get the complete answer.", "incomplete");
+    }
+    finish(state);
+  }
+
+  function keptNote(state) {
+    return state.emitted ? "The sentences above were verified before the interruption. " : "";
+  }
+
+  function finish(state) {
+    if (run !== state) return;
+    setBusy(false);
+    ui.result.dataset.finished = String(Number(ui.result.dataset.finished || 0) + 1);
+    if (ui.status.dataset.state === "busy") {
+      if (state.failed) setStatus("error", "Stopped by an error.");
+      else ui.status.replaceChildren();
+    }
+  }
+
+  function handleEvent(state, ev) {
+    const data = ev.data || {};
+    switch (ev.event) {
+      case "meta": return onMeta(state, data);
+      case "sentence": return onSentence(state, data);
+      case "dropped": return onDropped(state, data);
+      case "refusal": return onRefusal(state, data);
+      case "error":
+        return showError(state, "Something went wrong while answering.",
+          (data.message || "The service reported an error.") + (state.emitted ? " " + keptNote(state).trim() : ""),
+          data.type || "error");
+      case "done": return onDone(state, data);
+      default: return undefined;
+    }
+  }
+
+  function onMeta(state, data) {
+    const blocks = Array.isArray(data.blocks) ? data.blocks.slice().sort((a, b) => a.n - b.n) : [];
+    for (const block of blocks) state.blocks.set(block.n, block);
+    ui.blocks.replaceChildren(...blocks.map((block) => blockItem(block)));
+    ui.builtFrom.hidden = blocks.length === 0;
+    const parts = [];
+    if (typeof data.context_tokens === "number") parts.push(`about ${data.context_tokens} tokens of context`);
+    if (data.trace_id) parts.push(`trace ${data.trace_id}`);
+    ui.metaLine.textContent = parts.join(" · ");
+    if (blocks.length) {
+      setStatus("busy", `Writing and checking the answer against ${blocks.length} source${blocks.length === 1 ? "" : "s"}…`);
+    }
+  }
+
+  function blockItem(block) {
+    const score = typeof block.score === "number" ? Math.max(0, Math.min(1, block.score)) : 0;
+    return h("li", { class: "block", testid: "block-item", dataset: { n: block.n, chunkId: block.chunk_id } },
+      h("button", {
+        type: "button",
+        class: "block-button",
+        "aria-label": `Open source ${block.n}: ${block.title}`,
+        onclick: (e) => openSource({ chunkId: block.chunk_id, n: block.n, hint: block, opener: e.currentTarget }),
+      },
+      h("span", { class: "block-n", testid: "block-n" }, String(block.n)),
+      h("span", { class: "block-main" },
+        h("span", { class: "block-title", testid: "block-title" }, block.title || block.chunk_id),
+        block.section && block.section !== block.title ? h("span", { class: "block-section" }, block.section) : null),
+      h("span", { class: "block-score", title: "Relevance score (0 to 1)" },
+        h("span", { class: "score-bar", "aria-hidden": "true" },
+          h("span", { class: "score-fill", style: `width:${(score * 100).toFixed(0)}%` })),
+        h("span", { class: "score-num", testid: "block-score" }, formatScore(block.score)))));
+  }
+
+  function onSentence(state, data) {
+    state.emitted += 1;
+    ui.answer.hidden = false;
+    const citations = Array.isArray(data.citations) ? data.citations : [];
+    // One chip per block number; every span that block supports is highlighted together.
+    const byN = new Map();
+    for (const c of citations) {
+      if (!byN.has(c.n)) byN.set(c.n, []);
+      byN.get(c.n).push(c);
+    }
+    const chips = [...byN.entries()].sort((a, b) => a[0] - b[0]).map(([n, group]) => chip(state, n, group));
+    const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
+      h("span", { class: "sentence-text" }, data.text || ""),
+      chips.length ? h("span", { class: "chips" }, chips) : null);
+    if (ui.answer.childNodes.length) ui.answer.append(" ");
+    ui.answer.append(sentence);
+    setStatus("busy", `${state.emitted} verified sentence${state.emitted === 1 ? "" : "s"} so far…`);
+  }
+
+  function chip(state, n, group) {
+    const first = group[0];
+    const block = state.blocks.get(n);
+    const title = first.title || (block && block.title) || first.chunk_id;
+    const spans = group.map((c) => ({ start: c.start, end: c.end, cited: c.cited_text }));
+    return h("button", {
+      type: "button",
+      class: "chip",
+      testid: "citation-chip",
+      "aria-label": `Source ${n}: ${title}`,
+      "aria-controls": "source-panel",
+      "aria-expanded": "false",
+      title: `${title}\n“${first.cited_text || ""}”`,
+      dataset: {
+        n, chunkId: first.chunk_id, start: first.start, end: first.end, citedText: first.cited_text || "",
+      },
+      onclick: (e) => openSource({
+        chunkId: first.chunk_id, n, spans, hint: Object.assign({ title, url: first.url }, block || {}),
+        opener: e.currentTarget,
+      }),
+    }, String(n));
+  }
+
+  function onDropped(state, data) {
+    state.dropped += 1;
+    ui.withheld.hidden = false;
+    ui.withheldCount.textContent = String(state.dropped);
+    const reasons = Array.isArray(data.detail) ? data.detail : [];
+    ui.withheldList.append(h("li", { class: "withheld-item", testid: "withheld-item" },
+      h("q", { class: "withheld-text" }, data.text || ""),
+      reasons.length ? h("ul", { class: "reasons" }, reasons.map((r) => h("li", { testid: "withheld-reason" }, r))) : null));
+  }
+
+  function onDone(state, data) {
+    state.done = true;
+    const withheld = state.dropped ? ` · ${state.dropped} withheld` : "";
+    if (data.status === "answered") {
+      setStatus("ok", `${data.emitted ?? state.emitted} verified sentence${(data.emitted ?? state.emitted) === 1 ? "" : "s"}${withheld}. Select a number to read its source.`);
+    } else if (data.status === "abstained") {
+      const why = {
+        low_retrieval_score: "Not found in the knowledge base",
+        conflicting_sources: "The sources disagree; both are shown",
+        no_citations: "No supported answer",
+      }[state.reason] || "No answer given";
+      setStatus("abstained", `${why}${withheld}.`);
+    } else if (data.status === "error") {
+      state.failed = true;
+      setStatus("error", "Stopped by an error" + (state.emitted ? "; the sentences shown were verified." : "."));
+    }
+  }
+
+  function showError(state, title, detail, type) {
+    state.failed = true;
+    ui.error.replaceChildren(h("div", { class: "alert", role: "alert", testid: "error-message", dataset: { type: type || "" } },
+      h("strong", {}, title), detail ? h("p", {}, detail) : null));
+    setStatus("error", "Stopped by an error.");
+  }
+
+  // ---------------------------------------------------------------- refusals
+
+  function onRefusal(state, data) {
+    const reason = data.reason || "";
+    state.reason = reason;
+    let view;
+    if (reason === "low_retrieval_score") view = lowScoreView(data);
+    else if (reason === "conflicting_sources") view = conflictView(data);
+    else if (reason === "no_citations") view = noCitationsView(data);
+    else view = refusalCard("other", "No answer was given.", data.message ? h("p", {}, data.message) : null);
+    view.dataset.reason = reason;
+    ui.refusal.replaceChildren(view);
+    ui.builtFromTitle.textContent = "What was retrieved";
+  }
+
+  function refusalCard(kind, heading, ...body) {
+    return h("section", { class: `refusal refusal-${kind}`, testid: "refusal", "aria-label": heading },
+      h("div", { class: "refusal-icon", "aria-hidden": "true" }),
+      h("div", { class: "refusal-body" }, h("h2", { class: "refusal-heading" }, heading), ...body));
+  }
+
+  function closestList(closest, label) {
+    const refs = Array.isArray(closest) ? closest : [];
+    if (!refs.length) return null;
+    return h("div", { class: "closest" },
+      h("h3", {}, label),
+      h("ul", { class: "closest-list", testid: "closest-list" }, refs.map((ref) => h("li", {},
+        h("a", {
+          href: chunkUrl(ref.chunk_id),
+          class: "closest-link",
+          testid: "closest-link",
+          dataset: { chunkId: ref.chunk_id },
+          onclick: (e) => {
+            e.preventDefault();
+            openSource({ chunkId: ref.chunk_id, hint: ref, opener: e.currentTarget });
+          },
+        }, ref.title || ref.chunk_id),
+        h("span", { class: "closest-meta" },
+          [ref.section && ref.section !== ref.title ? ref.section : "",
+            ref.updated_at ? "updated " + formatDate(ref.updated_at) : "",
+            typeof ref.score === "number" ? "score " + formatScore(ref.score) : ""].filter(Boolean).join(" · "))))));
+  }
+
+  function lowScoreView(data) {
+    const view = refusalCard("low", "I couldn't find this in the knowledge base.",
+      h("p", {}, "None of the indexed documents is close enough to this question to answer it."),
+      closestList(data.closest, "Closest matches"),
+      h("p", { class: "muted" }, "If it should exist, it may not be indexed yet."));
+    view.dataset.testid = "refusal-low-retrieval";
+    return view;
+  }
+
+  function noCitationsView(data) {
+    const view = refusalCard("nocite", "Relevant documents were found, but none of them directly answers this question.",
+      h("p", {}, "No sentence could be tied to a passage that supports it, so nothing is shown rather than an unsupported answer."),
+      closestList(data.closest, "Closest sources"));
+    view.dataset.testid = "refusal-no-citations";
+    return view;
+  }
+
+  function conflictView(data) {
+    const conflict = data.conflict || {};
+    const statements = Array.isArray(conflict.statements) ? conflict.statements : [];
+    const newest = statements.reduce((best, s) => (s.updated_at && (!best || s.updated_at > best) ? s.updated_at : best), "");
+    const distinctDates = new Set(statements.map((s) => s.updated_at || "")).size > 1;
+    const shared = Array.isArray(conflict.context) ? conflict.context.filter(Boolean) : [];
+    const cards = statements.map((s) => {
+      const isNewest = distinctDates && s.updated_at && s.updated_at === newest;
+      return h("button", {
+        type: "button",
+        class: "statement" + (isNewest ? " is-newest" : ""),
+        testid: "conflict-statement",
+        dataset: { chunkId: s.chunk_id, start: s.start, end: s.end },
+        "aria-label": `${s.quantity || ""} according to ${s.title}, updated ${formatDate(s.updated_at) || "unknown"}. Open source.`,
+        onclick: (e) => openSource({
+          chunkId: s.chunk_id, n: s.n, spans: [{ start: s.start, end: s.end, cited: s.text }],
+          hint: s, opener: e.currentTarget,
+        }),
+      },
+      h("span", { class: "statement-top" },
+        h("span", { class: "statement-value", testid: "statement-value" }, s.quantity || ""),
+        isNewest ? h("span", { class: "badge" }, "Newer") : null),
+      h("span", { class: "statement-text", testid: "statement-text" }, "“" + (s.text || "") + "”"),
+      h("span", { class: "statement-source" },
+        h("span", { class: "statement-title", testid: "statement-title" }, s.title || s.doc_id),
+        h("span", { class: "statement-date", testid: "statement-date" }, timeEl(s.updated_at, "Updated"))),
+      h("span", { class: "statement-open" }, "Show in source →"));
+    });
+    const view = refusalCard("conflict", "The sources disagree.",
+      h("p", {}, `${statements.length > 2 ? statements.length : "Two"} documents give different values for the same thing. Both are shown so you can decide which applies; check the dates.`),
+      h("div", { class: "statements", testid: "conflict-statements" }, cards),
+      shared.length ? h("p", { class: "muted small", testid: "conflict-context" }, "Matched on: " + shared.join(", ")) : null,
+      conflict.policy && conflict.policy !== "present_both" ? h("p", { class: "muted" }, `Policy: ${conflict.policy}`) : null);
+    view.dataset.testid = "refusal-conflict";
+    return view;
+  }
+
+  // ---------------------------------------------------------------- source panel
+
+  async function fetchChunk(chunkId) {
+    if (chunkCache.has(chunkId)) return chunkCache.get(chunkId);
+    const response = await fetch(chunkUrl(chunkId), { headers: authHeaders({ Accept: "application/json" }) });
+    if (!response.ok) {
+      const err = await readError(response);
+      const failure = new Error(err.message);
+      failure.status = response.status;
+      throw failure;
+    }
+    const chunk = await response.json();
+    chunkCache.set(chunkId, chunk);
+    return chunk;
+  }
+
+  /** Resolves claimed spans against the chunk text: offsets first, then the cited text itself. */
+  function resolveSpans(text, spans) {
+    const found = [];
+    let missing = 0;
+    for (const span of spans || []) {
+      const { start, end, cited } = span;
+      const valid = Number.isInteger(start) && Number.isInteger(end) && start >= 0 && end > start && end <= text.length;
+      if (valid && (!cited || text.slice(start, end) === cited)) {
+        found.push([start, end]);
+        continue;
+      }
+      const at = cited ? text.indexOf(cited) : -1;
+      if (at !== -1) found.push([at, at + cited.length]);
+      else missing += 1;
+    }
+    found.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const merged = [];
+    for (const [s, e] of found) {
+      const last = merged[merged.length - 1];
+      if (last && s <= last[1]) last[1] = Math.max(last[1], e);
+      else merged.push([s, e]);
+    }
+    return { ranges: merged, missing };
+  }
+
+  function renderChunkText(text, ranges) {
+    const nodes = [];
+    let at = 0;
+    for (const [s, e] of ranges) {
+      if (s > at) nodes.push(document.createTextNode(text.slice(at, s)));
+      nodes.push(h("mark", { testid: "source-mark" }, text.slice(s, e)));
+      at = e;
+    }
+    if (at < text.length) nodes.push(document.createTextNode(text.slice(at)));
+    ui.sourceText.replaceChildren(...nodes);
+  }
+
+  function fillProvenance(info, n) {
+    ui.sourceN.textContent = n ? `[${n}]` : "";
+    ui.sourceTitle.textContent = info.title || info.doc_id || info.chunk_id || "";
+    const section = info.section && info.section !== info.title ? info.section : "";
+    ui.sourceSection.textContent = section;
+    ui.sourceSection.hidden = !section;
+    ui.sourceUpdated.replaceChildren(timeEl(info.updated_at, "Updated"));
+    if (info.url) {
+      ui.sourceLink.href = info.url;
+      ui.sourceLink.hidden = false;
+    } else {
+      ui.sourceLink.removeAttribute("href");
+      ui.sourceLink.hidden = true;
+    }
+  }
+
+  function markActive(opener) {
+    for (const node of document.querySelectorAll(".is-active")) {
+      node.classList.remove("is-active");
+      if (node.hasAttribute("aria-expanded")) node.setAttribute("aria-expanded", "false");
+    }
+    if (opener) {
+      opener.classList.add("is-active");
+      if (opener.hasAttribute("aria-expanded")) opener.setAttribute("aria-expanded", "true");
+    }
+  }
+
+  /** Opens the source panel on one chunk, highlighting `spans` ({start, end, cited}) when given. */
+  async function openSource({ chunkId, n, spans, hint, opener }) {
+    const seq = ++panelSeq;
+    panelOpener = opener || null;
+    markActive(opener);
+    fillProvenance(Object.assign({ chunk_id: chunkId }, hint || {}), n);
+    ui.sourceNote.textContent = "";
+    ui.sourceNote.hidden = true;
+    ui.sourceText.replaceChildren(h("p", { class: "muted" }, "Loading the original passage…"));
+    ui.sourceId.textContent = chunkId;
+    ui.panel.dataset.chunkId = chunkId;
+    ui.panel.dataset.state = "loading";
+    ui.panel.hidden = false;
+    ui.layout.classList.add("has-panel");
+    document.body.classList.add("panel-open");
+
+    let chunk;
+    try {
+      chunk = await fetchChunk(chunkId);
+    } catch (exc) {
+      if (seq !== panelSeq) return;
+      const gone = exc.status === 404;
+      ui.panel.dataset.state = "error";
+      ui.sourceNote.hidden = false;
+      ui.sourceNote.textContent = gone
+        ? "This passage is no longer in the knowledge base; the document may have been re-indexed since."
+        : `Could not load the original passage: ${exc.message}`;
+      const quoted = (spans || []).map((s) => s.cited).filter(Boolean);
+      ui.sourceText.replaceChildren(...quoted.map((q) => h("blockquote", {}, q)));
+      ui.panel.focus({ preventScroll: true });
+      return;
+    }
+    if (seq !== panelSeq) return;
+    fillProvenance(chunk, n);
+    const text = chunk.text || "";
+    const { ranges, missing } = resolveSpans(text, spans);
+    renderChunkText(text, ranges);
+    if (missing) {
+      ui.sourceNote.hidden = false;
+      ui.sourceNote.textContent = "Part of the cited passage was not found in the current version of this document.";
+    } else if (ranges.length) {
+      ui.sourceNote.hidden = false;
+      ui.sourceNote.textContent = "The highlighted passage is the exact text cited.";
+    }
+    ui.panel.dataset.state = "ready";
+    ui.panel.focus({ preventScroll: true });
+    scrollPanelTo(ui.sourceText.querySelector("mark"));
+  }
+
+  /** Scrolls the panel (not the page) so the first highlight sits in its upper third. */
+  function scrollPanelTo(mark) {
+    if (!mark) {
+      ui.panel.scrollTop = 0;
+      return;
+    }
+    const panelBox = ui.panel.getBoundingClientRect();
+    const markBox = mark.getBoundingClientRect();
+    ui.panel.scrollTop += markBox.top - panelBox.top - panelBox.height / 3;
+    // When the panel itself is off screen (long pages on narrow screens), bring it in too.
+    if (panelBox.top > window.innerHeight || panelBox.bottom < 0) mark.scrollIntoView({ block: "center" });
+  }
+
+  function closePanel(restoreFocus) {
+    panelSeq += 1;
+    markActive(null);
+    ui.panel.hidden = true;
+    ui.layout.classList.remove("has-panel");
+    document.body.classList.remove("panel-open");
+    if (restoreFocus && panelOpener && document.contains(panelOpener)) panelOpener.focus();
+    panelOpener = null;
+  }
+
+  // ---------------------------------------------------------------- wiring
+
+  function autoGrow() {
+    ui.question.style.height = "auto";
+    ui.question.style.height = Math.min(ui.question.scrollHeight, 220) + "px";
+  }
+
+  ui.form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const question = ui.question.value.trim();
+    if (!question) {
+      ui.question.focus();
+      return;
+    }
+    ask(question);
+  });
+
+  ui.question.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      ui.form.requestSubmit();
+    }
+  });
+  ui.question.addEventListener("input", autoGrow);
+
+  ui.apiKey.value = apiKey();
+  ui.apiKey.form.addEventListener("submit", (e) => e.preventDefault());
+  ui.apiKey.addEventListener("change", () => {
+    try {
+      const value = ui.apiKey.value.trim();
+      if (value) localStorage.setItem(KEY_STORAGE, value);
+      else localStorage.removeItem(KEY_STORAGE);
+    } catch { /* storage disabled: the key lasts for this page only */ }
+    chunkCache.clear();
+    loadStatus();
+  });
+
+  ui.panelClose.addEventListener("click", () => closePanel(true));
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !ui.panel.hidden) closePanel(true);
+  });
+
+  async function loadStatus() {
+    try {
+      const response = await fetch("/readyz", { headers: authHeaders({ Accept: "application/json" }) });
+      if (response.status === 401) {
+        ui.kbStatus.textContent = "API key required";
+        return;
+      }
+      const body = await response.json();
+      const chunks = typeof body.chunks === "number" ? body.chunks
+        : body.store && typeof body.store.chunks === "number" ? body.store.chunks : null;
+      if (!response.ok) ui.kbStatus.textContent = "not ready";
+      else if (body.status === "empty" || chunks === 0) ui.kbStatus.textContent = "no documents indexed yet";
+      else ui.kbStatus.textContent = chunks === null ? "ready" : `${chunks.toLocaleString()} passages indexed`;
+    } catch {
+      ui.kbStatus.textContent = "";
+    }
+  }
+
+  loadStatus();
+  ui.question.focus();
+
+  // Exposed for debugging and tests: the last run's counters.
+  window.ragPage = { ask, openSource, get run() { return run; } };
+})();
