@@ -1,0 +1,213 @@
+"""Refusal line 2: two documents give different values for the same quantity in the asked context.
+
+A pair of quantities conflicts when all hold:
+- they come from blocks of different `doc_id`s, in the same dimension, with different normalised values
+  (beyond the dimension's rounding tolerance, see quantities.py);
+- their context keys share at least `MIN_SHARED` topic keys, and at least `MIN_JACCARD` of all their keys. A
+  quantity's keys are the stemmed content terms of its own sentence in a window of `WINDOW_BEFORE` terms
+  before it (not reaching back past another quantity) plus up to `WINDOW_AFTER` terms after it up to the
+  next clause break ("250 MB per file" adds "file"); numbers and units are not keys;
+- the keys do not carry opposite bounds (one says minimum, the other maximum);
+- with a question (minus how-question words like "long", "many"): a shared key or unit word is a
+  question term, each side addresses (in its keys, unit words, chunk title or section) more than
+  `MIN_QUESTION_SHARE` of the question's terms; no question term occurs in one side's chunk (text,
+  title, section) but not in the other's (a question about "webhook retries" is not about payment
+  retries); and no other statement of the same dimension covers more of the question than both sides
+  (a question about the Team plan is not about two prices of another plan).
+The strongest conflict has the most shared keys touching the question, then the most shared keys.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import date
+from functools import lru_cache
+
+from rag.quantities import Quantity, find_quantities, same_value
+from rag.text import sentence_spans, term_set, terms
+from rag.types import Block, Conflict, ConflictPolicy, Statement
+
+MIN_SHARED = 2
+MIN_JACCARD = 0.25
+MIN_QUESTION_SHARE = 0.5
+WINDOW_BEFORE = 8
+WINDOW_AFTER = 4
+
+_CLAUSE_BREAK_RE = re.compile(r"[;:,()]|\s[–—-]\s")
+# Words that carry no topic: never context keys (stemmed).
+_WEAK_KEYS = frozenset({"within", "now", "everi", "around", "approxim", "rough", "current", "total", "least"})
+# Stems of how-questions ("how long", "how many") that say nothing about the topic.
+_QUESTION_FORM = frozenset({"long", "much", "mani", "often", "big", "soon", "larg", "high"})
+_LOWER_BOUND = frozenset({"minimum", "min", "least", "lower", "floor"})
+_UPPER_BOUND = frozenset({"maximum", "max", "upper", "ceil", "cap", "exceed"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Found:
+    block: Block
+    quantity: Quantity
+    keys: frozenset[str]
+    sentence: tuple[int, int]
+    chunk_terms: frozenset[str]  # the chunk's text, title and section
+    unit_terms: frozenset[str]  # words of the quantity itself ("requests", "minute")
+
+    def coverage(self, asked: frozenset[str]) -> int:
+        """How many question terms this statement addresses (keys, unit words, title and section)."""
+        return len(asked & (self.keys | self.unit_terms | self.heading_terms))
+
+    @property
+    def heading_terms(self) -> frozenset[str]:
+        return _headings(self.block)
+
+
+def detect_conflict(
+    question: str, blocks: Sequence[Block], *, policy: ConflictPolicy = "present_both"
+) -> Conflict | None:
+    """The strongest conflict among `blocks` that touches `question`, or None. With `prefer_newest` the
+    conflict is still returned (the caller decides); statements are ordered newest first."""
+    found = find_conflicts(question, blocks)
+    if not found:
+        return None
+    return replace(found[0], policy=policy)
+
+
+def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflict]:
+    """Every conflicting pair among `items`, strongest first; `question=None` applies no relevance filter."""
+    found = [f for block in items for f in _quantities(block)]
+    asked = term_set(question) - _QUESTION_FORM if question is not None else None
+    best: dict[str, int] = {}
+    if asked is not None:
+        found = [f for f in found if (f.keys | f.unit_terms) & asked]
+        for f in found:
+            best[f.quantity.dimension] = max(best.get(f.quantity.dimension, 0), f.coverage(asked))
+    ranked: list[tuple[tuple[int, int, float], Conflict]] = []
+    for i, a in enumerate(found):
+        for b in found[i + 1 :]:
+            scored = _pair(a, b, asked)
+            if scored is None:
+                continue
+            # another statement of this dimension answers the question better than either side
+            if asked is not None and max(a.coverage(asked), b.coverage(asked)) < best[a.quantity.dimension]:
+                continue
+            ranked.append(scored)
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    return [conflict for _, conflict in ranked]
+
+
+def _headings(block: Block) -> frozenset[str]:
+    return term_set(f"{block.chunk.title} {block.chunk.section}")
+
+
+def context_keys(
+    text: str, quantity: Quantity, others: Sequence[Quantity], sentence: tuple[int, int]
+) -> frozenset[str]:
+    """Stemmed content terms around `quantity` inside its sentence (see the module docstring)."""
+    start, end = sentence
+    before_from = max([q.end for q in others if start <= q.end <= quantity.start], default=start)
+    after_to = min([q.start for q in others if quantity.end <= q.start < end], default=end)
+    clause = _CLAUSE_BREAK_RE.search(text, quantity.end, after_to)
+    if clause is not None:
+        after_to = clause.start()
+    before = [t for t in terms(text[before_from : quantity.start]) if not t.isdigit()][-WINDOW_BEFORE:]
+    after = [t for t in terms(text[quantity.end : after_to]) if not t.isdigit()][:WINDOW_AFTER]
+    return frozenset(before + after)
+
+
+def _topic(keys: frozenset[str]) -> frozenset[str]:
+    return keys - _WEAK_KEYS
+
+
+def _quantities(block: Block) -> list[_Found]:
+    analysed, chunk_terms = _analyse(block.chunk.text)
+    if not analysed:
+        return []
+    chunk_terms |= _headings(block)
+    return [
+        _Found(
+            block=block,
+            quantity=quantity,
+            keys=keys,
+            sentence=sentence,
+            chunk_terms=chunk_terms,
+            unit_terms=frozenset(t for t in terms(quantity.text) if not t.isdigit()),
+        )
+        for quantity, keys, sentence in analysed
+    ]
+
+
+# Cached by chunk text: the same chunks come back request after request.
+@lru_cache(maxsize=4096)
+def _analyse(
+    text: str,
+) -> tuple[tuple[tuple[Quantity, frozenset[str], tuple[int, int]], ...], frozenset[str]]:
+    quantities = find_quantities(text)
+    if not quantities:
+        return (), term_set(text)
+    spans = sentence_spans(text)
+    found = []
+    for quantity in quantities:
+        sentence = next(((s, e) for s, e in spans if s <= quantity.start < e), (quantity.start, quantity.end))
+        found.append((quantity, context_keys(text, quantity, quantities, sentence), sentence))
+    return tuple(found), term_set(text)
+
+
+def _pair(
+    a: _Found, b: _Found, asked: frozenset[str] | None
+) -> tuple[tuple[int, int, float], Conflict] | None:
+    if a.block.chunk.doc_id == b.block.chunk.doc_id:
+        return None
+    if a.quantity.dimension != b.quantity.dimension or same_value(a.quantity, b.quantity):
+        return None
+    shared = _topic(a.keys) & _topic(b.keys)
+    if len(shared) < MIN_SHARED or len(shared) < MIN_JACCARD * len(_topic(a.keys) | _topic(b.keys)):
+        return None
+    if _opposite_bounds(a.keys, b.keys):
+        return None
+    touching = 0
+    if asked is not None:
+        touching = len((shared | (a.unit_terms & b.unit_terms)) & asked)
+        least = min(a.coverage(asked), b.coverage(asked))
+        if not touching or least <= MIN_QUESTION_SHARE * len(asked):
+            return None
+        if asked & (a.chunk_terms ^ b.chunk_terms):
+            return None
+    jaccard = len(shared) / len(a.keys | b.keys)
+    statements = sorted((_statement(a), _statement(b)), key=_newest_first)
+    conflict = Conflict(
+        dimension=a.quantity.dimension, context=tuple(sorted(shared)), statements=tuple(statements)
+    )
+    return (touching, len(shared), jaccard), conflict
+
+
+def _opposite_bounds(a: frozenset[str], b: frozenset[str]) -> bool:
+    def bound(keys: frozenset[str]) -> str:
+        lower, upper = bool(keys & _LOWER_BOUND), bool(keys & _UPPER_BOUND)
+        return "lower" if lower and not upper else "upper" if upper and not lower else ""
+
+    return {bound(a), bound(b)} == {"lower", "upper"}
+
+
+def _statement(found: _Found) -> Statement:
+    chunk = found.block.chunk
+    start, end = found.sentence
+    return Statement(
+        n=found.block.n,
+        chunk_id=chunk.chunk_id,
+        doc_id=chunk.doc_id,
+        title=chunk.title,
+        url=chunk.url,
+        updated_at=chunk.updated_at,
+        text=chunk.text[start:end],
+        quantity=found.quantity.text,
+        value=found.quantity.value,
+        unit=found.quantity.unit,
+        start=start,
+        end=end,
+    )
+
+
+def _newest_first(statement: Statement) -> tuple[int, int, int]:
+    when = statement.updated_at or date.min
+    return (-when.toordinal(), statement.n, statement.start)

@@ -1,0 +1,195 @@
+"""Parse generator output into draft sentences with the citations they claim.
+
+Inline contract: `[n]` markers after each claim. A marker run is taken as citations when it
+- holds only block numbers 1..999, separated by commas, with ranges `a-b`/`a–b` (a <= b, at most
+  `MAX_RANGE` numbers), e.g. `[1]`, `[1][3]`, `[1, 3]`, `[1-3]`;
+- and is not glued to a word, unless it sits at a clause end: "50 MB [1]." and "50 MB.[1]" and
+  "50 MB[1]." are citations, "array[1] holds" is prose. `[sic]`, `[2.0]`, `[v2]`, `[a]`, `[0]` are prose.
+Markers are removed from the sentence text together with the whitespace before them.
+
+Native contract: pieces carry claims per content block; the claims of a block attach to every
+sentence that overlaps the block's character range (an empty block attaches to the sentence it follows).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rag.text import sentence_spans
+from rag.types import Claim, Draft, Piece
+
+MAX_RANGE = 50
+
+_NUM = r"[1-9]\d{0,2}"
+_ITEM = rf"{_NUM}(?:\s*[-–—]\s*{_NUM})?"
+_MARKER = rf"\[\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*\]"
+MARKER_RUN_RE = re.compile(rf"(?P<space>\s*)(?P<run>(?:{_MARKER})+)")
+_MARKER_ONE_RE = re.compile(_MARKER)
+_ITEM_RE = re.compile(rf"(?P<lo>{_NUM})(?:\s*[-–—]\s*(?P<hi>{_NUM}))?")
+_CLAUSE_END = frozenset(".,;:!?")
+_LEAD_RE = re.compile(r"^(?:\s*(?:#{1,6}|[-*+•>])\s+)+")
+_ENUMERATOR_RE = re.compile(r"(?:\d{1,3}|[a-zA-Z])[.)]")
+_HAS_WORD_RE = re.compile(r"\w")
+# What may still turn into trailing markers of the sentence before: whitespace and (partial) [n] runs.
+_PENDING_RE = re.compile(r"\s*(?:\[[\d\s,–—-]*\]?\s*)*")
+_NON_SPACE_RE = re.compile(r"\S")
+
+
+def parse_inline(text: str) -> tuple[Draft, ...]:
+    """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
+    drafts = []
+    for start, end in sentence_spans(text):
+        draft = _draft(text[start:end])
+        if draft is not None:
+            drafts.append(draft)
+    return tuple(drafts)
+
+
+def citation_numbers(marker_run: str) -> tuple[int, ...] | None:
+    """The block numbers in a marker run like "[1][3-4]", or None when it is not a valid citation run."""
+    numbers: list[int] = []
+    for marker in _MARKER_ONE_RE.findall(marker_run):
+        for item in _ITEM_RE.finditer(marker):
+            lo = int(item.group("lo"))
+            hi = int(item.group("hi") or lo)
+            if hi < lo or hi - lo >= MAX_RANGE:
+                return None
+            numbers.extend(range(lo, hi + 1))
+    return tuple(numbers)
+
+
+def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
+    """The sentence without its citation markers, and the cited numbers in order of first appearance."""
+    numbers: list[int] = []
+    out: list[str] = []
+    last = 0
+    for match in MARKER_RUN_RE.finditer(sentence):
+        run_start, run_end = match.start("run"), match.end("run")
+        before = sentence[run_start - 1] if run_start else " "
+        after = sentence[run_end] if run_end < len(sentence) else ""
+        if (before.isalnum() or before == "_") and not (after == "" or after in _CLAUSE_END):
+            continue
+        found = citation_numbers(match.group("run"))
+        if found is None:
+            continue
+        numbers.extend(n for n in found if n not in numbers)
+        out.append(sentence[last : match.start()])
+        last = match.end()
+    out.append(sentence[last:])
+    return "".join(out), tuple(numbers)
+
+
+def _draft(sentence: str, extra: tuple[Claim, ...] = ()) -> Draft | None:
+    text, numbers = strip_markers(sentence)
+    text = _LEAD_RE.sub("", text).strip()
+    if not _HAS_WORD_RE.search(text) or _ENUMERATOR_RE.fullmatch(text):
+        return None
+    claims: list[Claim] = [Claim(n=n) for n in numbers]
+    for claim in extra:
+        if claim not in claims:
+            claims.append(claim)
+    return Draft(text=text, claims=tuple(claims))
+
+
+@dataclass(slots=True)
+class _Segment:
+    index: int
+    start: int
+    end: int
+    claims: list[Claim] = field(default_factory=list)
+
+
+class SentenceBuffer:
+    """Accumulates streamed pieces and returns each sentence as soon as it is complete.
+
+    A sentence is complete when the splitter cuts after it and non-space text that cannot be a
+    citation marker follows (or at `flush`). Fed the same inline text in any piece sizes, the drafts
+    equal `parse_inline(text)`. In native mode (any piece with claims or a content-block index other
+    than 0, or `native=True`), a sentence that overlaps the still-open content block is held until the
+    block ends, because a block's citations may arrive after its text.
+    """
+
+    def __init__(self, *, native: bool = False) -> None:
+        self._text = ""
+        self._done = 0  # sentences starting before this offset have been returned
+        self._segments: list[_Segment] = []
+        self._native = native
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far, markers included."""
+        return self._text
+
+    def feed(self, piece: Piece) -> list[Draft]:
+        """Append one piece; return the sentences it completed, in order."""
+        if piece.claims or piece.index != 0:
+            self._native = True
+        position = len(self._text)
+        current = self._segments[-1] if self._segments else None
+        same_block = current is not None and current.index == piece.index
+        if current is None or not same_block:
+            current = _Segment(index=piece.index, start=position, end=position)
+            self._segments.append(current)
+        current.claims.extend(piece.claims)
+        self._text += piece.text
+        current.end = len(self._text)
+        if same_block and not piece.claims and not piece.text.strip():
+            return []  # whitespace alone completes no sentence
+        return self._drain(final=False)
+
+    def flush(self) -> list[Draft]:
+        """Return every sentence not returned yet; the stream has ended."""
+        return self._drain(final=True)
+
+    def _drain(self, *, final: bool) -> list[Draft]:
+        text = self._text
+        out: list[Draft] = []
+        spans = [span for span in sentence_spans(text) if span[0] >= self._done]
+        for i, (start, end) in enumerate(spans):
+            following = spans[i + 1][0] if i + 1 < len(spans) else None
+            if not final:
+                pending = _PENDING_RE.match(text, end)
+                if pending is None or pending.end() == len(text) or following is None:
+                    break
+                if self._native and self._open_overlaps(end):
+                    break
+            draft = _draft(text[start:end], self._native_claims(start, end, following))
+            self._done = end
+            if draft is not None:
+                out.append(draft)
+        if final:
+            self._done = len(text) + 1
+        return out
+
+    def _open_overlaps(self, end: int) -> bool:
+        if not self._segments:
+            return False
+        open_segment = self._segments[-1]
+        return open_segment.start < end and open_segment.end > open_segment.start
+
+    def _native_claims(self, start: int, end: int, following: int | None) -> tuple[Claim, ...]:
+        """Claims of every content block overlapping [start, end). A block without text (or only
+        whitespace) attaches to the sentence it follows: the one whose zone (start, following] holds it."""
+        claims: list[Claim] = []
+        lead = _NON_SPACE_RE.search(self._text)
+        first = lead is not None and lead.start() == start
+        for segment in self._segments:
+            if not segment.claims:
+                continue
+            seg_start, seg_end = self._stripped(segment)
+            if seg_end > seg_start:
+                hit = seg_start < end and start < seg_end
+            else:
+                hit = (seg_start > start or first) and (following is None or seg_start <= following)
+            if hit:
+                claims.extend(c for c in segment.claims if c not in claims)
+        return tuple(claims)
+
+    def _stripped(self, segment: _Segment) -> tuple[int, int]:
+        chunk = self._text[segment.start : segment.end]
+        lead = len(chunk) - len(chunk.lstrip())
+        trail = len(chunk) - len(chunk.rstrip())
+        if lead == len(chunk):
+            return segment.start, segment.start
+        return segment.start + lead, segment.end - trail

@@ -1,0 +1,215 @@
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.parse import SentenceBuffer, citation_numbers, parse_inline, strip_markers
+from rag.types import Claim, Draft, Piece
+
+
+def _claims(*numbers: int) -> tuple[Claim, ...]:
+    return tuple(Claim(n=n) for n in numbers)
+
+
+def _stream(pieces: list[Piece], *, native: bool = False) -> list[Draft]:
+    buffer = SentenceBuffer(native=native)
+    out: list[Draft] = []
+    for piece in pieces:
+        out.extend(buffer.feed(piece))
+    out.extend(buffer.flush())
+    return out
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    bounds = sorted({0, len(text), *(c % (len(text) + 1) for c in cuts)})
+    return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def test_parse_inline_trailing_markers_attach_to_the_sentence_before() -> None:
+    assert parse_inline("Uploads are capped at 50 MB.[1][3] Retention is 30 days. [2] Done [4]") == (
+        Draft(text="Uploads are capped at 50 MB.", claims=_claims(1, 3)),
+        Draft(text="Retention is 30 days.", claims=_claims(2)),
+        Draft(text="Done", claims=_claims(4)),
+    )
+
+
+def test_parse_inline_marker_before_period_is_removed_with_its_space() -> None:
+    assert parse_inline("Trash keeps projects for 30 days [2].") == (
+        Draft(text="Trash keeps projects for 30 days.", claims=_claims(2)),
+    )
+
+
+def test_parse_inline_comma_list_and_ranges_expand_in_order() -> None:
+    (draft,) = parse_inline("A claim [1, 3] and another [2-4] and [5–6] and [7,8].")
+    assert draft.text == "A claim and another and and."
+    assert [c.n for c in draft.claims] == [1, 3, 2, 4, 5, 6, 7, 8]
+
+
+def test_parse_inline_repeated_number_is_claimed_once() -> None:
+    (draft,) = parse_inline("Same source twice [1][1] here [1].")
+    assert draft.claims == _claims(1)
+
+
+def test_parse_inline_prose_brackets_are_not_citations() -> None:
+    text = "He wrote [sic] about version [2.0] and [v2] and [a] and item [0] today."
+    assert parse_inline(text) == (Draft(text=text, claims=()),)
+
+
+def test_parse_inline_identifier_index_is_prose_but_glued_marker_at_clause_end_is_a_citation() -> None:
+    assert parse_inline("Read array[1] first. The cap is 50 MB[2].") == (
+        Draft(text="Read array[1] first.", claims=()),
+        Draft(text="The cap is 50 MB.", claims=_claims(2)),
+    )
+
+
+def test_parse_inline_reversed_or_huge_range_is_not_a_citation() -> None:
+    assert parse_inline("Odd [3-1] thing.")[0].claims == ()
+    assert parse_inline("Odd [1-999] thing.")[0].claims == ()
+
+
+def test_parse_inline_marker_only_sentences_are_dropped() -> None:
+    assert parse_inline("First claim.\n\n[1][2]\n\nSecond claim. [3]") == (
+        Draft(text="First claim.", claims=()),
+        Draft(text="Second claim.", claims=_claims(3)),
+    )
+
+
+def test_parse_inline_bullets_headings_and_enumerators_are_tidied() -> None:
+    text = "# Limits\n- Uploads stop at 250 MB [1]\n* Trash keeps 30 days [2]\n1. Open Settings [3]"
+    assert parse_inline(text) == (
+        Draft(text="Limits", claims=()),
+        Draft(text="Uploads stop at 250 MB", claims=_claims(1)),
+        Draft(text="Trash keeps 30 days", claims=_claims(2)),
+        Draft(text="Open Settings", claims=_claims(3)),
+    )
+
+
+def test_parse_inline_keeps_decimals_versions_and_abbreviations_in_one_sentence() -> None:
+    (draft,) = parse_inline("Since v2.3 it costs $0.67, e.g. for the U.S. team [1].")
+    assert draft == Draft(text="Since v2.3 it costs $0.67, e.g. for the U.S. team.", claims=_claims(1))
+
+
+def test_parse_inline_empty_text_gives_no_drafts() -> None:
+    assert parse_inline("") == ()
+    assert parse_inline("   \n\n [1] ") == ()
+
+
+def test_citation_numbers_rejects_descending_range() -> None:
+    assert citation_numbers("[1][3-4]") == (1, 3, 4)
+    assert citation_numbers("[4-3]") is None
+
+
+def test_strip_markers_returns_text_and_numbers() -> None:
+    assert strip_markers("Claim [2], then more [1].") == ("Claim, then more.", (2, 1))
+
+
+def test_sentence_buffer_waits_for_a_marker_that_arrives_after_the_period() -> None:
+    buffer = SentenceBuffer()
+    assert buffer.feed(Piece(text="The cap is 50 MB.")) == []
+    assert buffer.feed(Piece(text=" ")) == []
+    assert buffer.feed(Piece(text="[1")) == []
+    assert buffer.feed(Piece(text="]")) == []
+    assert buffer.feed(Piece(text=" Next")) == [Draft(text="The cap is 50 MB.", claims=_claims(1))]
+    assert buffer.flush() == [Draft(text="Next", claims=())]
+
+
+def test_sentence_buffer_emits_a_sentence_once_the_next_one_starts() -> None:
+    buffer = SentenceBuffer()
+    assert buffer.feed(Piece(text="One [1]. Two")) == [Draft(text="One.", claims=_claims(1))]
+    assert buffer.feed(Piece(text=" [2].")) == []
+    assert buffer.flush() == [Draft(text="Two.", claims=_claims(2))]
+    assert buffer.flush() == []
+
+
+def test_sentence_buffer_native_claims_attach_to_every_overlapping_sentence() -> None:
+    a, b = Claim(n=1, cited_text="The grass is green."), Claim(n=2, cited_text="The sky is blue.")
+    pieces = [
+        Piece(text="According to the document, ", index=1),
+        Piece(index=2, claims=(a,)),
+        Piece(text="the grass is green", index=2),
+        Piece(text=". Also ", index=3),
+        Piece(text="the sky is blue. And", index=4, claims=(b,)),
+        Piece(text=" more.", index=5),
+    ]
+    assert _stream(pieces) == [
+        Draft(text="According to the document, the grass is green.", claims=(a,)),
+        Draft(text="Also the sky is blue.", claims=(b,)),
+        Draft(text="And more.", claims=(b,)),
+    ]
+
+
+def test_sentence_buffer_native_claims_arriving_after_text_are_not_lost() -> None:
+    claim = Claim(n=1, cited_text="Uploads stop at 250 MB.")
+    buffer = SentenceBuffer()
+    assert buffer.feed(Piece(text="Uploads stop at 250 MB. Next", index=1)) == []
+    assert buffer.feed(Piece(index=1, claims=(claim,))) == []
+    assert buffer.feed(Piece(text=" sentence.", index=2)) == [
+        Draft(text="Uploads stop at 250 MB.", claims=(claim,))
+    ]
+    assert buffer.flush() == [Draft(text="Next sentence.", claims=(claim,))]
+
+
+def test_sentence_buffer_empty_cited_block_attaches_to_the_sentence_before() -> None:
+    claim = Claim(n=3, cited_text="x")
+    pieces = [
+        Piece(text="First sentence.", index=0),
+        Piece(index=1, claims=(claim,)),
+        Piece(text=" Second sentence.", index=2),
+    ]
+    assert _stream(pieces) == [
+        Draft(text="First sentence.", claims=(claim,)),
+        Draft(text="Second sentence.", claims=()),
+    ]
+
+
+def test_sentence_buffer_ignores_usage_only_pieces() -> None:
+    assert _stream([Piece(text="Done [1]."), Piece()]) == [Draft(text="Done.", claims=_claims(1))]
+
+
+_ALPHABET = st.sampled_from(
+    list("ab. \n[]1,-#*2e.g.v3$0") + [" [1]", "[2]", ". ", "! ", "\n\n", "e.g. ", "[1-2]"]
+)
+_TEXT = st.lists(_ALPHABET, max_size=40).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXT, cuts=st.lists(st.integers(min_value=0, max_value=500), max_size=12))
+def test_sentence_buffer_equals_parse_inline_for_any_piece_split(text: str, cuts: list[int]) -> None:
+    pieces = [Piece(text=part) for part in _split(text, cuts)]
+    assert _stream(pieces) == list(parse_inline(text))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    blocks=st.lists(
+        st.tuples(_TEXT, st.lists(st.integers(min_value=1, max_value=5), max_size=2), st.booleans()),
+        min_size=1,
+        max_size=6,
+    ),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=6),
+)
+def test_sentence_buffer_native_drafts_do_not_depend_on_piece_split_or_claim_order(
+    blocks: list[tuple[str, list[int], bool]], cuts: list[int]
+) -> None:
+    whole: list[Piece] = []
+    split: list[Piece] = []
+    for index, (text, numbers, claims_first) in enumerate(blocks, start=1):
+        claims = tuple(Claim(n=n, cited_text=f"span {n}") for n in numbers)
+        whole.append(Piece(text=text, index=index, claims=claims))
+        parts = [Piece(text=part, index=index) for part in _split(text, cuts)] or [Piece(index=index)]
+        if claims:
+            claim_piece = Piece(index=index, claims=claims)
+            parts = [claim_piece, *parts] if claims_first else [*parts, claim_piece]
+        split.extend(parts)
+    streamed = _stream(split)
+    assert streamed == _stream(whole)
+    assert [d.text for d in streamed] == [
+        d.text for d in parse_inline("".join(text for text, _, _ in blocks))
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_parse_inline_never_raises_and_returns_clean_drafts(text: str) -> None:
+    for draft in parse_inline(text):
+        assert draft.text == draft.text.strip()
+        assert draft.text
+        assert all(1 <= claim.n <= 999 for claim in draft.claims)

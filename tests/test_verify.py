@@ -1,0 +1,217 @@
+from datetime import date
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.parse import parse_inline
+from rag.types import Block, Chunk, Claim, Draft
+from rag.verify import common_terms, feedback_lines, locate_span, overlap, verify
+
+UPLOADS = (
+    "Uploads and storage. The maximum file upload size is 250 MB per file. "
+    "Files above the limit are rejected before the upload starts."
+)
+TRASH = "Deleted projects stay in the trash for 30 days. After that they are purged for good."
+BILLING = "Invoices are emailed on the first day of each month. Payment is due within 14 days."
+
+
+def _block(n: int, text: str, *, doc_id: str = "", sent_text: str | None = None) -> Block:
+    doc = doc_id or f"doc-{n}"
+    chunk = Chunk(
+        chunk_id=f"{doc}#c01",
+        doc_id=doc,
+        title=f"Title {n}",
+        section="",
+        text=text,
+        updated_at=date(2026, 1, n),
+        url=f"/chunks/{doc}#c01",
+    )
+    return Block(n=n, chunk=chunk, score=0.9, sent_text=text if sent_text is None else sent_text)
+
+
+BLOCKS = [_block(1, UPLOADS), _block(2, TRASH), _block(3, BILLING)]
+
+
+def _draft(text: str, *claims: Claim) -> Draft:
+    return Draft(text=text, claims=claims)
+
+
+def test_verify_inline_claim_is_verified_with_the_best_matching_sentence_as_span() -> None:
+    (verdict,) = verify(parse_inline("Uploads are limited to 250 MB per file [1]."), BLOCKS)
+    assert verdict.ok and verdict.issues == ()
+    (citation,) = verdict.citations
+    assert citation.n == 1 and citation.chunk_id == "doc-1#c01" and citation.title == "Title 1"
+    assert citation.cited_text == "The maximum file upload size is 250 MB per file."
+    assert UPLOADS[citation.start : citation.end] == citation.cited_text
+
+
+def test_verify_drops_sentence_citing_unknown_block() -> None:
+    (verdict,) = verify(parse_inline("Deleted projects stay in the trash for 30 days [8]."), BLOCKS)
+    assert not verdict.ok
+    assert verdict.issues == ("cited a nonexistent chunk number [8]",)
+
+
+def test_verify_drops_sentence_citing_an_unrelated_block_with_its_overlap() -> None:
+    # "day" is in 2 of 3 blocks, so it is a common term and does not count
+    (verdict,) = verify(parse_inline("Deleted projects stay in the trash for 30 days [3]."), BLOCKS)
+    assert not verdict.ok
+    assert verdict.issues == ("[3] has only 0.00 substantive overlap with this sentence",)
+
+
+def test_verify_keeps_sentence_when_one_of_two_citations_holds() -> None:
+    (verdict,) = verify(parse_inline("Deleted projects stay in the trash for 30 days [3][2]."), BLOCKS)
+    assert verdict.ok
+    assert [c.n for c in verdict.citations] == [2]
+    assert verdict.issues == ("[3] has only 0.00 substantive overlap with this sentence",)
+
+
+def test_verify_rejects_a_figure_absent_from_the_source() -> None:
+    (verdict,) = verify(parse_inline("The maximum file upload size is 500 MB per file [1]."), BLOCKS)
+    assert not verdict.ok
+    assert verdict.issues == ("[1] does not contain the figure 500",)
+
+
+def test_verify_accepts_a_figure_written_in_another_unit() -> None:
+    blocks = [_block(1, "Each workspace gets 1024 MB of storage for attachments.")]
+    (verdict,) = verify([_draft("Each workspace gets 1 GB of storage for attachments.", Claim(n=1))], blocks)
+    assert verdict.ok
+
+
+def test_verify_accepts_figures_with_thousands_separators_and_trailing_zeros() -> None:
+    blocks = [_block(1, "The API allows 1200 requests per minute and costs $8.50 per seat.")]
+    draft = _draft("The API allows 1,200 requests per minute and costs $8.5 per seat.", Claim(n=1))
+    assert verify([draft], blocks)[0].ok
+
+
+def test_verify_figures_may_come_from_different_citations_of_one_sentence() -> None:
+    (verdict,) = verify(
+        parse_inline(
+            "Uploads stop at 250 MB per file [1] and deleted projects stay in the trash 30 days [2]."
+        ),
+        BLOCKS,
+        min_overlap=0.2,
+    )
+    assert [c.n for c in verdict.citations] == [1, 2]
+
+
+def test_verify_sentence_without_claims_is_withheld_as_no_citation() -> None:
+    (verdict,) = verify([_draft("Uploads are limited.")], BLOCKS)
+    assert verdict.issues == ("no citation",)
+
+
+def test_verify_sentence_without_content_terms_is_withheld() -> None:
+    (verdict,) = verify([_draft("It is so.", Claim(n=1))], BLOCKS)
+    assert verdict.issues == ("nothing substantive to verify",)
+
+
+def test_verify_native_span_found_verbatim_gets_original_offsets() -> None:
+    claim = Claim(n=2, cited_text="Deleted projects stay in the trash for 30 days.")
+    (verdict,) = verify([_draft("Deleted projects are kept in the trash for 30 days.", claim)], BLOCKS)
+    (citation,) = verdict.citations
+    assert (citation.start, citation.end) == (0, 47)
+    assert TRASH[citation.start : citation.end] == citation.cited_text
+
+
+def test_verify_native_span_matches_despite_whitespace_differences() -> None:
+    claim = Claim(n=2, cited_text="Deleted  projects stay\nin the trash for 30 days. ")
+    (verdict,) = verify([_draft("Deleted projects stay in the trash for 30 days.", claim)], BLOCKS)
+    (citation,) = verdict.citations
+    assert citation.cited_text == "Deleted projects stay in the trash for 30 days."
+
+
+def test_verify_native_span_not_in_source_is_rejected() -> None:
+    claim = Claim(n=2, cited_text="Deleted projects stay in the trash for 60 days.")
+    (verdict,) = verify([_draft("Deleted projects stay in the trash for 60 days.", claim)], BLOCKS)
+    assert verdict.issues == ("[2] quotes text that is not in its source",)
+
+
+def test_verify_native_overlap_is_measured_against_the_cited_span_only() -> None:
+    claim = Claim(n=2, cited_text="After that they are purged for good.")
+    (verdict,) = verify([_draft("Deleted projects stay in the trash for 30 days.", claim)], BLOCKS)
+    assert not verdict.ok
+    assert verdict.issues[0].startswith("[2] has only 0.00 substantive overlap")
+
+
+def test_verify_reads_the_original_chunk_not_the_sent_text() -> None:
+    blocks = [_block(1, UPLOADS, sent_text="Uploads are capped at 999 MB per file.")]
+    (verdict,) = verify(parse_inline("Uploads are capped at 999 MB per file [1]."), blocks)
+    assert not verdict.ok
+    claim = Claim(n=1, cited_text="Uploads are capped at 999 MB per file.")
+    assert verify([_draft("Uploads are capped at 999 MB per file.", claim)], blocks)[0].issues == (
+        "[1] quotes text that is not in its source",
+    )
+
+
+def test_verify_repeated_claims_give_one_citation() -> None:
+    (verdict,) = verify(
+        [_draft("Deleted projects stay in the trash for 30 days.", Claim(n=2), Claim(n=2))], BLOCKS
+    )
+    assert len(verdict.citations) == 1
+
+
+def test_verify_min_overlap_threshold_is_respected() -> None:
+    draft = parse_inline("Invoices of deleted projects stay in the trash [3].")
+    assert verify(draft, BLOCKS, min_overlap=0.1)[0].issues == ()
+    assert verify(draft, BLOCKS, min_overlap=0.3)[0].issues == (
+        "[3] has only 0.20 substantive overlap with this sentence",
+    )
+    assert not verify(draft, BLOCKS, min_overlap=0.3)[0].ok
+
+
+def test_common_terms_need_three_blocks_and_a_majority() -> None:
+    blocks = [
+        _block(1, "Lumio stores files."),
+        _block(2, "Lumio bills monthly."),
+        _block(3, "Trash keeps data."),
+    ]
+    assert common_terms(blocks) == frozenset({"lumio"})
+    assert common_terms(blocks[:2]) == frozenset()
+
+
+def test_overlap_ignores_common_terms_and_citation_markers() -> None:
+    assert overlap("Lumio keeps trash [2].", "Lumio is great", common=frozenset({"lumio"})) == 0.0
+    assert overlap("Lumio keeps trash [2].", "Lumio is great") == 1 / 3
+    assert overlap("", "anything") == 0.0
+
+
+def test_overlap_of_only_common_terms_falls_back_to_all_terms() -> None:
+    assert overlap("Lumio", "Lumio app", common=frozenset({"lumio"})) == 1.0
+
+
+def test_locate_span_exact_whitespace_and_missing() -> None:
+    text = "Alpha beta.\n  Gamma   delta."
+    assert locate_span("beta.", text) == (6, 11)
+    assert locate_span("beta. Gamma delta.", text) == (6, len(text))
+    assert locate_span("gamma delta", text) is None
+    assert locate_span("   ", text) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(min_size=1, max_size=80), data=st.data())
+def test_locate_span_finds_every_substring_and_offsets_reproduce_it(text: str, data: st.DataObject) -> None:
+    start = data.draw(st.integers(min_value=0, max_value=len(text) - 1))
+    end = data.draw(st.integers(min_value=start + 1, max_value=len(text)))
+    piece = text[start:end]
+    span = locate_span(piece, text)
+    if piece.strip():
+        assert span is not None and text[span[0] : span[1]] == piece
+
+
+def test_feedback_lines_name_the_sentence_and_its_reasons() -> None:
+    verdicts = verify(
+        parse_inline("Uploads stop at 250 MB per file [1]. Trash keeps data 30 days [8]."), BLOCKS
+    )
+    assert feedback_lines(verdicts) == [
+        'Sentence "Trash keeps data 30 days." was withheld: cited a nonexistent chunk number [8]. '
+        "Cite a block that states it, or leave it out."
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200), st.lists(st.integers(min_value=1, max_value=6), max_size=3))
+def test_verify_never_raises_and_citations_are_verbatim(text: str, numbers: list[int]) -> None:
+    drafts = [_draft(text, *(Claim(n=n, cited_text=text[:10] or None) for n in numbers))]
+    for verdict in verify(drafts, BLOCKS):
+        for citation in verdict.citations:
+            source = {b.n: b.chunk.text for b in BLOCKS}[citation.n]
+            assert source[citation.start : citation.end] == citation.cited_text
