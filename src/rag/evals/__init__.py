@@ -1,0 +1,1 @@
+"""Evaluation harness: golden set, external benchmarks, threshold sweeps (`rag eval`)."""

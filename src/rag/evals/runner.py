@@ -1,0 +1,288 @@
+"""`rag eval`: run the golden set (or an external set, or a threshold sweep) and report.
+
+The golden set runs against a private copy of the store, never the user's database
+(the pipeline logs asks and coverage gaps): a copy of `settings.db` when it already
+holds every chunk the set cites, else a fresh temporary ingest of `fixtures/corpus`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rag.config import Settings
+from rag.evals.datasets import GoldenCase, load_golden, repo_root
+from rag.evals.metrics import Outcome, diagnose, golden_metrics, supports
+from rag.serialize import dumps
+from rag.types import Answer
+
+DEFAULT_SET = "fixtures/eval/golden.jsonl"
+CORPUS_DIR = "fixtures/corpus"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GoldenReport:
+    """One golden run: per-case outcomes, the metrics over them, and which store was used."""
+
+    outcomes: tuple[Outcome, ...]
+    metrics: dict[str, Any]
+    store: str
+    min_score: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@contextmanager
+def corpus_store(settings: Settings, cases: Sequence[GoldenCase]) -> Iterator[tuple[Any, str]]:
+    """A private SQLite store holding the corpus, and a note on where it came from; deleted on exit."""
+    from rag.store import SqliteStore
+
+    wanted = sorted({c for case in cases for c in case.chunks})
+    with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
+        source = Path(settings.db)
+        if not settings.database_url and source.is_file():
+            copy = Path(tmp) / "copy.db"
+            with sqlite3.connect(source) as src, sqlite3.connect(copy) as dst:
+                src.backup(dst)
+            store = SqliteStore(str(copy))
+            if wanted and len(store.get_chunks(wanted)) == len(wanted):
+                try:
+                    yield store, f"copy of {source}"
+                finally:
+                    store.close()
+                return
+            store.close()
+        store = SqliteStore(str(Path(tmp) / "corpus.db"))
+        try:
+            _ingest_corpus(store, settings)
+            yield store, f"fresh ingest of {CORPUS_DIR} (the store at {source} lacks the labelled chunks)"
+        finally:
+            store.close()
+
+
+def _ingest_corpus(store: Any, settings: Settings) -> None:
+    from rag.ingest import ingest_paths
+
+    corpus = Path(CORPUS_DIR)
+    if not corpus.is_dir():
+        corpus = repo_root() / CORPUS_DIR
+    ingest_paths(store, [str(corpus)], settings=settings)
+
+
+def top_score(answer: Answer) -> float:
+    """The best retrieval score the answer saw: its blocks (exact), else a refusal's closest matches."""
+    if answer.blocks:
+        return max(b.score for b in answer.blocks)
+    return max((c.score for c in answer.closest), default=0.0)
+
+
+def outcome_of(case: GoldenCase, answer: Answer, *, latency_ms: float, store: Any | None = None) -> Outcome:
+    """Reduce an Answer to the figures the scorers need; citations are judged by `metrics.supports`."""
+    texts = {b.chunk.chunk_id: b.chunk.text for b in answer.blocks}
+    cited = tuple(c.chunk_id for s in answer.sentences for c in s.citations)
+    supporting = []
+    for chunk_id in cited:
+        text = texts.get(chunk_id)
+        if text is None and store is not None:
+            found = store.get_chunks([chunk_id])
+            text = found[0].text if found else ""
+        supporting.append(supports(case, chunk_id, text or ""))
+    return Outcome(
+        case=case,
+        abstained=answer.abstained,
+        reason=answer.reason,
+        text=answer.text,
+        cited=cited,
+        supporting=tuple(supporting),
+        sentences=len(answer.sentences),
+        dropped=len(answer.dropped),
+        top_score=top_score(answer),
+        latency_ms=latency_ms,
+        conflict=answer.conflict is not None or answer.reason == "conflicting_sources",
+        blocks=tuple(b.chunk.chunk_id for b in answer.blocks),
+    )
+
+
+def run_cases(pipeline: Any, cases: Sequence[GoldenCase], *, store: Any = None) -> list[Outcome]:
+    """Every case through `pipeline.answer`, timed (milliseconds, wall clock)."""
+    outcomes = []
+    for case in cases:
+        started = time.perf_counter()
+        answer = pipeline.answer(case.question)
+        elapsed = (time.perf_counter() - started) * 1000
+        outcomes.append(outcome_of(case, answer, latency_ms=elapsed, store=store))
+    return outcomes
+
+
+def effective_min_score(pipeline: Any) -> float:
+    """The retrieval gate the pipeline applies (override, else setting, else the reranker's default)."""
+    return float(pipeline.gate_score)
+
+
+def run_golden(
+    settings: Settings, dataset: str | Path = DEFAULT_SET, *, limit: int | None = None, gate_off: bool = False
+) -> GoldenReport:
+    """Run the golden set through the whole pipeline. `gate_off` sets min_score to 0 (for sweeps)."""
+    from rag.pipeline import build_pipeline
+
+    cases = load_golden(dataset, limit=limit)
+    run_settings = settings.model_copy(update={"min_score": 0.0}) if gate_off else settings
+    with corpus_store(settings, cases) as (store, note):
+        pipeline = build_pipeline(run_settings, store=store)
+        outcomes = run_cases(pipeline, cases, store=store)
+        min_score = effective_min_score(pipeline)
+    return GoldenReport(
+        outcomes=tuple(outcomes),
+        metrics=golden_metrics(outcomes),
+        store=note,
+        min_score=min_score,
+        settings={
+            "min_score": min_score,
+            "min_overlap": settings.min_overlap,
+            "top_k": settings.top_k,
+            "generator": getattr(pipeline.generator, "name", type(pipeline.generator).__name__),
+            "reranker": getattr(pipeline.reranker, "name", type(pipeline.reranker).__name__),
+        },
+    )
+
+
+# ---------------------------------------------------------------- printing
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _clip(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def expected_text(case: GoldenCase) -> str:
+    if case.label == "answer":
+        return f"an answer containing {case.expect!r}, citing {', '.join(case.chunks)}"
+    if case.label == "conflict":
+        return "a conflict presented (conflicting_sources)"
+    return f"an abstention ({case.kind or 'unanswerable'})"
+
+
+def happened_text(o: Outcome) -> str:
+    if o.abstained:
+        return f"abstained ({o.reason}), top score {o.top_score:.3f}"
+    unsupported = [c for c, ok in zip(o.cited, o.supporting, strict=True) if not ok]
+    extra = f"; unsupported citations {', '.join(unsupported)}" if unsupported else ""
+    return f"answered {_clip(o.text)!r}, top score {o.top_score:.3f}{extra}"
+
+
+def problems(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """Wrong outcomes, plus answers that cite a non-supporting chunk."""
+    return [o for o in outcomes if diagnose(o)]
+
+
+def echo_golden(report: GoldenReport) -> None:
+    m = report.metrics
+    click.echo(
+        f"golden set: {m['cases']} cases ({m['answerable']} answerable, {m['unanswerable']} unanswerable, "
+        f"{m['conflict_cases']} conflict); store: {report.store}"
+    )
+    click.echo(f"settings: {', '.join(f'{k}={v}' for k, v in report.settings.items())}")
+    rows = [
+        ("answer rate (answerable)", m["answer_rate"]),
+        ("correctness (answerable)", m["correctness"]),
+        ("correct when answered", m["correct_when_answered"]),
+        ("abstention precision", m["abstention_precision"]),
+        ("abstention recall", m["abstention_recall"]),
+        *((f"  recall on {k}", v) for k, v in m["abstention_recall_by_expected"].items()),
+        *(
+            (f"  by reason {k} (n={v['count']}) precision", v["precision"])
+            for k, v in m["abstention_by_reason"].items()
+        ),
+        ("conflict detection (conflict cases)", m["conflict_detection"]),
+        ("false conflict rate (other cases)", m["false_conflict_rate"]),
+        ("citation precision", m["citation_precision"]),
+        ("citation recall", m["citation_recall"]),
+        ("sentences emitted / dropped", f"{m['sentences_emitted']} / {m['sentences_dropped']}"),
+        ("latency p50 / p95 (ms)", f"{fmt(m['latency_ms_p50'])} / {fmt(m['latency_ms_p95'])}"),
+        ("overall right outcome", m["overall_ok"]),
+    ]
+    width = max(len(r[0]) for r in rows)
+    click.echo("")
+    for name, value in rows:
+        click.echo(f"  {name.ljust(width)}  {fmt(value)}")
+    wrong = problems(report.outcomes)
+    if wrong:
+        click.echo("\nproblems by stage:")
+        for stage, count in m["problems_by_stage"].items():
+            click.echo(f"  {count:>3}  {stage}")
+    click.echo(
+        f"\n{len(wrong)} wrong outcome(s) or unsupported citations:" if wrong else "\nno wrong outcomes"
+    )
+    for o in wrong:
+        click.echo(f"- [{o.case.id}] {o.case.question}")
+        click.echo(f"    expected: {expected_text(o.case)}")
+        click.echo(f"    happened: {happened_text(o)}")
+        click.echo(f"    stage:    {diagnose(o)}")
+
+
+def golden_json(report: GoldenReport) -> dict[str, Any]:
+    return {
+        "set": "golden",
+        "store": report.store,
+        "settings": report.settings,
+        "metrics": report.metrics,
+        "wrong": [
+            {
+                "id": o.case.id,
+                "question": o.case.question,
+                "label": o.case.label,
+                "expected": expected_text(o.case),
+                "abstained": o.abstained,
+                "reason": o.reason,
+                "answer": o.text,
+                "cited": list(o.cited),
+                "supporting": list(o.supporting),
+                "top_score": o.top_score,
+                "stage": diagnose(o),
+            }
+            for o in problems(report.outcomes)
+        ],
+    }
+
+
+def run_eval_cli(
+    settings: Settings,
+    *,
+    dataset: str,
+    sweep: str | None,
+    external: str | None,
+    limit: int | None,
+    out: str,
+    as_json: bool,
+) -> None:
+    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark."""
+    if sweep is not None:
+        from rag.evals.calibrate import run_sweep_cli
+
+        run_sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=Path(out), as_json=as_json)
+        return
+    if external is not None:
+        from rag.evals.external import run_external_cli
+
+        run_external_cli(settings, external, limit=limit, as_json=as_json)
+        return
+    report = run_golden(settings, dataset, limit=limit)
+    if as_json:
+        click.echo(dumps(golden_json(report), indent=True).decode())
+    else:
+        echo_golden(report)
