@@ -9,6 +9,8 @@ import pytest
 
 from rag.config import get_settings
 
+pytest_plugins = ["fake_anthropic"]  # the `fake_anthropic` and `claude_env` fixtures (Claude path)
+
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
 

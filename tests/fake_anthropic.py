@@ -1,0 +1,613 @@
+"""A fake Anthropic Messages API on a loopback port, for driving the real `anthropic` SDK offline.
+
+It speaks the wire format of `shared/anthropic-wire.md`: JSON messages and SSE streams
+(`message_start`, `content_block_start`, `citations_delta`, `text_delta`, `content_block_stop`,
+`ping`, `message_delta`, `message_stop`, `error`), error statuses with `retry-after-ms`, and
+`count_tokens`. Each test scripts its replies with `enqueue(...)`; every request is recorded and
+checked against the product's contract (documents with citations on all, `cache_control` on the
+last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
+when a check failed or a scripted reply was never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from rag.config import get_settings
+from rag.prompt import COMPRESS_SYSTEM_PROMPT, SYSTEM_PROMPT
+
+CHARS_PER_TOKEN = 4
+# Fake tokenizer for usage figures (see anthropic-wire.md §8: ~2.5 chars per token on 5.x models).
+CHARS_PER_INPUT_TOKEN = 2.5
+
+
+@dataclass(frozen=True)
+class Cite:
+    """A scripted `char_location` citation; offsets are found in the request's document when omitted.
+
+    `document_index=None` cites the first issued document whose text contains `cited_text`.
+    """
+
+    document_index: int | None
+    cited_text: str
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True)
+class Part:
+    """One scripted text content block (cited when `cites` is non-empty)."""
+
+    text: str
+    cites: tuple[Cite, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted response. `status != 200` sends an error body; the stream options apply to SSE only.
+
+    `cut_after`: abort the connection after that many text blocks (no `message_stop`, broken body).
+    `error_after`: send an SSE `error` event after that many text blocks.
+    `latency`: seconds to wait before answering (JSON or SSE).
+    `citations_last`: send a block's `citations_delta`s after its text (the docs' illustrative order).
+    """
+
+    parts: tuple[Part, ...] = ()
+    thinking: bool = False
+    status: int = 200
+    error_type: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    usage: dict[str, int] | None = None
+    stop_reason: str = "end_turn"
+    cut_after: int | None = None
+    error_after: int | None = None
+    token_delay: float | None = None
+    citations_last: bool = False
+    latency: float = 0.0
+
+
+Script = Reply | Callable[[dict[str, Any]], Reply]
+
+
+def text(value: str) -> Part:
+    return Part(text=value)
+
+
+def cited(value: str, *cites: Cite) -> Part:
+    return Part(text=value, cites=cites)
+
+
+def cite(document_index: int, cited_text: str, start: int | None = None, end: int | None = None) -> Cite:
+    return Cite(document_index=document_index, cited_text=cited_text, start=start, end=end)
+
+
+def locate(cited_text: str) -> Cite:
+    """A citation of whichever issued document holds `cited_text` (a violation when none does)."""
+    return Cite(document_index=None, cited_text=cited_text)
+
+
+def reply(*parts: Part, **options: Any) -> Reply:
+    return Reply(parts=tuple(parts), **options)
+
+
+def failure(status: int = 529, *, retry_after_ms: int | None = 5, retry_after: str | None = None) -> Reply:
+    """An error response; `retry-after-ms` is small by default so the SDK's retries are fast."""
+    error_type = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        429: "rate_limit_error",
+        500: "api_error",
+        529: "overloaded_error",
+    }.get(status, "api_error")
+    headers: list[tuple[str, str]] = []
+    if retry_after_ms is not None:
+        headers.append(("retry-after-ms", str(retry_after_ms)))
+    if retry_after is not None:
+        headers.append(("retry-after", retry_after))
+    return Reply(status=status, error_type=error_type, headers=tuple(headers))
+
+
+@dataclass
+class Recorded:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    violations: list[str] = field(default_factory=list)
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    @property
+    def retry_count(self) -> int:
+        return int(self.headers.get("x-stainless-retry-count", "0") or 0)
+
+    def documents(self) -> list[dict[str, Any]]:
+        return _documents(self.body)
+
+
+def _documents(body: dict[str, Any]) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list):
+            docs.extend(b for b in content if isinstance(b, dict) and b.get("type") == "document")
+    return docs
+
+
+def _system_text(body: dict[str, Any]) -> str:
+    system = body.get("system")
+    if isinstance(system, list):
+        return "".join(b.get("text", "") for b in system if isinstance(b, dict))
+    return system if isinstance(system, str) else ""
+
+
+def check_request(body: dict[str, Any]) -> list[str]:
+    """The product's request contract; returns the violations (empty when the request is fine)."""
+    problems: list[str] = []
+    if not isinstance(body.get("model"), str) or not body["model"]:
+        problems.append("model is not set")
+    if not isinstance(body.get("max_tokens"), int) or body["max_tokens"] <= 0:
+        problems.append("max_tokens is not a positive integer")
+    system = _system_text(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or messages[0].get("role") != "user":
+        problems.append("messages must start with a user turn")
+    docs = _documents(body)
+    if system == SYSTEM_PROMPT:
+        if not docs:
+            problems.append("generation request without document blocks")
+        for i, doc in enumerate(docs):
+            source = doc.get("source") or {}
+            if source.get("type") != "text" or source.get("media_type") != "text/plain":
+                problems.append(f"document {i} is not a plain-text source")
+            if not source.get("data"):
+                problems.append(f"document {i} has no text")
+            if (doc.get("citations") or {}).get("enabled") is not True:
+                problems.append(f"document {i} does not enable citations")
+            if not doc.get("title"):
+                problems.append(f"document {i} has no title")
+            if not isinstance(doc.get("context"), str):
+                problems.append(f"document {i} has no context metadata")
+            else:
+                try:
+                    json.loads(doc["context"])
+                except ValueError:
+                    problems.append(f"document {i} context is not JSON")
+            wants_cache = i == len(docs) - 1
+            has_cache = (doc.get("cache_control") or {}).get("type") == "ephemeral"
+            if wants_cache and not has_cache:
+                problems.append("the last document has no cache_control")
+            if has_cache and not wants_cache:
+                problems.append(f"document {i} has cache_control but is not the last")
+        content = messages[0].get("content") if isinstance(messages, list) and messages else None
+        if not isinstance(content, list) or not any(
+            isinstance(b, dict) and b.get("type") == "text" and b.get("text") for b in content
+        ):
+            problems.append("generation request without a question text block")
+    elif system == COMPRESS_SYSTEM_PROMPT:
+        if docs:
+            problems.append("compression request must not send document blocks")
+    else:
+        problems.append("system prompt missing or unknown")
+    if "output_config" in body or "output_format" in body:
+        problems.append("citations cannot be combined with structured outputs")
+    return problems
+
+
+class FakeAnthropic:
+    """The server: `base_url`, `enqueue(...)`, `requests`, `violations`; start() and stop() it."""
+
+    def __init__(self, *, token_delay: float = 0.0, cache_min_tokens: int = 512) -> None:
+        self.token_delay = token_delay
+        self.cache_min_tokens = cache_min_tokens
+        self.requests: list[Recorded] = []
+        self.violations: list[str] = []
+        self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.disconnects = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
+        self._queue: deque[Script] = deque()
+        self._lock = threading.Lock()
+        self._cached_prefixes: set[str] = set()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "server not started"
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def enqueue(self, *scripts: Script) -> None:
+        """Replies for the next requests, in order; a callable receives the request body."""
+        with self._lock:
+            self._queue.extend(scripts)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    def message_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/messages"]
+
+    def start(self) -> FakeAnthropic:
+        fake = self
+
+        class Handler(_Handler):
+            server_fake = fake
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="fake-anthropic",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeAnthropic:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- used by the handler --------------------------------------------------------------
+
+    def _next(self, body: dict[str, Any]) -> Reply:
+        with self._lock:
+            script = self._queue.popleft() if self._queue else None
+        if script is None:
+            if self.responder is None:
+                self.violations.append("unexpected request: no scripted reply left")
+                return Reply(status=500, error_type="api_error", headers=(("x-should-retry", "false"),))
+            script = self.responder
+        return script(body) if callable(script) else script
+
+    def _usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, int]:
+        """Input usage with the prompt-caching suggestion of anthropic-wire.md §4."""
+        system = _system_text(body)
+        prefix_parts = [system]
+        rest_parts: list[str] = []
+        cached_seen = False
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+            for block in blocks:
+                data = json.dumps(block, sort_keys=True)
+                (rest_parts if cached_seen else prefix_parts).append(data)
+                if isinstance(block, dict) and block.get("cache_control"):
+                    cached_seen = True
+        if not cached_seen:
+            rest_parts, prefix_parts = prefix_parts + rest_parts, []
+        prefix_tokens = _tokens("".join(prefix_parts))
+        rest_tokens = _tokens("".join(rest_parts))
+        created = read = 0
+        if prefix_parts and prefix_tokens >= self.cache_min_tokens:
+            key = hashlib.sha256((str(body.get("model")) + "".join(prefix_parts)).encode()).hexdigest()
+            with self._lock:
+                if key in self._cached_prefixes:
+                    read = prefix_tokens
+                else:
+                    self._cached_prefixes.add(key)
+                    created = prefix_tokens
+        else:
+            rest_tokens += prefix_tokens if prefix_parts else 0
+        return {
+            "input_tokens": rest_tokens,
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
+            "output_tokens": output_tokens,
+        }
+
+
+def _tokens(value: str) -> int:
+    return math.ceil(len(value) / CHARS_PER_INPUT_TOKEN) if value else 0
+
+
+def _citation(c: Cite, docs: list[dict[str, Any]], violations: list[str]) -> dict[str, Any]:
+    start, end = c.start, c.end
+    title = None
+    index = c.document_index
+    if index is None:
+        datas = [(d.get("source") or {}).get("data") or "" for d in docs]
+        index = next((i for i, data in enumerate(datas) if c.cited_text in data), len(docs))
+        if index == len(docs):
+            violations.append(f"scripted citation not found in any issued document: {c.cited_text!r}")
+    if 0 <= index < len(docs):
+        doc = docs[index]
+        title = doc.get("title")
+        data = (doc.get("source") or {}).get("data") or ""
+        found = data.find(c.cited_text)
+        if start is None and found >= 0:
+            start = found
+    start = 0 if start is None else start
+    end = start + len(c.cited_text) if end is None else end
+    return {
+        "type": "char_location",
+        "cited_text": c.cited_text,
+        "document_index": index,
+        "document_title": title,
+        "start_char_index": start,
+        "end_char_index": end,
+        "file_id": None,
+    }
+
+
+def _message_json(
+    reply_: Reply, body: dict[str, Any], usage: dict[str, int], violations: list[str]
+) -> dict[str, Any]:
+    docs = _documents(body)
+    content: list[dict[str, Any]] = []
+    if reply_.thinking:
+        content.append({"type": "thinking", "thinking": "", "signature": "EsECCokBFAKE"})
+    for part in reply_.parts:
+        block: dict[str, Any] = {"type": "text", "text": part.text}
+        if part.cites:
+            block["citations"] = [_citation(c, docs, violations) for c in part.cites]
+        content.append(block)
+    return {
+        "id": "msg_01Fake" + hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16],
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model"),
+        "content": content,
+        "stop_reason": reply_.stop_reason,
+        "stop_sequence": None,
+        "stop_details": None,
+        "usage": usage,
+    }
+
+
+def _output_tokens(reply_: Reply) -> int:
+    return max(1, sum(math.ceil(len(p.text) / CHARS_PER_TOKEN) for p in reply_.parts))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_fake: FakeAnthropic
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence the default stderr log
+        pass
+
+    def do_POST(self) -> None:
+        fake = self.server_fake
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        path = self.path.split("?", 1)[0]
+        record = Recorded(path=path, headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+        with fake._lock:
+            fake.requests.append(record)
+        if not (self.headers.get("authorization") or self.headers.get("x-api-key")):
+            record.violations.append("request without credentials")
+        if path == "/v1/messages/count_tokens":
+            self._json(200, {"input_tokens": _tokens(json.dumps(body))})
+            return
+        if path != "/v1/messages":
+            self._json(404, _error_body("not_found_error", f"no route {path}"))
+            return
+        record.violations.extend(check_request(body))
+        if record.violations:
+            with fake._lock:
+                fake.violations.extend(f"request {len(fake.requests)}: {v}" for v in record.violations)
+        reply_ = fake._next(body)
+        with fake._lock:
+            fake._in_flight += 1
+            fake.max_in_flight = max(fake.max_in_flight, fake._in_flight)
+        try:
+            if reply_.latency:
+                time.sleep(reply_.latency)
+            self._respond(reply_, body)
+        finally:
+            with fake._lock:
+                fake._in_flight -= 1
+
+    def _respond(self, reply_: Reply, body: dict[str, Any]) -> None:
+        fake = self.server_fake
+        if reply_.status != 200:
+            self._json(
+                reply_.status,
+                _error_body(reply_.error_type or "api_error", "scripted failure"),
+                reply_.headers,
+            )
+            return
+        usage = reply_.usage or fake._usage(body, _output_tokens(reply_))
+        if body.get("stream"):
+            self._stream(reply_, body, usage)
+        else:
+            self._json(200, _message_json(reply_, body, usage, fake.violations), reply_.headers)
+
+    def _json(self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.send_header("request-id", "req_fake")
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _chunk(self, event: str, payload: dict[str, Any]) -> None:
+        frame = f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode()
+        self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+        self.wfile.flush()
+
+    def _stream(self, reply_: Reply, body: dict[str, Any], usage: dict[str, int]) -> None:
+        fake = self.server_fake
+        delay = fake.token_delay if reply_.token_delay is None else reply_.token_delay
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("transfer-encoding", "chunked")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", "req_fake_stream")
+        for name, value in reply_.headers:
+            self.send_header(name, value)
+        self.end_headers()
+        message = _message_json(reply_, body, usage, fake.violations)
+        start_usage = {**usage, "output_tokens": 1}
+        try:
+            self._chunk(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {**message, "content": [], "stop_reason": None, "usage": start_usage},
+                },
+            )
+            index = 0
+            if reply_.thinking:
+                self._chunk(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                    },
+                )
+                self._chunk(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "signature_delta", "signature": "EsECCokBFAKE"},
+                    },
+                )
+                self._chunk("content_block_stop", {"type": "content_block_stop", "index": 0})
+                index = 1
+            blocks = [b for b in message["content"] if b["type"] == "text"]
+            for done, block in enumerate(blocks):
+                if reply_.error_after is not None and done == reply_.error_after:
+                    self._chunk("error", _error_body("overloaded_error", "Overloaded"))
+                    self._end()
+                    return
+                if reply_.cut_after is not None and done == reply_.cut_after:
+                    self._cut()
+                    return
+                start_block: dict[str, Any] = {"type": "text", "text": ""}
+                if "citations" in block:
+                    start_block["citations"] = []
+                self._chunk(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": start_block},
+                )
+                if done == 0:
+                    self._chunk("ping", {"type": "ping"})
+                if not reply_.citations_last:
+                    self._citations(block, index)
+                value = block["text"]
+                for pos in range(0, len(value), CHARS_PER_TOKEN):
+                    if delay:
+                        time.sleep(delay)
+                    self._chunk(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": "text_delta", "text": value[pos : pos + CHARS_PER_TOKEN]},
+                        },
+                    )
+                if reply_.citations_last:
+                    self._citations(block, index)
+                self._chunk("content_block_stop", {"type": "content_block_stop", "index": index})
+                index += 1
+            if reply_.error_after is not None and reply_.error_after >= len(blocks):
+                self._chunk("error", _error_body("overloaded_error", "Overloaded"))
+                self._end()
+                return
+            if reply_.cut_after is not None and reply_.cut_after >= len(blocks):
+                self._cut()
+                return
+            self._chunk(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {
+                        "type": "message_delta",
+                        "stop_reason": reply_.stop_reason,
+                        "stop_sequence": None,
+                        "stop_details": None,
+                    },
+                    "usage": usage,
+                },
+            )
+            self._chunk("message_stop", {"type": "message_stop"})
+            self._end()
+        except (BrokenPipeError, ConnectionResetError):
+            with fake._lock:
+                fake.disconnects += 1
+            self.close_connection = True
+
+    def _citations(self, block: dict[str, Any], index: int) -> None:
+        for citation in block.get("citations", []):
+            self._chunk(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "citations_delta", "citation": citation},
+                },
+            )
+
+    def _end(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _cut(self) -> None:
+        """Break the connection mid-body: the client sees an incomplete chunked response."""
+        self.wfile.flush()
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _error_body(error_type: str, message: str) -> dict[str, Any]:
+    return {"type": "error", "error": {"type": error_type, "message": message}, "request_id": "req_fake"}
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    """A started fake Messages API; fails the test if a request broke the contract or a reply went unused."""
+    fake = FakeAnthropic().start()
+    try:
+        yield fake
+    finally:
+        fake.stop()
+    assert not fake.violations, f"fake Anthropic saw contract violations: {fake.violations}"
+    assert not fake.pending, f"{fake.pending} scripted replies were never requested"
+
+
+@pytest.fixture
+def claude_env(fake_anthropic: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
+    """The Claude path's environment: ANTHROPIC_API_KEY=test, ANTHROPIC_BASE_URL at the fake, MOCK unset."""
+    monkeypatch.delenv("MOCK", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_anthropic.base_url)
+    get_settings.cache_clear()
+    yield fake_anthropic
+    get_settings.cache_clear()

@@ -1,0 +1,464 @@
+"""ClaudeGenerator against the fake Messages API, through the real `anthropic` SDK (create and stream)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+import anthropic
+import pytest
+from fake_anthropic import FakeAnthropic, Reply, cite, cited, failure, reply, text
+
+from rag.claude import ClaudeGenerator
+from rag.config import Settings, load_settings
+from rag.errors import ConfigError, UpstreamUnavailable
+from rag.parse import SentenceBuffer
+from rag.prompt import REFUSAL_TEXT, SYSTEM_PROMPT
+from rag.types import Block, Chunk, Draft, Piece, Usage
+from rag.verify import verify
+
+UPLOADS = (
+    "Workspace owners can upload files of up to 250 MB each. "
+    "Larger files are rejected with a clear error message. "
+    "Uploads count against the workspace storage quota."
+)
+TRASH = (
+    "Deleted projects stay in the trash for 30 days. "
+    "After 30 days they are removed permanently and cannot be restored."
+)
+BILLING = "Invoices are issued on the first business day of each month. Payment is due within 14 days."
+
+
+def _block(n: int, doc: str, text_: str) -> Block:
+    chunk = Chunk(
+        chunk_id=f"{doc}#c01",
+        doc_id=doc,
+        title=doc.title(),
+        section="Limits",
+        text=text_,
+        updated_at=date(2026, 5, 12),
+        url=f"https://example.test/{doc}",
+    )
+    return Block(n=n, chunk=chunk, score=0.8, sent_text=text_)
+
+
+BLOCKS = (_block(1, "admin-guide", UPLOADS), _block(2, "user-manual", TRASH), _block(3, "billing", BILLING))
+
+CITED_ANSWER = reply(
+    text("According to the admin guide, "),
+    cited(
+        "files can be up to 250 MB each", cite(0, "Workspace owners can upload files of up to 250 MB each. ")
+    ),
+    text(" and "),
+    cited("larger files are rejected", cite(0, "Larger files are rejected with a clear error message. ")),
+    text(". "),
+    cited(
+        "Deleted projects stay in the trash for 30 days",
+        cite(1, "Deleted projects stay in the trash for 30 days. "),
+    ),
+    text("."),
+    thinking=True,
+)
+
+
+def _settings(fake: FakeAnthropic, **overrides: Any) -> Settings:
+    return load_settings(anthropic_api_key="test", anthropic_base_url=fake.base_url, mock=False, **overrides)
+
+
+def _generator(fake: FakeAnthropic, **overrides: Any) -> ClaudeGenerator:
+    return ClaudeGenerator(_settings(fake, **overrides))
+
+
+def _collect(
+    gen: ClaudeGenerator, question: str = "How big can uploads be?", blocks: Sequence[Block] = BLOCKS
+) -> list[Piece]:
+    async def run() -> list[Piece]:
+        return [p async for p in gen.stream(question, blocks)]
+
+    return asyncio.run(run())
+
+
+def _drafts(pieces: Sequence[Piece]) -> tuple[Draft, ...]:
+    buffer = SentenceBuffer()
+    out: list[Draft] = []
+    for piece in pieces:
+        out.extend(buffer.feed(piece))
+    out.extend(buffer.flush())
+    return tuple(out)
+
+
+def _claims(drafts: Sequence[Draft]) -> list[list[tuple[int, str | None]]]:
+    return [[(c.n, c.cited_text) for c in d.claims] for d in drafts]
+
+
+EXPECTED_CLAIMS = [
+    [
+        (1, "Workspace owners can upload files of up to 250 MB each. "),
+        (1, "Larger files are rejected with a clear error message. "),
+    ],
+    [(2, "Deleted projects stay in the trash for 30 days. ")],
+]
+
+
+# -- the fake itself --------------------------------------------------------------------
+
+
+def test_fake_anthropic_replies_parse_under_strict_sdk_validation(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    gen = _generator(fake_anthropic)
+    strict = anthropic.Anthropic(
+        api_key="test", base_url=fake_anthropic.base_url, _strict_response_validation=True
+    )
+    message = strict.messages.create(**gen.request("Q?", BLOCKS))
+    assert [b.type for b in message.content][:2] == ["thinking", "text"]
+    assert message.content[2].citations[0].start_char_index == 0  # type: ignore[union-attr]
+
+    async def run() -> str:
+        client = anthropic.AsyncAnthropic(
+            api_key="test", base_url=fake_anthropic.base_url, _strict_response_validation=True
+        )
+        async with client.messages.stream(**gen.request("Q?", BLOCKS)) as stream:
+            final = await stream.get_final_message()
+        return "".join(b.text for b in final.content if b.type == "text")
+
+    assert asyncio.run(run()) == "".join(b.text for b in message.content if b.type == "text")
+
+
+def test_fake_anthropic_flags_request_breaking_the_contract(fake_anthropic: FakeAnthropic) -> None:
+    gen = _generator(fake_anthropic)
+    request = gen.request("Q?", BLOCKS)
+    request["messages"][0]["content"][0]["citations"] = {"enabled": False}
+    fake_anthropic.enqueue(CITED_ANSWER)
+    anthropic.Anthropic(api_key="test", base_url=fake_anthropic.base_url).messages.create(**request)
+    assert fake_anthropic.violations == ["request 1: document 0 does not enable citations"]
+    fake_anthropic.violations.clear()
+
+
+# -- messages.create ----------------------------------------------------------------------
+
+
+def test_generate_sends_documents_system_prompt_and_settings_model(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER)
+    _generator(fake_anthropic, generation_model="claude-opus-5-5", max_tokens=300).generate("Q?", BLOCKS)
+    (request,) = fake_anthropic.message_requests()
+    assert request.body["model"] == "claude-opus-5-5"
+    assert request.body["max_tokens"] == 300
+    assert request.body["system"] == SYSTEM_PROMPT
+    assert [d["source"]["data"] for d in request.documents()] == [b.sent_text for b in BLOCKS]
+    assert request.headers["authorization"] == "Bearer test"
+    assert not request.stream
+
+
+def test_generate_cited_answer_over_several_text_blocks_gives_sentences_with_claims(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER)
+    generation = _generator(fake_anthropic).generate("How big can uploads be?", BLOCKS)
+    assert [d.text for d in generation.drafts] == [
+        "According to the admin guide, files can be up to 250 MB each and larger files are rejected.",
+        "Deleted projects stay in the trash for 30 days.",
+    ]
+    assert _claims(generation.drafts) == EXPECTED_CLAIMS
+    assert generation.text.startswith("According to the admin guide, files")
+    assert not generation.refused
+    verdicts = verify(generation.drafts, BLOCKS)
+    assert all(v.ok for v in verdicts)
+    assert verdicts[0].citations[0].chunk_id == "admin-guide#c01"
+    first = verdicts[0].citations[0]
+    assert UPLOADS[first.start : first.end] == first.cited_text
+
+
+def test_generate_real_span_not_supporting_sentence_is_dropped_by_verify(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.enqueue(
+        reply(
+            cited(
+                "Refunds are paid to the original card within five working days",
+                cite(2, "Invoices are issued on the first business day of each month. "),
+            ),
+            text("."),
+        )
+    )
+    generation = _generator(fake_anthropic).generate("How are refunds paid?", BLOCKS)
+    assert _claims(generation.drafts) == [
+        [(3, "Invoices are issued on the first business day of each month. ")]
+    ]
+    (verdict,) = verify(generation.drafts, BLOCKS)
+    assert not verdict.ok
+    assert any("overlap" in issue for issue in verdict.issues)
+
+
+def test_generate_document_index_beyond_issued_documents_is_rejected(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(
+        reply(
+            cited(
+                "Uploads are limited to 250 MB each",
+                cite(7, "Workspace owners can upload files of up to 250 MB each."),
+            ),
+            text("."),
+        )
+    )
+    generation = _generator(fake_anthropic).generate("How big can uploads be?", BLOCKS)
+    assert [c.n for c in generation.drafts[0].claims] == [8]
+    (verdict,) = verify(generation.drafts, BLOCKS)
+    assert not verdict.ok
+    assert any("[8]" in issue for issue in verdict.issues)
+
+
+def test_generate_cited_text_not_in_original_chunk_is_rejected(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(
+        reply(
+            cited("Uploads can be up to 250 MB each", cite(0, "Uploads can be up to 2 GB each.")),
+            text("."),
+        )
+    )
+    generation = _generator(fake_anthropic).generate("How big can uploads be?", BLOCKS)
+    (verdict,) = verify(generation.drafts, BLOCKS)
+    assert not verdict.ok and verdict.issues
+
+
+def test_generate_answer_without_citations_gives_claimless_drafts(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(reply(text("Uploads are probably limited to about 1 GB. Ask your admin.")))
+    generation = _generator(fake_anthropic).generate("How big can uploads be?", BLOCKS)
+    assert [d.claims for d in generation.drafts] == [(), ()]
+    assert not any(v.ok for v in verify(generation.drafts, BLOCKS))
+    assert not generation.refused
+
+
+def test_generate_model_refusal_wording_is_an_abstention(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(reply(text(REFUSAL_TEXT), thinking=True))
+    generation = _generator(fake_anthropic).generate("Who founded the company?", BLOCKS)
+    assert generation.refused
+    assert generation.drafts == ()
+    assert generation.text == REFUSAL_TEXT
+
+
+def test_generate_529_twice_then_success_answers_and_counts_retries(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529), failure(529), CITED_ANSWER)
+    generation = _generator(fake_anthropic, model_max_retries=2).generate("Q?", BLOCKS)
+    assert len(generation.drafts) == 2
+    assert generation.usage.retries == 2
+    assert [r.retry_count for r in fake_anthropic.message_requests()] == [0, 1, 2]
+
+
+def test_generate_529_until_retries_spent_raises_upstream_unavailable(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529, retry_after_ms=5, retry_after="7"), failure(529), failure(529))
+    with pytest.raises(UpstreamUnavailable) as info:
+        _generator(fake_anthropic, model_max_retries=2).generate("Q?", BLOCKS)
+    assert "overloaded_error" in str(info.value)
+    assert info.value.retry_after == 1.0  # the last response said 5 ms; clients are told at least 1 s
+    assert len(fake_anthropic.message_requests()) == 3
+
+
+def test_generate_retry_after_seconds_passed_to_upstream_error(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(429, retry_after_ms=None, retry_after="7"))
+    with pytest.raises(UpstreamUnavailable) as info:
+        _generator(fake_anthropic, model_max_retries=0).generate("Q?", BLOCKS)
+    assert info.value.retry_after == 7.0
+
+
+def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anthropic: FakeAnthropic) -> None:
+    from rag import claude
+
+    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"), CITED_ANSWER)
+    original = claude.MAX_RETRY_WAIT
+    claude.MAX_RETRY_WAIT = 0.01
+    try:
+        started = time.perf_counter()
+        generation = _generator(fake_anthropic, model_max_retries=1).generate("Q?", BLOCKS)
+    finally:
+        claude.MAX_RETRY_WAIT = original
+    assert time.perf_counter() - started < 30
+    assert generation.usage.retries == 1
+
+
+def test_generate_rejected_key_raises_config_error(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(401, retry_after_ms=None))
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY was rejected"):
+        _generator(fake_anthropic).generate("Q?", BLOCKS)
+
+
+def test_generator_without_key_raises_config_error() -> None:
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
+        ClaudeGenerator(load_settings(anthropic_api_key="", mock=False))
+
+
+def test_generate_unreachable_server_raises_upstream_unavailable() -> None:
+    settings = load_settings(
+        anthropic_api_key="test", anthropic_base_url="http://127.0.0.1:9", mock=False, model_max_retries=0
+    )
+    with pytest.raises(UpstreamUnavailable, match="connection"):
+        ClaudeGenerator(settings).generate("Q?", BLOCKS)
+
+
+def test_generate_reports_cache_creation_then_cache_read(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    gen = _generator(fake_anthropic)
+    first = gen.generate("Q?", BLOCKS).usage
+    second = gen.generate("Q?", BLOCKS).usage
+    assert first.cache_creation_input_tokens > 0 and first.cache_read_input_tokens == 0
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert second.cache_creation_input_tokens == 0
+    assert first.input_tokens > 0 and first.output_tokens > 0
+
+
+def test_generate_check_probes_key_with_count_tokens(fake_anthropic: FakeAnthropic) -> None:
+    _generator(fake_anthropic).check()
+    assert [r.path for r in fake_anthropic.requests] == ["/v1/messages/count_tokens"]
+
+
+# -- messages.stream ----------------------------------------------------------------------
+
+
+def test_stream_cited_answer_gives_same_drafts_as_generate(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    gen = _generator(fake_anthropic)
+    pieces = _collect(gen)
+    assert _drafts(pieces) == gen.generate("How big can uploads be?", BLOCKS).drafts
+    assert _claims(_drafts(pieces)) == EXPECTED_CLAIMS
+    assert fake_anthropic.message_requests()[0].stream
+    assert fake_anthropic.message_requests()[0].headers.get("x-stainless-helper-method") == "stream"
+
+
+def test_stream_claims_precede_their_block_text_and_usage_comes_last(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER)
+    pieces = _collect(_generator(fake_anthropic))
+    first_text = {}
+    for i, p in enumerate(pieces):
+        if p.text:
+            first_text.setdefault(p.index, i)
+    for i, p in enumerate(pieces):
+        if p.claims:
+            assert i < first_text[p.index]
+    assert pieces[-1].usage is not None and pieces[-1].text == "" and not pieces[-1].claims
+    assert all(p.usage is None for p in pieces[:-1])
+    assert "".join(p.text for p in pieces) == "".join(part.text for part in CITED_ANSWER.parts)
+
+
+def test_stream_sentence_ready_before_the_message_ends(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER)
+
+    async def run() -> tuple[int, int]:
+        buffer = SentenceBuffer()
+        seen = first_draft_at = 0
+        async for piece in _generator(fake_anthropic).stream("Q?", BLOCKS):
+            seen += 1
+            if buffer.feed(piece) and not first_draft_at:
+                first_draft_at = seen
+        return first_draft_at, seen
+
+    first_draft_at, total = asyncio.run(run())
+    assert 0 < first_draft_at < total - 5
+
+
+def test_stream_text_before_citations_is_held_until_the_block_has_them(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, citations_last=True), CITED_ANSWER)
+    gen = _generator(fake_anthropic)
+    late, early = _collect(gen), _collect(gen)
+    for pieces in (late, early):
+        first_text: dict[int, int] = {}
+        for i, p in enumerate(pieces):
+            if p.text:
+                first_text.setdefault(p.index, i)
+        assert all(i < first_text[p.index] for i, p in enumerate(pieces) if p.claims)
+    assert _drafts(late) == _drafts(early)
+    assert _claims(_drafts(late)) == EXPECTED_CLAIMS
+
+
+def test_stream_model_refusal_text_is_one_draft_recognised_as_refusal(fake_anthropic: FakeAnthropic) -> None:
+    from rag.prompt import is_refusal
+
+    fake_anthropic.enqueue(reply(text(REFUSAL_TEXT)))
+    drafts = _drafts(_collect(_generator(fake_anthropic)))
+    assert len(drafts) == 1 and is_refusal(drafts[0].text)
+
+
+def test_stream_529_twice_then_success_counts_retries(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529), failure(529), CITED_ANSWER)
+    pieces = _collect(_generator(fake_anthropic, model_max_retries=2))
+    usage = pieces[-1].usage
+    assert usage is not None and usage.retries == 2
+    assert _claims(_drafts(pieces)) == EXPECTED_CLAIMS
+
+
+def test_stream_529_until_retries_spent_raises_upstream_unavailable(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529), failure(529), failure(529))
+    with pytest.raises(UpstreamUnavailable, match="overloaded"):
+        _collect(_generator(fake_anthropic, model_max_retries=2))
+
+
+def _until_error(gen: ClaudeGenerator) -> tuple[list[Piece], BaseException | None]:
+    pieces: list[Piece] = []
+
+    async def run() -> None:
+        async for piece in gen.stream("Q?", BLOCKS):
+            pieces.append(piece)
+
+    try:
+        asyncio.run(run())
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return pieces, exc
+    return pieces, None
+
+
+def test_stream_cut_after_two_sentences_keeps_earlier_pieces_then_raises(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.enqueue(
+        Reply(parts=CITED_ANSWER.parts + (text(" More text that never ends"),), cut_after=7)
+    )
+    pieces, error = _until_error(_generator(fake_anthropic))
+    assert isinstance(error, UpstreamUnavailable)
+    assert "connection" in str(error)
+    assert _claims(_drafts(pieces)) == EXPECTED_CLAIMS
+
+
+def test_stream_sse_error_event_mid_answer_raises_upstream_unavailable(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, error_after=5))
+    pieces, error = _until_error(_generator(fake_anthropic))
+    assert isinstance(error, UpstreamUnavailable)
+    assert "overloaded_error" in str(error) and "mid-stream" in str(error)
+    assert [d.text for d in _drafts(pieces)][0].startswith("According to the admin guide")
+
+
+def test_stream_ending_without_message_stop_raises_upstream_unavailable(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, cut_after=99))
+    pieces, error = _until_error(_generator(fake_anthropic))
+    assert isinstance(error, UpstreamUnavailable)
+    assert pieces and all(p.usage is None for p in pieces)
+
+
+def test_stream_closed_early_closes_the_http_stream(fake_anthropic: FakeAnthropic) -> None:
+    long_answer = reply(
+        *(cited(f"Sentence {i} about uploads. ", cite(0, UPLOADS)) for i in range(40)), token_delay=0.01
+    )
+    fake_anthropic.enqueue(long_answer)
+
+    async def run() -> None:
+        stream = _generator(fake_anthropic).stream("Q?", BLOCKS)
+        async for piece in stream:
+            if piece.text:
+                break
+        await stream.aclose()  # type: ignore[attr-defined]
+
+    asyncio.run(run())
+    deadline = time.monotonic() + 5
+    while not fake_anthropic.disconnects and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert fake_anthropic.disconnects == 1
+
+
+def test_stream_usage_reports_cache_tokens(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    gen = _generator(fake_anthropic)
+    first, second = _collect(gen)[-1].usage, _collect(gen)[-1].usage
+    assert isinstance(first, Usage) and isinstance(second, Usage)
+    assert first.cache_creation_input_tokens > 0
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert first.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
