@@ -1,0 +1,149 @@
+from __future__ import annotations
+
+import asyncio
+
+from rag.generate import MIN_COVERAGE, OfflineGenerator, cite, wants_quantity
+from rag.text import term_set
+from rag.types import Block, Chunk, Piece
+
+TRASH = (
+    "## Trash\n\nDeleted boards stay in the recycle bin for 45 days. After that they are purged "
+    "permanently and cannot be restored. Owners can empty the bin at any time."
+)
+EXPENSES = (
+    "Staff may claim travel costs, meals with clients and desk equipment for remote work. "
+    "Claims need a receipt and approval from a manager within 60 days."
+)
+TRIAL = "New workspaces start with a 14-day free evaluation period. No card is required to start it."
+BILLING = "Invoices are issued monthly in euros. Seats added mid-cycle are prorated to the day."
+
+
+def block(n: int, text: str, title: str = "Guide", section: str = "") -> Block:
+    chunk = Chunk(chunk_id=f"doc-{n:03d}#c01", doc_id=f"doc-{n:03d}", title=title, section=section, text=text)
+    return Block(n=n, chunk=chunk, score=0.5, sent_text=text)
+
+
+BLOCKS = [block(1, TRIAL), block(2, TRASH, section="Boards > Trash"), block(3, EXPENSES), block(4, BILLING)]
+
+
+def collect(gen: OfflineGenerator, question: str, blocks: list[Block]) -> list[Piece]:
+    async def run() -> list[Piece]:
+        return [p async for p in gen.stream(question, blocks)]
+
+    return asyncio.run(run())
+
+
+def test_generate_answerable_question_cites_supporting_block():
+    out = OfflineGenerator().generate("How long do deleted boards stay in the recycle bin?", BLOCKS)
+    assert out.drafts[0].text == "Deleted boards stay in the recycle bin for 45 days."
+    assert [c.n for c in out.drafts[0].claims] == [2]
+    assert out.text.startswith("Deleted boards stay in the recycle bin for 45 days [2].")
+
+
+def test_generate_key_term_absent_from_every_block_writes_nothing():
+    out = OfflineGenerator().generate("Can staff claim their mobile phone costs?", BLOCKS)
+    assert out.drafts == ()
+    assert out.text == ""
+
+
+def test_generate_off_topic_question_writes_nothing():
+    assert OfflineGenerator().generate("Who painted the ceiling of the chapel?", BLOCKS).drafts == ()
+
+
+def test_generate_heading_only_sentence_never_chosen():
+    out = OfflineGenerator().generate("trash", [block(1, "## Trash\n\nNothing else here at all.")])
+    assert all("#" not in d.text for d in out.drafts)
+
+
+def test_generate_same_sentence_in_two_blocks_cites_both():
+    text = "Deleted boards stay in the recycle bin for 45 days."
+    out = OfflineGenerator().generate(
+        "How long do deleted boards stay in the recycle bin?",
+        [block(1, text), block(2, TRIAL), block(3, text + " Extra words.")],
+    )
+    assert [c.n for c in out.drafts[0].claims] == [1, 3]
+
+
+def test_generate_same_input_same_output():
+    q = "Which costs can staff claim for travel and meals?"
+    assert OfflineGenerator().generate(q, BLOCKS) == OfflineGenerator().generate(q, BLOCKS)
+
+
+def test_generate_higher_min_coverage_is_stricter():
+    q = "Can staff claim travel costs and gym memberships?"
+    loose = OfflineGenerator(min_coverage=0.1).generate(q, BLOCKS).drafts
+    strict = OfflineGenerator(min_coverage=0.99).generate(q, BLOCKS).drafts
+    assert len(strict) <= len(loose)
+    assert strict == ()
+    assert MIN_COVERAGE > 0
+
+
+def test_generate_fabricate_nonexistent_cites_number_past_last_block():
+    out = OfflineGenerator("nonexistent").generate(
+        "How long do deleted boards stay in the recycle bin?", BLOCKS
+    )
+    assert out.drafts[-1].claims[0].n == 5
+    assert len(out.drafts) == 2
+
+
+def test_generate_fabricate_unrelated_cites_real_block_without_support():
+    out = OfflineGenerator("unrelated").generate(
+        "How long do deleted boards stay in the recycle bin?", BLOCKS
+    )
+    fake = out.drafts[-1]
+    cited = next(b for b in BLOCKS if b.n == fake.claims[0].n)
+    assert fake.text not in cited.chunk.text
+    words = term_set(fake.text)
+    assert len(words & term_set(cited.chunk.text)) / len(words) < 0.3
+
+
+def test_generate_feedback_drops_named_sentence_and_fabrication():
+    gen = OfflineGenerator("nonexistent")
+    q = "How long do deleted boards stay in the recycle bin?"
+    first = gen.generate(q, BLOCKS)
+    fake = first.drafts[-1]
+    feedback = [f'"{fake.text}": cited a nonexistent chunk number [5]']
+    second = gen.generate(q, BLOCKS, feedback=feedback)
+    assert second.drafts == first.drafts[:-1]
+
+
+def test_generate_feedback_naming_real_sentence_drops_it():
+    q = "How long do deleted boards stay in the recycle bin?"
+    first = OfflineGenerator().generate(q, BLOCKS)
+    named = first.drafts[0].text
+    second = OfflineGenerator().generate(q, BLOCKS, feedback=[f'"{named}": [2] has only 0.10 overlap'])
+    assert all(d.text != named for d in second.drafts)
+
+
+def test_stream_pieces_join_to_generated_text():
+    gen = OfflineGenerator()
+    q = "Which costs can staff claim for travel, meals and desk equipment, and within how many days?"
+    pieces = collect(gen, q, BLOCKS)
+    assert "".join(p.text for p in pieces).strip() == gen.generate(q, BLOCKS).text
+    assert len(pieces) > len(gen.generate(q, BLOCKS).drafts)
+
+
+def test_cite_marker_goes_before_final_period():
+    assert cite("It is 30 days.", [2]) == "It is 30 days [2]."
+    assert cite("Is it?", [1, 3]) == "Is it? [1][3]"
+    assert cite("No stop", [1]) == "No stop [1]."
+
+
+def test_generate_question_sentence_in_source_never_chosen():
+    text = "Can deleted boards be restored from the recycle bin? Deleted boards can be restored by owners."
+    out = OfflineGenerator().generate(
+        "Can deleted boards be restored from the recycle bin?", [block(1, text)]
+    )
+    assert [d.text for d in out.drafts] == ["Deleted boards can be restored by owners."]
+
+
+def test_generate_quantity_question_prefers_sentence_with_figure():
+    text = "Board exports are kept by the owner. Board exports are kept for 14 days."
+    out = OfflineGenerator(max_sentences=1).generate("How long are board exports kept?", [block(1, text)])
+    assert out.drafts[0].text == "Board exports are kept for 14 days."
+
+
+def test_wants_quantity_detects_amount_questions_only():
+    assert wants_quantity("How many seats are included?")
+    assert wants_quantity("What is the upload limit?")
+    assert not wants_quantity("Who approves expense claims?")

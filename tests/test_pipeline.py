@@ -1,0 +1,336 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag.config import Settings, load_settings
+from rag.errors import InvalidQuestion, UpstreamUnavailable
+from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.generate import OfflineGenerator
+from rag.ingest import ingest_paths
+from rag.pipeline import STAGES, Pipeline, build_pipeline, validate_question
+from rag.render import format_answer
+from rag.store import SqliteStore, Store
+from rag.types import Answer, AskRecord, Block, Generation, Piece
+
+CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
+
+ANSWERABLE = "How long do deleted projects stay in the trash?"
+OFF_TOPIC = "What is the capital of Australia?"
+NEAR_MISS = "Can I get my mobile phone bill reimbursed?"
+CONFLICT = "What is the maximum file upload size?"
+
+
+@pytest.fixture(scope="module")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("pipeline") / "corpus.db")
+    store = SqliteStore(path)
+    ingest_paths(store, [str(CORPUS)], settings=load_settings(db=path, mock=True))
+    store.close()
+    return path
+
+
+class RecordingStore:
+    """The real store, with every ask-log record and gap kept for inspection."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.asks: list[AskRecord] = []
+        self.gap_calls: list[tuple[str, float, tuple[str, ...]]] = []
+
+    def log_ask(self, record: AskRecord) -> None:
+        self.asks.append(record)
+        self.inner.log_ask(record)
+
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+        self.gap_calls.append((question, top_score, tuple(closest)))
+        self.inner.add_gap(question, top_score, closest)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class CountingGenerator:
+    """Wraps a generator and counts its calls; records the feedback each call received."""
+
+    name = "counting"
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.feedback: list[tuple[str, ...]] = []
+        self.closed = False
+
+    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
+        self.calls += 1
+        self.feedback.append(tuple(feedback))
+        result: Generation = self.inner.generate(question, blocks, feedback=feedback)
+        return result
+
+    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+        self.calls += 1
+        try:
+            async for piece in self.inner.stream(question, blocks):
+                yield piece
+        finally:
+            self.closed = True
+
+
+class FailingGenerator:
+    """Streams one good sentence, then the provider fails."""
+
+    name = "failing"
+
+    def __init__(self) -> None:
+        self.offline = OfflineGenerator()
+
+    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
+        raise UpstreamUnavailable("model provider unavailable (overloaded)")
+
+    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+        async for piece in self.offline.stream(question, blocks):
+            yield piece
+        raise UpstreamUnavailable("model provider unavailable (overloaded)")
+
+
+def make(
+    corpus_db: str, generator: Any = None, **overrides: Any
+) -> tuple[Pipeline, RecordingStore, CountingGenerator]:
+    settings: Settings = load_settings(db=corpus_db, **overrides)
+    store = RecordingStore(SqliteStore(corpus_db))
+    counting = CountingGenerator(generator or OfflineGenerator(settings.fabricate))
+    pipeline = build_pipeline(settings, store=store, generator=counting)  # type: ignore[arg-type]
+    return pipeline, store, counting
+
+
+def events(pipeline: Pipeline, question: str) -> list[Event]:
+    async def run() -> list[Event]:
+        return [e async for e in pipeline.answer_stream(question)]
+
+    return asyncio.run(run())
+
+
+def assert_fully_cited(answer: Answer, store: Store) -> None:
+    assert answer.sentences
+    for sentence in answer.sentences:
+        assert sentence.citations, sentence.text
+        for c in sentence.citations:
+            text = store.get_chunk(c.chunk_id).text
+            assert text[c.start : c.end] == c.cited_text
+            assert c.cited_text
+
+
+def test_pipeline_answerable_question_returns_verbatim_cited_answer(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db)
+    answer = pipeline.answer(ANSWERABLE)
+    assert not answer.abstained, answer
+    assert "30 days" in answer.text
+    assert_fully_cited(answer, store)
+    assert answer.citations
+    assert len(answer.trace_id) == 32
+    assert set(answer.timings) == set(STAGES)
+    assert answer.timings["regenerate"] == 0.0 and answer.timings["generate"] > 0
+
+
+def test_pipeline_off_topic_refuses_low_score_without_generator_call(corpus_db: str) -> None:
+    pipeline, store, counting = make(corpus_db)
+    answer = pipeline.answer(OFF_TOPIC)
+    assert answer.abstained
+    assert answer.reason == "low_retrieval_score"
+    assert answer.message.startswith("I couldn't find this in the knowledge base.")
+    assert counting.calls == 0
+    assert store.gap_calls and store.gap_calls[0][0] == OFF_TOPIC
+    assert any(g.question == OFF_TOPIC for g in store.gaps(10))
+
+
+def test_pipeline_near_miss_refuses_no_citations_above_gate(corpus_db: str) -> None:
+    pipeline, _, counting = make(corpus_db)
+    answer = pipeline.answer(NEAR_MISS)
+    assert answer.reason == "no_citations", answer.text
+    assert answer.abstained
+    assert counting.calls >= 1
+    assert answer.closest and answer.closest[0].score >= pipeline.gate_score
+    assert answer.sentences == ()
+
+
+def test_pipeline_conflicting_limit_refuses_naming_both_documents(corpus_db: str) -> None:
+    pipeline, _, counting = make(corpus_db)
+    answer = pipeline.answer(CONFLICT)
+    assert answer.reason == "conflicting_sources"
+    assert answer.conflict is not None
+    assert {s.doc_id for s in answer.conflict.statements} >= {"admin-guide", "api-reference"}
+    assert "2026-05-12" in answer.message and "2025-10-03" in answer.message
+    titles = {s.title for s in answer.conflict.statements}
+    assert all(t in answer.message for t in titles)
+    assert counting.calls == 0
+
+
+def test_pipeline_prefer_newest_answers_from_newer_document(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db, conflict_policy="prefer_newest")
+    answer = pipeline.answer(CONFLICT)
+    assert not answer.abstained
+    assert answer.conflict is not None and answer.conflict.policy == "prefer_newest"
+    older = min(answer.conflict.statements, key=lambda s: s.updated_at or date.min)
+    assert older.chunk_id not in {b.chunk.chunk_id for b in answer.blocks}
+    assert [b.n for b in answer.blocks] == list(range(1, len(answer.blocks) + 1))
+    assert "250 MB" in answer.text and "100 MB" not in answer.text
+    assert "newest" in answer.message
+    assert_fully_cited(answer, store)
+
+
+@pytest.mark.parametrize(("mode", "reason_word"), [("nonexistent", "nonexistent"), ("unrelated", "overlap")])
+def test_pipeline_fabrication_rejected_then_regenerated_answer_passes(
+    corpus_db: str, mode: str, reason_word: str
+) -> None:
+    pipeline, store, counting = make(corpus_db, fabricate=mode)
+    answer = pipeline.answer(ANSWERABLE)
+    assert counting.calls == 2
+    assert counting.feedback[0] == ()
+    assert any(reason_word in line for line in counting.feedback[1])
+    assert any(reason_word in d for dropped in answer.dropped for d in dropped.detail)
+    assert not answer.abstained
+    assert_fully_cited(answer, store)
+    assert answer.timings["regenerate"] > 0
+    verdicts = store.asks[-1].verdicts
+    assert any(v.startswith("draft 1 dropped") for v in verdicts)
+    assert not any(v.startswith("draft 2 dropped") for v in verdicts)
+
+
+def test_pipeline_every_answer_sentence_has_verified_citation(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db)
+    questions = [ANSWERABLE, OFF_TOPIC, NEAR_MISS, CONFLICT, "How long is the free trial?"]
+    for question in questions:
+        answer = pipeline.answer(question)
+        if not answer.abstained:
+            assert_fully_cited(answer, store)
+        else:
+            assert answer.sentences == () and answer.text == ""
+
+
+def test_pipeline_ask_log_records_blocks_and_verdicts(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db)
+    answer = pipeline.answer(ANSWERABLE, trace_id="t-123")
+    record = store.asks[-1]
+    assert record.trace_id == "t-123" == answer.trace_id
+    assert record.blocks == tuple((b.n, b.chunk.chunk_id) for b in answer.blocks)
+    assert record.citations == answer.citations
+    assert record.verdicts and record.answer_text == answer.text
+
+
+def test_validate_question_empty_or_too_long_raises() -> None:
+    with pytest.raises(InvalidQuestion, match="empty"):
+        validate_question("  \n ", 2000)
+    with pytest.raises(InvalidQuestion, match="2000"):
+        validate_question("x" * 2001, 2000)
+    assert validate_question("  hi  ", 10) == "hi"
+
+
+def test_pipeline_empty_question_raises_invalid_question(corpus_db: str) -> None:
+    pipeline, _, counting = make(corpus_db)
+    with pytest.raises(InvalidQuestion):
+        pipeline.answer("   ")
+    assert counting.calls == 0
+
+
+def test_pipeline_provider_failure_raises_upstream_unavailable(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db, generator=FailingGenerator())
+    with pytest.raises(UpstreamUnavailable):
+        pipeline.answer(ANSWERABLE)
+
+
+def test_pipeline_compression_keeps_verified_citations(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db, compress=True)
+    answer = pipeline.answer(ANSWERABLE)
+    assert not answer.abstained
+    assert answer.timings["compress"] > 0
+    assert_fully_cited(answer, store)
+
+
+# streaming
+
+
+def test_stream_answerable_events_meta_sentences_done(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db)
+    evs = events(pipeline, ANSWERABLE)
+    assert isinstance(evs[0], Meta)
+    assert isinstance(evs[-1], Done) and evs[-1].status == "answered"
+    sentences = [e for e in evs if isinstance(e, SentenceOut)]
+    assert sentences and evs[-1].emitted == len(sentences)
+    assert all(isinstance(e, SentenceOut | DroppedOut) for e in evs[1:-1])
+    for e in sentences:
+        for c in e.sentence.citations:
+            assert store.get_chunk(c.chunk_id).text[c.start : c.end] == c.cited_text
+    assert store.asks[-1].answer_text
+
+
+def test_stream_off_topic_refusal_then_done_only(corpus_db: str) -> None:
+    pipeline, _, counting = make(corpus_db)
+    evs = events(pipeline, OFF_TOPIC)
+    assert [type(e) for e in evs] == [Refusal, Done]
+    assert isinstance(evs[0], Refusal) and evs[0].reason == "low_retrieval_score"
+    assert isinstance(evs[1], Done) and evs[1].status == "abstained"
+    assert counting.calls == 0
+
+
+def test_stream_conflict_refusal_then_done_only(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    evs = events(pipeline, CONFLICT)
+    assert [type(e) for e in evs] == [Refusal, Done]
+    assert isinstance(evs[0], Refusal) and evs[0].reason == "conflicting_sources"
+    assert evs[0].conflict is not None
+
+
+def test_stream_near_miss_meta_then_no_citations_refusal(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    evs = events(pipeline, NEAR_MISS)
+    assert isinstance(evs[0], Meta)
+    assert isinstance(evs[-2], Refusal) and evs[-2].reason == "no_citations"
+    assert isinstance(evs[-1], Done) and evs[-1].status == "abstained" and evs[-1].emitted == 0
+    assert not any(isinstance(e, SentenceOut) for e in evs)
+
+
+def test_stream_fabrication_dropped_without_regeneration(corpus_db: str) -> None:
+    pipeline, _, counting = make(corpus_db, fabricate="nonexistent")
+    evs = events(pipeline, ANSWERABLE)
+    dropped = [e for e in evs if isinstance(e, DroppedOut)]
+    assert len(dropped) == 1 and "nonexistent" in " ".join(dropped[0].dropped.detail)
+    assert isinstance(evs[-1], Done) and evs[-1].status == "answered" and evs[-1].dropped == 1
+    assert counting.calls == 1
+
+
+def test_stream_provider_failure_error_then_done_with_emitted_count(corpus_db: str) -> None:
+    pipeline, store, _ = make(corpus_db, generator=FailingGenerator())
+    evs = events(pipeline, ANSWERABLE)
+    assert isinstance(evs[-2], ErrorEvent) and evs[-2].type == "upstream_unavailable"
+    done = evs[-1]
+    assert isinstance(done, Done) and done.status == "error"
+    emitted = sum(isinstance(e, SentenceOut) for e in evs)
+    assert done.emitted == emitted and str(emitted) in done.detail
+    assert store.asks[-1].question == ANSWERABLE
+
+
+def test_stream_consumer_stops_early_closes_generator_and_logs(corpus_db: str) -> None:
+    pipeline, store, counting = make(corpus_db)
+
+    async def first_two() -> list[Event]:
+        stream = pipeline.answer_stream(ANSWERABLE, trace_id="early")
+        out = [await stream.__anext__(), await stream.__anext__()]
+        await stream.aclose()  # type: ignore[attr-defined]
+        return out
+
+    got = asyncio.run(first_two())
+    assert isinstance(got[0], Meta)
+    assert counting.closed
+    assert store.asks[-1].trace_id == "early"
+
+
+def test_format_answer_refusal_lists_closest_matches(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    text = format_answer(pipeline.answer(NEAR_MISS))
+    assert text.startswith("Refused (no_citations)")
+    assert "Closest matches:" in text
