@@ -63,7 +63,13 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
     cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")
+    sse_keepalive: float = Field(10.0, gt=0, description="seconds without an event before an SSE keep-alive comment")
     log_level: str = "INFO"
+
+    # evaluation
+    eval_external_dir: str = Field(
+        "", description="folder of the external benchmark JSONL files; empty means <repo>/../shared/eval-external"
+    )
 
     # providers (their own variable names) and the offline switch
     anthropic_api_key: str = Field("", validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"))
@@ -71,6 +77,11 @@ class Settings(BaseSettings):
         "", validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url")
     )
     voyage_api_key: str = Field("", validation_alias=AliasChoices("VOYAGE_API_KEY", "voyage_api_key"))
+    voyage_base_url: str = Field(
+        "",
+        validation_alias=AliasChoices("VOYAGE_BASE_URL", "voyage_base_url"),
+        description="Voyage API base URL; empty means the SDK's default (tests point it at a loopback fake)",
+    )
     mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
 
     @field_validator("mock", mode="before")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 from functools import lru_cache
 
 import snowballstemmer
@@ -49,7 +50,9 @@ _END_RE = re.compile(
 )
 _BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})\s)")
 
-_stemmer = snowballstemmer.stemmer("english")
+# Snowball stemmer objects keep per-call state and are not thread-safe: one per thread
+# (the API answers questions in a threadpool).
+_stemmers = threading.local()
 
 
 def normalise(text: str) -> str:
@@ -74,7 +77,10 @@ def tokens(text: str) -> list[str]:
 
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
-    return str(_stemmer.stemWord(token))
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return str(stemmer.stemWord(token))
 
 
 def terms(text: str) -> list[str]:

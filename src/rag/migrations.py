@@ -1,0 +1,142 @@
+"""SQLite schema as an ordered list of named steps, applied once each via `PRAGMA user_version`.
+
+A database at version N has had exactly `MIGRATIONS[:N]` applied. Steps are never edited
+after release; a schema change is a new `mNNN_...` function appended to `MIGRATIONS`.
+Each step runs inside the caller's transaction, so it must not COMMIT (no `executescript`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def m001_documents_and_chunks(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE documents (
+            doc_id       TEXT PRIMARY KEY,
+            title        TEXT NOT NULL,
+            url          TEXT NOT NULL DEFAULT '',
+            updated_at   TEXT,
+            source_path  TEXT NOT NULL DEFAULT '',
+            content_hash TEXT NOT NULL DEFAULT '',
+            text         TEXT NOT NULL,
+            ingested_at  TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX documents_source_path ON documents(source_path)")
+    # `id` is an explicit INTEGER PRIMARY KEY so the FTS rowid that points at it survives VACUUM;
+    # `chunk_id` is the natural, unique key everything outside the store uses.
+    conn.execute(
+        """
+        CREATE TABLE chunks (
+            id          INTEGER PRIMARY KEY,
+            chunk_id    TEXT NOT NULL UNIQUE,
+            doc_id      TEXT NOT NULL,
+            ord         INTEGER NOT NULL,
+            title       TEXT NOT NULL,
+            section     TEXT NOT NULL DEFAULT '',
+            text        TEXT NOT NULL,
+            start_char  INTEGER NOT NULL,
+            end_char    INTEGER NOT NULL,
+            page        INTEGER,
+            updated_at  TEXT,
+            url         TEXT NOT NULL DEFAULT '',
+            terms       TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    conn.execute("CREATE INDEX chunks_doc ON chunks(doc_id, ord)")
+
+
+def m002_lexical_index(conn: sqlite3.Connection) -> None:
+    # Columns hold space-joined stemmed terms (rag.text.terms), so FTS5 matches exactly the
+    # words the reranker scores; rowid = chunks.id.
+    conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, title, section, tokenize='unicode61')")
+    conn.execute("CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row')")
+
+
+def m003_embeddings(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE embeddings (
+            chunk_id TEXT PRIMARY KEY,
+            dim      INTEGER NOT NULL,
+            vector   BLOB NOT NULL
+        )
+        """
+    )
+
+
+def m004_gaps_and_ask_log(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """
+        CREATE TABLE gaps (
+            normalised  TEXT PRIMARY KEY,
+            question    TEXT NOT NULL,
+            top_score   REAL NOT NULL,
+            closest     TEXT NOT NULL DEFAULT '[]',
+            count       INTEGER NOT NULL DEFAULT 1,
+            first_asked TEXT NOT NULL,
+            last_asked  TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute(
+        """
+        CREATE TABLE ask_log (
+            trace_id   TEXT NOT NULL,
+            ts         TEXT NOT NULL,
+            question   TEXT NOT NULL,
+            reason     TEXT NOT NULL DEFAULT '',
+            abstained  INTEGER NOT NULL DEFAULT 0,
+            blocks     TEXT NOT NULL DEFAULT '[]',
+            answer     TEXT NOT NULL DEFAULT '',
+            citations  TEXT NOT NULL DEFAULT '[]',
+            verdicts   TEXT NOT NULL DEFAULT '[]',
+            top_score  REAL NOT NULL DEFAULT 0,
+            usage      TEXT NOT NULL DEFAULT '{}',
+            timings    TEXT NOT NULL DEFAULT '{}'
+        )
+        """
+    )
+    conn.execute("CREATE INDEX ask_log_trace ON ask_log(trace_id)")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    m001_documents_and_chunks,
+    m002_lexical_index,
+    m003_embeddings,
+    m004_gaps_and_ask_log,
+)
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
+    """Apply the pending steps in one IMMEDIATE transaction; returns the names applied (maybe none).
+
+    `conn` must be in autocommit mode (`isolation_level=None`). Safe when several processes
+    open the same file at once: the version is re-read under the write lock.
+    """
+    if schema_version(conn) >= len(migrations):
+        return []
+    applied: list[str] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = schema_version(conn)
+        for step in migrations[version:]:
+            step(conn)
+            applied.append(step.__name__)
+        conn.execute(f"PRAGMA user_version = {len(migrations):d}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied

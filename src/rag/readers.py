@@ -1,0 +1,200 @@
+"""Reading source files: bytes -> `Document` (Markdown, text, HTML), or an `IngestError` with the reason.
+
+A document's text is its body after any YAML front matter, newlines normalised to "\\n"; HTML
+is converted to text with '#' heading lines so chunking sees its sections. Front matter keys:
+`title`, `updated` (YYYY-MM-DD), `url`, `doc_id`. Without them the title is the first heading
+(or `<title>`) or the file name, and the doc_id is the slug of the path relative to the root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import date, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import yaml  # type: ignore[import-untyped]
+
+from rag.chunking import find_headings
+from rag.errors import IngestError
+from rag.types import Document
+
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
+TEXT_SUFFIXES = frozenset({".txt"})
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+# Bump when chunking changes so the next ingest re-chunks unchanged files.
+CHUNKER_VERSION = 1
+
+# libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
+_SLUG_RE = re.compile(r"[^a-z0-9]+")
+_BLANK_LINES_RE = re.compile(r"\n{3,}")
+_SPACES_RE = re.compile(r"\s+")
+
+
+class _HtmlText(HTMLParser):
+    """HTML to plain text: block elements become line breaks, h1-h6 become '#' heading lines."""
+
+    _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+    _BLOCK = frozenset(
+        "p div section article header footer main nav aside ul ol table thead tbody tr blockquote pre hr"
+        " dl dt dd figure figcaption form address details summary".split()
+    )
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self.title = ""
+        self.first_h1 = ""
+        self._skip_depth = 0
+        self._in_title = False
+        self._heading: list[str] | None = None
+        self._heading_level = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self._in_title = True
+        elif tag in self._SKIP:
+            self._skip_depth += 1
+        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
+            self._heading, self._heading_level = [], int(tag[1])
+        elif tag == "li":
+            self.parts.append("\n- ")
+        elif tag == "br":
+            self.parts.append("\n")
+        elif tag in ("td", "th"):
+            self.parts.append(" ")
+        elif tag in self._BLOCK:
+            self.parts.append("\n\n")
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("br", "hr"):
+            self.parts.append("\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in self._SKIP:
+            self._skip_depth = max(0, self._skip_depth - 1)
+        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456" and self._heading is not None:
+            heading = _SPACES_RE.sub(" ", "".join(self._heading)).strip()
+            self._heading = None
+            if heading:
+                if self._heading_level == 1 and not self.first_h1:
+                    self.first_h1 = heading
+                self.parts.append(f"\n\n{'#' * self._heading_level} {heading}\n\n")
+        elif tag in self._BLOCK:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+        elif self._skip_depth:
+            return
+        elif self._heading is not None:
+            self._heading.append(data)
+        else:
+            self.parts.append(_SPACES_RE.sub(" ", data))
+
+    def text(self) -> str:
+        lines = (line.strip() for line in "".join(self.parts).split("\n"))
+        return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip("\n") + "\n"
+
+
+def slugify(value: str) -> str:
+    return _SLUG_RE.sub("-", value.lower()).strip("-")
+
+
+def derive_doc_id(path: Path, root: Path) -> str:
+    """Stable id: the slugified path relative to the ingest root, without extension ("a/B.md" -> "a-b")."""
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        relative = Path(path.name)
+    return slugify(str(relative.with_suffix(""))) or slugify(path.name) or "document"
+
+
+def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int) -> str:
+    """sha256 over the raw file bytes and the chunker parameters: changing either re-chunks the file."""
+    digest = hashlib.sha256(raw)
+    digest.update(f"\0chunker={CHUNKER_VERSION}:{min_tokens}:{max_tokens}".encode())
+    return digest.hexdigest()
+
+
+def _parse_updated(value: object, where: str) -> date | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(str(value).strip())
+    except ValueError:
+        raise IngestError(where, f"front matter 'updated' is not YYYY-MM-DD: {value!r}") from None
+
+
+def parse_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "") -> Document:
+    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot."""
+    where = str(path)
+    if b"\0" in raw:
+        raise IngestError(where, "binary file (contains NUL bytes)")
+    try:
+        decoded = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(where, f"not valid UTF-8 (bad byte at offset {exc.start})") from None
+    decoded = decoded.replace("\r\n", "\n").replace("\r", "\n")
+    meta: dict[str, Any] = {}
+    match = _FRONT_MATTER_RE.match(decoded)
+    if match:
+        try:
+            loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
+        except yaml.YAMLError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise IngestError(where, f"invalid YAML front matter: {reason}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise IngestError(where, "front matter is not a mapping")
+        meta = loaded or {}
+        body = decoded[match.end() :]
+    else:
+        body = decoded
+    suffix = path.suffix.lower()
+    html_title = ""
+    if suffix in HTML_SUFFIXES:
+        parser = _HtmlText()
+        try:
+            parser.feed(body)
+            # an unterminated tag at the end (truncated file) stays unparsed: drop it, never emit it as text
+            truncated = parser.rawdata.lstrip().startswith("<")
+            if not truncated:
+                parser.close()
+        except Exception as exc:  # html.parser is lenient; anything it still rejects is broken markup
+            raise IngestError(where, f"unparseable HTML: {exc}") from None
+        body = parser.text()
+        html_title = _SPACES_RE.sub(" ", parser.title).strip() or parser.first_h1
+        if not body.strip():
+            raise IngestError(where, "HTML has no text" + (" (truncated markup)" if truncated else ""))
+    if not body.strip():
+        raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
+    title = str(meta.get("title") or "").strip() or html_title
+    if not title:
+        headings = [h for h in find_headings(body) if h.text]
+        title = (
+            headings[0].text
+            if headings
+            else path.stem.replace("_", " ").replace("-", " ").strip() or path.name
+        )
+    doc_id = str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root)
+    return Document(
+        doc_id=doc_id,
+        title=title,
+        text=body,
+        source_path=str(path.resolve()),
+        url=str(meta.get("url") or "").strip(),
+        updated_at=_parse_updated(meta.get("updated"), where),
+        content_hash=content_hash,
+    )

@@ -1,0 +1,105 @@
+"""Retrieval: BM25 candidates (+ dense candidates, fused by reciprocal rank), then the reranker.
+
+The result's `score` is the reranker's relevance in [0, 1]; `lexical` keeps the raw BM25
+score (0 for a candidate only the dense search found).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+
+from rag.embeddings import Embedder
+from rag.rerank import Reranker
+from rag.store import Store
+from rag.text import terms
+from rag.types import Chunk, Scored
+
+logger = logging.getLogger(__name__)
+
+RRF_K = 60
+# Most index postings (sum of document frequencies) one BM25 query may touch. FTS5 scores every
+# chunk that matches any term, so a term found in half the corpus makes a query slow while adding
+# almost nothing (its IDF is near zero); such terms are left out of the *match*, rarest kept first.
+# Small corpora never reach the budget, so there every term is matched. The reranker still scores
+# all question terms.
+MAX_POSTINGS = 8_000
+
+
+def rrf(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion: id -> sum over rankings of 1 / (k + rank), ranks 1-based."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return fused
+
+
+def search_terms(
+    query_terms: Sequence[str], df: Mapping[str, int], *, max_postings: int = MAX_POSTINGS
+) -> list[str]:
+    """The terms worth matching: present in the index, rarest first, within `max_postings` total df.
+
+    The rarest present term is always kept, whatever its frequency. Order of the result follows df.
+    """
+    present = sorted((t for t in dict.fromkeys(query_terms) if df.get(t, 0) > 0), key=lambda t: (df[t], t))
+    chosen: list[str] = []
+    postings = 0
+    for term in present:
+        if chosen and postings + df[term] > max_postings:
+            break
+        chosen.append(term)
+        postings += df[term]
+    return chosen
+
+
+def candidates_for(
+    question: str,
+    *,
+    store: Store,
+    embedder: Embedder | None = None,
+    candidates: int = 40,
+    df: Mapping[str, int] | None = None,
+) -> list[Scored]:
+    """Up to `candidates` chunks for the reranker, best first, with `score` 0 and `lexical` = BM25.
+
+    `df` (chunks per term, as `store.term_frequencies` returns) is looked up when not given.
+    """
+    query_terms = list(dict.fromkeys(terms(question)))
+    if df is None:
+        df = store.term_frequencies(query_terms) if query_terms else {}
+    matched = search_terms(query_terms, df)
+    lexical = store.search(matched, candidates) if matched else []
+    dense: list[tuple[Chunk, float]] = []
+    if embedder is not None:
+        try:
+            dense = store.similar(embedder.embed_query(question), candidates)
+        except Exception as exc:  # any embedder failure: lexical retrieval only
+            logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+    bm25 = {chunk.chunk_id: score for chunk, score in lexical}
+    if not dense:
+        return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    chunks = {chunk.chunk_id: chunk for chunk, _ in [*lexical, *dense]}
+    fused = rrf([[c.chunk_id for c, _ in lexical], [c.chunk_id for c, _ in dense]])
+    order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:candidates]
+    return [Scored(chunk=chunks[cid], score=0.0, lexical=bm25.get(cid, 0.0)) for cid in order]
+
+
+def retrieve(
+    question: str,
+    *,
+    store: Store,
+    reranker: Reranker,
+    embedder: Embedder | None = None,
+    top_k: int = 8,
+    candidates: int = 40,
+) -> list[Scored]:
+    """The `top_k` most relevant chunks, sorted by score desc, then chunk_id; [] when nothing matches."""
+    query_terms = list(dict.fromkeys(terms(question)))
+    df = store.term_frequencies(query_terms) if query_terms else {}
+    pool = candidates_for(question, store=store, embedder=embedder, candidates=candidates, df=df)
+    if not pool:
+        return []
+    n_chunks = store.stats().chunks
+    ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
+    return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]
