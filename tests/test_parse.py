@@ -213,3 +213,21 @@ def test_parse_inline_never_raises_and_returns_clean_drafts(text: str) -> None:
         assert draft.text == draft.text.strip()
         assert draft.text
         assert all(1 <= claim.n <= 999 for claim in draft.claims)
+
+
+def test_sentence_buffer_native_releases_sentence_when_its_block_closes() -> None:
+    buffer = SentenceBuffer(native=True)
+    assert buffer.feed(Piece(index=0, claims=(Claim(n=1, cited_text="Uploads are capped at 250 MB."),))) == []
+    assert buffer.feed(Piece(index=0, text="Uploads are capped at 250 MB.")) == []
+    released = buffer.feed(Piece(index=1))  # content_block_stop: the next block begins empty
+    assert [d.text for d in released] == ["Uploads are capped at 250 MB."]
+    assert released[0].claims == (Claim(n=1, cited_text="Uploads are capped at 250 MB."),)
+    assert buffer.flush() == []
+
+
+def test_sentence_buffer_native_holds_sentence_that_may_continue_after_block_close() -> None:
+    buffer = SentenceBuffer(native=True)
+    buffer.feed(Piece(index=0, text="The current release is v2."))
+    assert buffer.feed(Piece(index=1)) == []  # "v2." may continue as "v2.5"
+    buffer.feed(Piece(index=1, text="5 with fixes."))
+    assert [d.text for d in buffer.flush()] == ["The current release is v2.5 with fixes."]

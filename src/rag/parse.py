@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rag.text import sentence_spans
+from rag.text import ABBREVIATIONS, sentence_spans
 from rag.types import Claim, Draft, Piece
 
 MAX_RANGE = 50
@@ -34,6 +34,9 @@ _HAS_WORD_RE = re.compile(r"\w")
 # What may still turn into trailing markers of the sentence before: whitespace and (partial) [n] runs.
 _PENDING_RE = re.compile(r"\s*(?:\[[\d\s,–—-]*\]?\s*)*")
 _NON_SPACE_RE = re.compile(r"\S")
+# A sentence end that no later text can extend: terminal punctuation after a word (not a digit,
+# not a single letter), optionally closed by quotes or brackets.
+_FIRM_END_RE = re.compile(r"[^\W\d_]{2,}[.!?]+[\"'”’)\]]*$")
 
 
 def parse_inline(text: str) -> tuple[Draft, ...]:
@@ -150,9 +153,12 @@ class SentenceBuffer:
             following = spans[i + 1][0] if i + 1 < len(spans) else None
             if not final:
                 pending = _PENDING_RE.match(text, end)
-                if pending is None or pending.end() == len(text) or following is None:
-                    break
                 if self._native and self._open_overlaps(end):
+                    break
+                at_closed_block_end = self._native and following is None and self._firm_end(start, end)
+                if not at_closed_block_end and (
+                    pending is None or pending.end() == len(text) or following is None
+                ):
                     break
             draft = _draft(text[start:end], self._native_claims(start, end, following))
             self._done = end
@@ -161,6 +167,18 @@ class SentenceBuffer:
         if final:
             self._done = len(text) + 1
         return out
+
+    def _firm_end(self, start: int, end: int) -> bool:
+        """True when the sentence ends a closed content block with punctuation nothing can extend.
+
+        Native citations never arrive as inline markers, so such a sentence need not wait for the
+        next block's first characters: it is released the moment its block closes.
+        """
+        sentence = self._text[start:end]
+        if not _FIRM_END_RE.search(sentence):
+            return False
+        word = sentence.rstrip("\"'”’)]").rstrip(".!?").rsplit(None, 1)[-1].lower()
+        return word not in ABBREVIATIONS
 
     def _open_overlaps(self, end: int) -> bool:
         if not self._segments:

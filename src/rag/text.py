@@ -38,7 +38,7 @@ _WORD_SPAN_RE = re.compile(r"\S+")
 _NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 
 # Abbreviations after which a period does not end a sentence (lowercase, without the final dot).
-_ABBREVIATIONS = frozenset(
+ABBREVIATIONS = frozenset(
     """e.g i.e etc vs cf approx mr mrs ms dr prof sr jr st no nos fig figs vol eq ref sec al inc ltd corp co
     dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
     e.u a.m p.m ph.d""".split()
@@ -98,7 +98,7 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "([\"'":
         start -= 1
     word = text[start:dot].lower()
-    if word in _ABBREVIATIONS:
+    if word in ABBREVIATIONS:
         return True
     # single initials ("J. Smith") and dotted acronyms ("U.S.", "e.g")
     return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]?", word))
