@@ -5,7 +5,10 @@ from rag.text import estimate_tokens, fingerprint, sentence_spans, split_sentenc
 
 
 def test_split_sentences_keeps_abbreviations_versions_money_and_decimals_whole() -> None:
-    text = "Use e.g. the admin panel. It costs $0.67 per GB. Version v2.3 is out! The U.S. office closed. Pi is 3.14."
+    text = (
+        "Use e.g. the admin panel. It costs $0.67 per GB. Version v2.3 is out! "
+        "The U.S. office closed. Pi is 3.14."
+    )
     assert split_sentences(text) == [
         "Use e.g. the admin panel.",
         "It costs $0.67 per GB.",

@@ -27,11 +27,15 @@ class Settings(BaseSettings):
 
     # storage
     db: str = Field("data/rag.db", description="SQLite database file")
-    database_url: str = Field("", description="postgresql://... selects the PostgreSQL store instead of SQLite")
+    database_url: str = Field(
+        "", description="postgresql://... selects the PostgreSQL store instead of SQLite"
+    )
 
     # ingest
     chunk_min_tokens: int = Field(120, ge=10, description="chunker: a section is packed to at least this")
-    chunk_max_tokens: int = Field(220, ge=20, description="chunker: a chunk never exceeds this, unless one sentence does")
+    chunk_max_tokens: int = Field(
+        220, ge=20, description="chunker: a chunk never exceeds this, unless one sentence does"
+    )
 
     # retrieval and assembly
     top_k: int = Field(8, ge=1, le=50, description="chunks retrieved and reranked per question")
@@ -63,16 +67,21 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
     cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")
-    sse_keepalive: float = Field(10.0, gt=0, description="seconds without an event before an SSE keep-alive comment")
+    sse_keepalive: float = Field(
+        10.0, gt=0, description="seconds without an event before an SSE keep-alive comment"
+    )
     log_level: str = "INFO"
 
     # evaluation
     eval_external_dir: str = Field(
-        "", description="folder of the external benchmark JSONL files; empty means <repo>/../shared/eval-external"
+        "",
+        description="external benchmark JSONL folder; empty means <repo>/../shared/eval-external",
     )
 
     # providers (their own variable names) and the offline switch
-    anthropic_api_key: str = Field("", validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key"))
+    anthropic_api_key: str = Field(
+        "", validation_alias=AliasChoices("ANTHROPIC_API_KEY", "anthropic_api_key")
+    )
     anthropic_base_url: str = Field(
         "", validation_alias=AliasChoices("ANTHROPIC_BASE_URL", "anthropic_base_url")
     )

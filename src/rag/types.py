@@ -82,7 +82,7 @@ class Block:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
-    """An unverified citation as the generator wrote it: block number, and a span when the contract gives one."""
+    """An unverified citation as the generator wrote it: a block number, and a span if any."""
 
     n: int
     cited_text: str | None = None
