@@ -30,7 +30,7 @@ lint: $(STAMP)
 	$(BIN)/mypy src
 
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks
+	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks
 
 eval: $(STAMP)
 	$(BIN)/rag eval

@@ -1,0 +1,666 @@
+"""PostgreSQL store: the `Store` interface over psycopg 3 and a connection pool, for several replicas.
+
+Selected by `RAG_DATABASE_URL=postgresql://...`. Every replica is stateless: documents, chunks,
+the coverage-gap queue and the ask log live in the database, so an ask logged by one process is
+visible to `rag gaps` on another.
+
+Lexical search mirrors `SqliteStore` exactly: the same stemmed terms (`rag.text.terms`, reduced
+to [0-9a-z]) are stored per column, indexed as a `tsvector` (config 'simple', weight class
+A = section, B = title, D = body) with a GIN index for `@@` queries, and as postings
+(`chunk_terms`). `search()` ranks with FTS5's BM25 (k1 = 1.2, b = 0.75, the same column weights,
+IDF floor and length normalisation) computed in SQL from the postings, with MaxScore pruning so
+common terms are mostly scored only on the chunks rarer terms found; both backends hand the reranker the same
+candidates and scores. Known difference: a term with an apostrophe ("o'neil") is one lexeme here
+("oneil") but a two-token phrase in FTS5. Corpus statistics (chunk count, mean length, document
+frequencies) are cached per replica for `STATS_TTL` seconds; a replica's own writes refresh them.
+
+Embeddings are always stored as `real[]`. When the server has the `vector` extension (pgvector)
+and the role may create it, a `vec` column is filled too and `similar()` uses an HNSW index
+(cosine) per dimension; otherwise cosine is computed in Python over a cached, normalised matrix
+(fine to about 10^5 vectors per replica; install pgvector beyond that).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg_pool import ConnectionPool
+
+from rag.errors import NotFound
+from rag.migrations_pg import migrate, quote_ident, vector_schema
+from rag.serialize import dumps
+from rag.store import BM25_WEIGHTS, MAX_QUERY_TERMS
+from rag.text import normalise, terms
+from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
+
+logger = logging.getLogger(__name__)
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+# Advisory-lock namespace serialising writers of one document: (this constant, hashtext(doc_id)).
+DOC_LOCK = 72_410_002
+
+_LEXEME_DROP_RE = re.compile(r"[^0-9a-z]+")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 counts tokens (document length)
+_CHUNK_COLUMNS = "chunk_id, doc_id, title, section, text, updated_at, url, page, start_char, end_char"
+_C_COLUMNS = ", ".join("c." + col.strip() for col in _CHUNK_COLUMNS.split(","))
+
+# Partial BM25 (FTS5's formula) of every chunk containing one of the given lexemes, from postings:
+# idf per lexeme comes in as a parameter, tf is column-weighted, dl the chunk's token count.
+_BM25 = (
+    f"q.idf * (p.tf * {BM25_K1 + 1.0}::float8)"
+    f" / (p.tf + {BM25_K1}::float8 * ({1.0 - BM25_B}::float8 + {BM25_B}::float8 * p.dl / %(avgdl)s::float8))"
+)
+_PARTIAL_SQL = f"""
+SELECT chunk_pk, score FROM (
+    SELECT p.chunk_pk, sum({_BM25}) AS score
+    FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
+    JOIN chunk_terms AS p ON p.lexeme = q.lexeme
+    GROUP BY p.chunk_pk
+) AS s
+WHERE score > %(floor)s
+ORDER BY score DESC, chunk_pk
+LIMIT %(limit)s
+"""
+_PARTIAL_FOR_SQL = f"""
+SELECT p.chunk_pk, sum({_BM25})
+FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
+JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND p.chunk_pk = ANY(%(ids)s::bigint[])
+GROUP BY p.chunk_pk
+"""
+# Postings gathered into the first pass before MaxScore decides whether more are needed.
+FIRST_PASS_POSTINGS = 5000
+# Seconds a replica reuses corpus statistics (chunk count, mean length, per-term document
+# frequency) read from the database; its own writes invalidate them at once.
+STATS_TTL = 2.0
+
+
+def lexeme(term: object) -> str:
+    """The tsvector lexeme for one stemmed term: lowercase [0-9a-z] only; "" when nothing is left."""
+    return _LEXEME_DROP_RE.sub("", term.lower()) if isinstance(term, str) else ""
+
+
+def ts_query(query_terms: Sequence[object]) -> tuple[str, list[str]]:
+    """A safe OR `tsquery` text ("'a' | 'b'") and its distinct lexemes; ("", []) when none survive.
+
+    Never raises: only [0-9a-z] survives, so quotes, `&`, `!`, `:*` and parentheses lose their meaning.
+    """
+    lexemes: list[str] = []
+    for term in query_terms:
+        lex = lexeme(term)
+        if lex and lex not in lexemes:
+            lexemes.append(lex)
+        if len(lexemes) >= MAX_QUERY_TERMS:
+            break
+    return " | ".join(f"'{lex}'" for lex in lexemes), lexemes
+
+
+def _field(text: str) -> tuple[str, int]:
+    """(space-joined lexemes, FTS5 token count) of one column's text."""
+    stemmed = terms(text)
+    joined = " ".join(filter(None, (lexeme(t) for t in stemmed)))
+    return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
+
+
+def _chunk(row: Sequence[Any]) -> Chunk:
+    return Chunk(
+        chunk_id=row[0],
+        doc_id=row[1],
+        title=row[2],
+        section=row[3],
+        text=row[4],
+        updated_at=row[5],
+        url=row[6],
+        page=row[7],
+        start_char=row[8],
+        end_char=row[9],
+    )
+
+
+def _iso(value: datetime) -> str:
+    return value.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _json(value: object) -> str:
+    return dumps(value).decode()
+
+
+class PgStore:
+    """The shared store: one PostgreSQL database, a `psycopg_pool.ConnectionPool` per process.
+
+    Thread-safe. Each `upsert_document` is one transaction that first takes a per-document
+    advisory lock, so concurrent writers of a document serialise and readers always see either
+    the old or the new chunk set, never a mix, a gap or duplicates. `url` is a libpq URL or
+    conninfo string; tables live in the first schema of its `search_path`.
+    """
+
+    backend = "postgres"
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+        self.url = url
+        self.pool = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True},
+            open=True,
+            name="rag",
+        )
+        self._lock = threading.Lock()
+        self._vectors_key: tuple[object, ...] | None = None
+        self._vectors: tuple[Any, list[str]] | None = None
+        self._hnsw_dims: set[int] = set()
+        self._generation = 0
+        self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
+        self._df_cache: dict[str, tuple[float, int]] = {}
+        self._df_generation = 0
+        try:
+            with self.pool.connection() as conn:
+                migrate(conn)
+                self._vector_schema = vector_schema(conn)
+                if self._vector_schema is not None and not self._has_vec_column(conn):
+                    self._vector_schema = None
+        except BaseException:
+            self.pool.close()
+            raise
+
+    @staticmethod
+    def _has_vec_column(conn: Any) -> bool:
+        row = conn.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = 'embeddings' AND column_name = 'vec'"
+        ).fetchone()
+        return row is not None
+
+    @property
+    def pgvector(self) -> bool:
+        """True when embeddings also go to a pgvector column searched through HNSW."""
+        return self._vector_schema is not None
+
+    def close(self) -> None:
+        self.pool.close()
+
+    # documents and chunks
+
+    def document_hashes(self) -> dict[str, tuple[str, str]]:
+        with self.pool.connection() as conn:
+            rows = conn.execute("SELECT doc_id, content_hash, source_path FROM documents").fetchall()
+        return {doc_id: (content_hash, source) for doc_id, content_hash, source in rows}
+
+    def upsert_document(
+        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        if embeddings is not None and len(embeddings) != len(chunks):
+            raise ValueError(f"{len(embeddings)} embeddings for {len(chunks)} chunks of {doc.doc_id!r}")
+        if any(chunk.doc_id != doc.doc_id for chunk in chunks):
+            raise ValueError(f"a chunk does not belong to document {doc.doc_id!r}")
+        fields: dict[str, tuple[str, int]] = {}
+
+        def cached(text: str) -> tuple[str, int]:
+            if text not in fields:
+                fields[text] = _field(text)
+            return fields[text]
+
+        rows = []
+        postings: dict[str, list[tuple[str, float, int]]] = {}
+        for ord_, chunk in enumerate(chunks):
+            body, n_body = _field(chunk.text)
+            title, n_title = cached(chunk.title)
+            section, n_section = cached(chunk.section)
+            dl = n_body + n_title + n_section
+            tf: dict[str, float] = {}
+            for joined, weight in zip((body, title, section), BM25_WEIGHTS, strict=True):
+                for lex in joined.split():
+                    tf[lex] = tf.get(lex, 0.0) + weight
+            postings[chunk.chunk_id] = [(lex, f, dl) for lex, f in tf.items()]
+            rows.append(
+                (
+                    chunk.chunk_id,
+                    doc.doc_id,
+                    ord_,
+                    chunk.title,
+                    chunk.section,
+                    chunk.text,
+                    chunk.start_char,
+                    chunk.end_char,
+                    chunk.page,
+                    chunk.updated_at,
+                    chunk.url,
+                    body,
+                    title,
+                    section,
+                    dl,
+                )
+            )
+        with self.pool.connection() as conn, conn.transaction():
+            # Ingest is idempotent (content hashes), so a crash losing the last few commits is
+            # harmless, while waiting for the WAL flush per document would dominate ingest time.
+            conn.execute("SET LOCAL synchronous_commit = off")
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (DOC_LOCK, doc.doc_id))
+            self._delete(conn, doc.doc_id)
+            conn.execute(
+                "INSERT INTO documents (doc_id, title, url, updated_at, source_path, content_hash, text)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (doc.doc_id, doc.title, doc.url, doc.updated_at, doc.source_path, doc.content_hash, doc.text),
+            )
+            with conn.cursor() as cur:
+                ids: dict[str, int] = {}
+                if rows:
+                    values = ", ".join(["(" + ", ".join(["%s"] * 15) + ")"] * len(rows))
+                    cur.execute(
+                        "INSERT INTO chunks (chunk_id, doc_id, ord, title, section, text, start_char,"
+                        " end_char, page, updated_at, url, terms, title_terms, section_terms, n_tokens)"
+                        f" VALUES {values} RETURNING chunk_id, id",
+                        [value for row in rows for value in row],
+                    )
+                    ids = dict(cur.fetchall())
+                with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl) FROM STDIN") as copy:
+                    for chunk_id, items in postings.items():
+                        pk = ids[chunk_id]
+                        for lex, f, dl in items:
+                            copy.write_row((lex, pk, f, dl))
+                if embeddings is not None and chunks:
+                    self._insert_embeddings(cur, chunks, embeddings)
+        with self._lock:
+            self._generation += 1
+        if embeddings is not None and chunks and self._vector_schema is not None:
+            self._ensure_hnsw(len(embeddings[0]))
+
+    def _insert_embeddings(
+        self, cur: Any, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]
+    ) -> None:
+        vec_col, vec_val = "", ""
+        if self._vector_schema is not None:
+            vec_col, vec_val = ", vec", f", %s::{quote_ident(self._vector_schema)}.vector"
+        params = []
+        for chunk, vector in zip(chunks, embeddings, strict=True):
+            values = [float(x) for x in vector]
+            row: list[Any] = [chunk.chunk_id, len(values), values]
+            if vec_col:
+                row.append("[" + ",".join(repr(x) for x in values) + "]")
+            row.append(chunk.chunk_id)
+            params.append(row)
+        cur.executemany(
+            f"INSERT INTO embeddings (chunk_pk, chunk_id, dim, vector{vec_col})"
+            f" SELECT id, %s, %s, %s::real[]{vec_val} FROM chunks WHERE chunk_id = %s",
+            params,
+        )
+
+    def _ensure_hnsw(self, dim: int) -> None:
+        """One HNSW cosine index per embedding dimension (pgvector indexes need a fixed dimension)."""
+        if dim in self._hnsw_dims or self._vector_schema is None:
+            return
+        schema = quote_ident(self._vector_schema)
+        try:
+            with self.pool.connection() as conn:
+                conn.execute(
+                    f"CREATE INDEX IF NOT EXISTS embeddings_hnsw_{dim:d} ON embeddings USING hnsw"
+                    f" ((vec::{schema}.vector({dim:d})) {schema}.vector_cosine_ops) WHERE dim = {dim:d}"
+                )
+            self._hnsw_dims.add(dim)
+        except Exception as exc:  # a concurrent creator or no privilege: exact search still works
+            logger.warning("HNSW index for dimension %d not created: %s", dim, exc)
+
+    def delete_document(self, doc_id: str) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (DOC_LOCK, doc_id))
+            self._delete(conn, doc_id)
+        with self._lock:
+            self._generation += 1
+
+    @staticmethod
+    def _delete(conn: Any, doc_id: str) -> None:
+        """Delete one document with its postings; chunks and embeddings follow by cascade."""
+        conn.execute(
+            "DELETE FROM chunk_terms WHERE chunk_pk IN (SELECT id FROM chunks WHERE doc_id = %s)", (doc_id,)
+        )
+        conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
+
+    def get_document(self, doc_id: str) -> Document:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT doc_id, title, text, source_path, url, updated_at, content_hash FROM documents"
+                " WHERE doc_id = %s",
+                (doc_id,),
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"unknown document {doc_id!r}")
+        return Document(
+            doc_id=row[0],
+            title=row[1],
+            text=row[2],
+            source_path=row[3],
+            url=row[4],
+            updated_at=row[5],
+            content_hash=row[6],
+        )
+
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        with self.pool.connection() as conn, conn.transaction():
+            rows = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY ord", (doc_id,)
+            ).fetchall()
+            if (
+                not rows
+                and conn.execute("SELECT 1 FROM documents WHERE doc_id = %s", (doc_id,)).fetchone() is None
+            ):
+                raise NotFound(f"unknown document {doc_id!r}")
+        return [_chunk(row) for row in rows]
+
+    def get_chunk(self, chunk_id: str) -> Chunk:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = %s", (chunk_id,)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"unknown chunk {chunk_id!r}")
+        return _chunk(row)
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return []
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ANY(%s::text[])", (unique,)
+            ).fetchall()
+        found = {row[0]: _chunk(row) for row in rows}
+        return [found[cid] for cid in chunk_ids if cid in found]
+
+    # lexical index
+
+    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
+        _, lexemes = ts_query(query_terms)
+        if not lexemes or limit <= 0:
+            return []
+        with self.pool.connection() as conn:
+            n, avgdl = self._corpus(conn)
+            df = self._df(conn, lexemes)
+            scores = self._bm25_top(conn, {lex: df[lex] for lex in lexemes if df[lex] > 0}, n, avgdl, limit)
+            if not scores:
+                return []
+            rows = conn.execute(
+                f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (list(scores),)
+            ).fetchall()
+        found = [(_chunk(row), scores[row[10]]) for row in rows]
+        found.sort(key=lambda item: (-item[1], item[0].chunk_id))
+        return found[:limit]
+
+    def _bm25_top(
+        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int
+    ) -> dict[int, float]:
+        """chunk pk -> BM25 for the `limit` best chunks, exact, by MaxScore over the postings.
+
+        Rare lexemes are scored first; a more common lexeme joins the first pass only while the
+        chunks it alone could bring in might still reach the current `limit`-th score (its bound
+        is idf * (k1 + 1)). Common lexemes then only add their share to the chunks found.
+        """
+        idf = {lex: max(math.log((n - d + 0.5) / (d + 0.5)), 1e-6) for lex, d in df.items()}
+        order = sorted(df, key=lambda lex: (df[lex], lex))
+        k = 1
+        while k < len(order) and sum(df[lex] for lex in order[: k + 1]) <= FIRST_PASS_POSTINGS:
+            k += 1
+
+        def partial(
+            lexemes: Sequence[str],
+            *,
+            ids: list[int] | None = None,
+            floor: float = -1.0,
+            cap: int | None = None,
+        ) -> dict[int, float]:
+            params = {
+                "lexemes": list(lexemes),
+                "idfs": [idf[lex] for lex in lexemes],
+                "avgdl": avgdl,
+                "ids": ids,
+                "floor": floor,
+                "limit": cap,
+            }
+            rows = conn.execute(_PARTIAL_SQL if ids is None else _PARTIAL_FOR_SQL, params).fetchall()
+            return {pk: float(score) for pk, score in rows}
+
+        while True:
+            first, rest = order[:k], order[k:]
+            if not rest:
+                return partial(first, cap=limit)
+            bound = sum(idf[lex] * (BM25_K1 + 1.0) for lex in rest)
+            pool = partial(first, cap=limit * 4)
+            scores = dict(list(pool.items())[:limit])
+            for pk, extra in partial(rest, ids=list(scores)).items():
+                scores[pk] += extra
+            if len(scores) < limit:
+                k += 1
+                continue
+            theta = sorted(scores.values(), reverse=True)[limit - 1]
+            if bound >= theta:
+                k += 1
+                continue
+            # chunks outside the first pass score at most `bound` < theta; inside it, a chunk
+            # can still overtake when its partial score plus the bound exceeds theta
+            floor = theta - bound
+            if len(pool) == limit * 4 and min(pool.values()) > floor:
+                pool = partial(first, floor=floor)
+            more = {pk: s for pk, s in pool.items() if s > floor and pk not in scores}
+            if more:
+                for pk, extra in partial(rest, ids=list(more)).items():
+                    more[pk] += extra
+                scores.update(more)
+            best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit * 2]
+            return dict(best)
+
+    def _corpus(self, conn: Any) -> tuple[float, float]:
+        """(chunk count, mean chunk length in tokens), cached for STATS_TTL seconds."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._corpus_cache
+            if cached is not None and cached[0] == self._generation and now - cached[1] < STATS_TTL:
+                return cached[2]
+            generation = self._generation
+        count, mean = conn.execute("SELECT count(*), avg(n_tokens) FROM chunks").fetchone()
+        value = (float(count), max(float(mean or 1.0), 1.0))
+        with self._lock:
+            self._corpus_cache = (generation, now, value)
+        return value
+
+    def _df(self, conn: Any, lexemes: Sequence[str]) -> dict[str, int]:
+        """Chunks containing each lexeme, cached for STATS_TTL seconds."""
+        now = time.monotonic()
+        out: dict[str, int] = {}
+        with self._lock:
+            if self._df_generation != self._generation or len(self._df_cache) > 50_000:
+                self._df_cache.clear()
+                self._df_generation = self._generation
+            generation = self._generation
+            for lex in lexemes:
+                hit = self._df_cache.get(lex)
+                if hit is not None and now - hit[0] < STATS_TTL:
+                    out[lex] = hit[1]
+        missing = [lex for lex in lexemes if lex not in out]
+        if missing:
+            rows = conn.execute(
+                "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme)"
+                " FROM unnest(%s::text[]) AS q (lexeme)",
+                (missing,),
+            ).fetchall()
+            with self._lock:
+                for lex, count in rows:
+                    out[lex] = int(count)
+                    if generation == self._generation:
+                        self._df_cache[lex] = (now, int(count))
+        return out
+
+    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
+        wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
+        lexemes = sorted({lex for lex in wanted.values() if lex})
+        counts: dict[str, int] = {}
+        if lexemes:
+            with self.pool.connection() as conn:
+                counts = self._df(conn, lexemes)
+        return {term: counts.get(lex, 0) for term, lex in wanted.items()}
+
+    # embeddings
+
+    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+        if limit <= 0 or not len(vector):
+            return []
+        if self._vector_schema is not None:
+            return self._similar_pgvector(vector, limit)
+        import numpy as np
+
+        loaded = self._load_vectors(len(vector))
+        if loaded is None:
+            return []
+        matrix, ids = loaded
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        if norm == 0.0:
+            return []
+        sims = matrix @ (query / norm)
+        k = min(limit, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), ids[i]))
+        chunks = {c.chunk_id: c for c in self.get_chunks([ids[i] for i in order])}
+        return [(chunks[ids[i]], float(sims[i])) for i in order if ids[i] in chunks]
+
+    def _similar_pgvector(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+        schema = quote_ident(str(self._vector_schema))
+        dim = len(vector)
+        cast = f"{schema}.vector({dim:d})"
+        literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
+                f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
+                f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
+                {"q": literal, "dim": dim, "limit": limit},
+            ).fetchall()
+        return [(_chunk(row), float(row[10])) for row in rows]
+
+    def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
+        """Unit-normalised float32 matrix of every stored vector of `dim`, cached until the table changes."""
+        import numpy as np
+
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT count(*), coalesce(max(id), 0) FROM embeddings WHERE dim = %s", (dim,)
+            ).fetchone()
+            assert row is not None  # an aggregate always returns one row
+            count, last = row
+            key = (count, last, dim)
+            with self._lock:
+                if self._vectors_key == key:
+                    return self._vectors
+            rows = conn.execute(
+                "SELECT chunk_id, vector FROM embeddings WHERE dim = %s ORDER BY chunk_id", (dim,)
+            ).fetchall()
+        loaded: tuple[Any, list[str]] | None = None
+        if rows:
+            matrix = np.asarray([r[1] for r in rows], dtype=np.float32).reshape(len(rows), dim)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            loaded = (matrix / norms, [r[0] for r in rows])
+        with self._lock:
+            self._vectors_key, self._vectors = key, loaded
+        return loaded
+
+    # bookkeeping
+
+    def stats(self) -> StoreStats:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
+                " (SELECT count(*) FROM embeddings)"
+            ).fetchone()
+        assert row is not None  # a SELECT without FROM always returns one row
+        documents, chunks, embeddings = row
+        return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
+
+    def log_ask(self, record: AskRecord) -> None:
+        with self.pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO ask_log (trace_id, question, reason, abstained, blocks, answer, citations,"
+                " verdicts, top_score, usage, timings)"
+                " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, %s, %s::jsonb, %s::jsonb)",
+                (
+                    record.trace_id,
+                    record.question,
+                    record.reason,
+                    record.abstained,
+                    _json([list(b) for b in record.blocks]),
+                    record.answer_text,
+                    _json(record.citations),
+                    _json(record.verdicts),
+                    record.top_score,
+                    _json(record.usage),
+                    _json(record.timings),
+                ),
+            )
+
+    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
+        """Ask-log rows for one trace id, oldest first, shaped like `SqliteStore.ask_log` (ts as ISO text)."""
+        with self.pool.connection() as conn:
+            cursor = conn.execute(
+                "SELECT trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts,"
+                " top_score, usage, timings FROM ask_log WHERE trace_id = %s ORDER BY id",
+                (trace_id,),
+            )
+            names = [d.name for d in cursor.description or ()]
+            rows = cursor.fetchall()
+        out = []
+        for row in rows:
+            item = dict(zip(names, row, strict=True))
+            item["ts"] = _iso(item["ts"])
+            out.append(item)
+        return out
+
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+        key = normalise(question) or question.strip()
+        with self.pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
+                " VALUES (%s, %s, %s, %s::jsonb, 1, now(), now())"
+                " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
+                " question = excluded.question, top_score = excluded.top_score,"
+                " closest = excluded.closest, last_asked = excluded.last_asked",
+                (key, question, top_score, json.dumps(list(closest))),
+            )
+
+    def gaps(self, limit: int = 50) -> list[Gap]:
+        with self.pool.connection() as conn:
+            rows = conn.execute(
+                "SELECT question, top_score, closest, last_asked, count FROM gaps"
+                " ORDER BY count DESC, last_asked DESC, normalised LIMIT %s",
+                (max(0, limit),),
+            ).fetchall()
+        return [
+            Gap(question=q, top_score=s, closest=tuple(c), asked_at=_iso(at), count=n)
+            for q, s, c, at, n in rows
+        ]
+
+
+# The name `open_store` imports.
+PostgresStore = PgStore
+
+
+def wait_ready(url: str, timeout: float = 5.0) -> bool:
+    """True when a connection to `url` succeeds within `timeout` seconds (for tests and benchmarks)."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with psycopg.connect(url, connect_timeout=max(1, int(timeout))) as conn:
+                conn.execute("SELECT 1")
+            return True
+        except psycopg.OperationalError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.2)

@@ -1,0 +1,488 @@
+"""The Store suite, run against SQLite and PostgreSQL, plus backend agreement and multi-replica tests.
+
+PostgreSQL tests need RAG_TEST_DATABASE_URL (`.ci/services.sh` starts a server and writes it to
+`.ci/pg.env`); without a reachable server they skip with the reason. Each test gets its own schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date
+from functools import cache
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from rag.config import load_settings
+from rag.errors import NotFound
+from rag.ingest import ingest_paths
+from rag.pipeline import build_pipeline
+from rag.rerank import LexicalReranker
+from rag.retrieve import retrieve
+from rag.store import SqliteStore, Store, open_store
+from rag.text import terms
+from rag.types import AskRecord, Chunk, Document, Usage
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fixtures" / "corpus"
+GOLDEN = ROOT / "fixtures" / "eval" / "golden.jsonl"
+PG_URL = os.environ.get("RAG_TEST_DATABASE_URL", "")
+
+StoreFactory = Callable[[], Store]
+
+
+@cache
+def pg_unavailable() -> str:
+    """Why the PostgreSQL tests cannot run, or "" when they can."""
+    if not PG_URL:
+        return (
+            "RAG_TEST_DATABASE_URL is not set (bash .ci/services.sh starts PostgreSQL and writes .ci/pg.env)"
+        )
+    try:
+        from rag.store_pg import wait_ready
+    except ImportError as exc:
+        return f"psycopg is not installed: {exc}"
+    if not wait_ready(PG_URL, timeout=3):
+        return f"PostgreSQL at {PG_URL.rsplit('@', 1)[-1]} is unreachable"
+    return ""
+
+
+def schema_url(url: str, schema: str) -> str:
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options={quote(f'-csearch_path={schema},public')}"
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose search_path is a fresh, empty schema, dropped after the test."""
+    if reason := pg_unavailable():
+        pytest.skip(reason)
+    import psycopg
+
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield schema_url(PG_URL, schema)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def open_new(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreFactory]:
+    """Opens another store instance on the same database (each call is a new "replica")."""
+    opened: list[Store] = []
+    if backend == "postgres":
+        url = request.getfixturevalue("pg_url")
+        from rag.store_pg import PgStore
+
+        def make() -> Store:
+            store = PgStore(url, max_size=6)
+            opened.append(store)
+            return store
+    else:
+        path = str(tmp_path / "backend.db")
+
+        def make() -> Store:
+            store = SqliteStore(path)
+            opened.append(store)
+            return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_new: StoreFactory) -> Store:
+    return open_new()
+
+
+def doc_and_chunks(doc_id: str, texts: list[str], *, title: str = "Handbook") -> tuple[Document, list[Chunk]]:
+    body = "\n\n".join(texts)
+    doc = Document(
+        doc_id=doc_id, title=title, text=body, source_path=f"{doc_id}.md", content_hash=f"h-{len(body)}"
+    )
+    chunks, start = [], 0
+    for i, text in enumerate(texts):
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc_id}#c{i:02d}",
+                doc_id=doc_id,
+                title=title,
+                section=f"Part {i}",
+                text=text,
+                updated_at=date(2026, 5, 1),
+                url=f"https://example.com/{doc_id}",
+                start_char=start,
+                end_char=start + len(text),
+            )
+        )
+        start += len(text) + 2
+    return doc, chunks
+
+
+def record(trace_id: str) -> AskRecord:
+    return AskRecord(
+        trace_id=trace_id,
+        question="How long is the trial?",
+        reason="",
+        abstained=False,
+        blocks=((1, "pricing#c01"),),
+        answer_text="Ninety days [1].",
+        citations=(),
+        verdicts=("ok",),
+        top_score=0.8,
+        usage=Usage(input_tokens=12, output_tokens=3),
+        timings={"retrieve": 1.5},
+    )
+
+
+# --- the Store contract ------------------------------------------------------------------------------
+
+
+def test_store_upsert_then_get_returns_document_and_chunks_in_order(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["Alpha text about invoices.", "Beta text about refunds."])
+    store.upsert_document(doc, chunks)
+    assert store.get_document("guide") == doc
+    assert store.document_chunks("guide") == chunks
+    assert store.get_chunk("guide#c01") == chunks[1]
+    assert store.document_hashes() == {"guide": (doc.content_hash, "guide.md")}
+
+
+def test_store_upsert_again_replaces_chunks_without_leftovers(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["old zebra text", "old walrus text", "old heron text"]))
+    doc, chunks = doc_and_chunks("guide", ["new giraffe text"])
+    store.upsert_document(doc, chunks)
+    assert store.document_chunks("guide") == chunks
+    assert store.search(["zebra"], 10) == []
+    assert store.term_frequencies(terms("walrus giraffe")) == {"walrus": 0, "giraff": 1}
+    assert store.stats().chunks == 1
+
+
+def test_store_delete_document_removes_it_and_its_index_entries(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["penguins nest on ice"]))
+    store.delete_document("guide")
+    with pytest.raises(NotFound):
+        store.get_document("guide")
+    assert store.search(["penguin"], 5) == []
+    assert store.term_frequencies(["penguin"]) == {"penguin": 0}
+    assert store.stats().documents == 0
+
+
+def test_store_unknown_ids_raise_not_found_and_get_chunks_skips_them(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["one", "two"])
+    store.upsert_document(doc, chunks)
+    for call in (
+        lambda: store.get_document("nope"),
+        lambda: store.document_chunks("nope"),
+        lambda: store.get_chunk("nope#c00"),
+    ):
+        with pytest.raises(NotFound):
+            call()
+    assert store.get_chunks(["guide#c01", "nope", "guide#c00"]) == [chunks[1], chunks[0]]
+
+
+def test_store_search_ranks_the_chunk_with_more_query_terms_first(store: Store) -> None:
+    texts = [
+        "Refunds are issued within 14 days of a cancelled subscription.",
+        "The office kitchen is cleaned every Friday.",
+        "Subscription invoices list every seat.",
+    ]
+    store.upsert_document(*doc_and_chunks("guide", texts))
+    found = store.search(terms("refund for a cancelled subscription"), 10)
+    assert [c.chunk_id for c, _ in found] == ["guide#c00", "guide#c02"]
+    assert found[0][1] > found[1][1] > 0
+
+
+def test_store_search_odd_input_never_raises(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["plain text about quotas"]))
+    odd = ["'", '"', "a:*", "!x", "&", "|", "(", "o'neil", "\x00", "NEAR", "", "quota", "ünïcode"]
+    assert [c.chunk_id for c, _ in store.search(odd, 5)] == ["guide#c00"]
+    assert store.search([], 5) == []
+    assert store.search(["quota"], 0) == []
+
+
+def test_store_term_frequencies_count_chunks_containing_each_term(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("a", ["quota quota limit", "limit only"]))
+    store.upsert_document(*doc_and_chunks("b", ["nothing relevant"]))
+    assert store.term_frequencies(["quota", "limit", "absent"]) == {"quota": 1, "limit": 2, "absent": 0}
+
+
+def test_store_similar_returns_nearest_by_cosine(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["north", "east", "south"])
+    store.upsert_document(doc, chunks, [[1.0, 0.0], [0.0, 1.0], [-1.0, 0.1]])
+    found = store.similar([0.9, 0.1], 2)
+    assert [c.chunk_id for c, _ in found] == ["guide#c00", "guide#c01"]
+    assert found[0][1] == pytest.approx(0.9939, abs=1e-3)
+    assert store.stats().embeddings == 3
+    assert store.similar([0.0, 0.0], 2) == []
+
+
+def test_store_gaps_count_repeats_and_order_by_count(store: Store) -> None:
+    store.add_gap("What is the capital of Australia?", 0.1, ["a#c01"])
+    store.add_gap("Who won the 1998 cup?", 0.2, ["b#c02", "c#c03"])
+    store.add_gap("what is the capital of australia", 0.15, ["a#c02"])
+    gaps = store.gaps()
+    assert [(g.question, g.count, g.closest) for g in gaps] == [
+        ("what is the capital of australia", 2, ("a#c02",)),
+        ("Who won the 1998 cup?", 1, ("b#c02", "c#c03")),
+    ]
+    assert gaps[0].top_score == pytest.approx(0.15)
+    assert gaps[0].asked_at.startswith(str(date.today().year))
+    assert len(store.gaps(limit=1)) == 1
+
+
+def test_store_log_ask_round_trips_json_columns(store: Store) -> None:
+    store.log_ask(record("trace-1"))
+    rows = store.ask_log("trace-1")  # type: ignore[attr-defined]
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["question"], row["abstained"], row["blocks"], row["verdicts"]) == (
+        "How long is the trial?",
+        False,
+        [[1, "pricing#c01"]],
+        ["ok"],
+    )
+    assert row["usage"]["input_tokens"] == 12 and row["timings"] == {"retrieve": 1.5}
+
+
+def test_store_stats_counts_documents_chunks_and_backend(store: Store, backend: str) -> None:
+    store.upsert_document(*doc_and_chunks("a", ["one", "two"]))
+    store.upsert_document(*doc_and_chunks("b", ["three"]))
+    stats = store.stats()
+    assert (stats.documents, stats.chunks, stats.embeddings, stats.backend) == (2, 3, 0, backend)
+
+
+# --- concurrency and migrations ------------------------------------------------------------------------
+
+
+def test_store_concurrent_replacing_writers_readers_see_whole_versions(open_new: StoreFactory) -> None:
+    versions = [
+        doc_and_chunks("doc", [f"version {v} part {i} words" for i in range(n)]) for v, n in ((1, 3), (2, 5))
+    ]
+    expected = [[c.chunk_id for c in chunks] for _, chunks in versions]
+    writer_store, reader_store = open_new(), open_new()
+    writer_store.upsert_document(*versions[0])
+    stop = threading.Event()
+    seen: list[list[str]] = []
+
+    def write(offset: int) -> None:
+        for i in range(30):
+            writer_store.upsert_document(*versions[(i + offset) % 2])
+
+    def read() -> None:
+        while not stop.is_set():
+            seen.append([c.chunk_id for c in reader_store.document_chunks("doc")])
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    with ThreadPoolExecutor(2) as pool:
+        list(pool.map(write, (0, 1)))
+    stop.set()
+    for thread in readers:
+        thread.join()
+    assert seen and all(ids in expected for ids in seen)
+    assert reader_store.stats().chunks in (3, 5)
+    assert [c.chunk_id for c in reader_store.document_chunks("doc")] in expected
+
+
+def test_store_two_concurrent_ingests_of_the_corpus_lose_and_duplicate_nothing(
+    open_new: StoreFactory,
+) -> None:
+    settings = load_settings(mock=True)
+    stores = [open_new(), open_new()]
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(lambda s: ingest_paths(s, [CORPUS], settings=settings), stores))
+    expected = max(r.chunks_written for r in reports)
+    assert expected > 100
+    stats = stores[0].stats()
+    assert (stats.documents, stats.chunks) == (len(reports[0].added), expected)
+    ids = [c.chunk_id for doc_id in stores[1].document_hashes() for c in stores[1].document_chunks(doc_id)]
+    assert len(ids) == len(set(ids)) == expected
+
+
+def test_store_opening_several_instances_at_once_migrates_once(open_new: StoreFactory, backend: str) -> None:
+    with ThreadPoolExecutor(4) as pool:
+        stores = list(pool.map(lambda _: open_new(), range(4)))
+    stores[0].upsert_document(*doc_and_chunks("a", ["shared text"]))
+    assert all(s.stats().chunks == 1 for s in stores)
+    assert open_new().stats().chunks == 1
+    if backend == "postgres":
+        from rag.migrations_pg import MIGRATIONS, migrate
+
+        with stores[0].pool.connection() as conn:  # type: ignore[attr-defined]
+            rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
+            assert rows == [(i, name) for i, (name, _) in enumerate(MIGRATIONS, start=1)]
+            assert migrate(conn) == []
+
+
+def test_migrations_pg_concurrent_runs_on_an_empty_schema_apply_each_step_once(pg_url: str) -> None:
+    import psycopg
+
+    from rag.migrations_pg import MIGRATIONS, migrate
+
+    barrier = threading.Barrier(4)
+
+    def run(_: int) -> list[str]:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            barrier.wait()
+            return migrate(conn)
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(run, range(4)))
+    assert sorted(len(r) for r in results) == [0, 0, 0, len(MIGRATIONS)]
+
+
+# --- PostgreSQL specifics ----------------------------------------------------------------------------
+
+
+def test_ts_query_keeps_only_alphanumeric_lexemes_and_never_raises() -> None:
+    pytest.importorskip("psycopg_pool")
+    from rag.store_pg import ts_query
+
+    assert ts_query(["o'neil", "a:*", "!&|()", "", 7, "quota", "quota"]) == (
+        "'oneil' | 'a' | 'quota'",
+        ["oneil", "a", "quota"],
+    )
+    assert ts_query(["'", "\x00"]) == ("", [])
+
+
+def test_open_store_postgres_url_selects_pg_store(pg_url: str) -> None:
+    store = open_store(load_settings(database_url=pg_url))
+    try:
+        assert store.backend == "postgres"
+    finally:
+        store.close()
+
+
+def test_pg_search_maxscore_pruning_matches_full_scoring(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.store_pg
+    from rag.store_pg import PgStore
+
+    store = PgStore(pg_url)
+    try:
+        ingest_paths(store, [CORPUS], settings=load_settings(mock=True))
+        questions = [json.loads(line)["question"] for line in GOLDEN.read_text().splitlines()]
+        full = [store.search(terms(q), 10) for q in questions]
+        monkeypatch.setattr(rag.store_pg, "FIRST_PASS_POSTINGS", 1)
+        pruned = [store.search(terms(q), 10) for q in questions]
+    finally:
+        store.close()
+    assert [[(c.chunk_id, round(s, 9)) for c, s in r] for r in pruned] == [
+        [(c.chunk_id, round(s, 9)) for c, s in r] for r in full
+    ]
+
+
+@pytest.fixture
+def both_stores(pg_url: str, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    from rag.store_pg import PgStore
+
+    settings = load_settings(mock=True)
+    lite, pg = SqliteStore(str(tmp_path / "agree.db")), PgStore(pg_url)
+    for store in (lite, pg):
+        ingest_paths(store, [CORPUS], settings=settings)
+    yield lite, pg
+    lite.close()
+    pg.close()
+
+
+def test_backends_agree_on_bm25_scores_top_chunks_and_refusals(both_stores: tuple[Store, Store]) -> None:
+    lite, pg = both_stores
+    golden = [json.loads(line) for line in GOLDEN.read_text().splitlines()]
+    reranker = LexicalReranker()
+    for item in golden:
+        query = list(dict.fromkeys(terms(item["question"])))
+        a, b = lite.search(query, 40), pg.search(query, 40)
+        assert [c.chunk_id for c, _ in a] == [c.chunk_id for c, _ in b], item["id"]
+        assert [s for _, s in a] == pytest.approx([s for _, s in b], rel=1e-9), item["id"]
+        assert lite.term_frequencies(query) == pg.term_frequencies(query), item["id"]
+    for item in (i for i in golden if i["label"] == "answer"):
+        top = [retrieve(item["question"], store=s, reranker=reranker)[0].chunk.chunk_id for s in (lite, pg)]
+        assert top[0] == top[1], item["id"]
+    settings = load_settings(mock=True)
+    pipelines = [build_pipeline(settings, store=s) for s in (lite, pg)]
+    for item in golden:
+        decisions = [(a.abstained, a.reason) for a in (p.answer(item["question"]) for p in pipelines)]
+        assert decisions[0] == decisions[1], item["id"]
+
+
+def test_pg_gap_logged_by_one_replica_is_visible_to_another(pg_url: str) -> None:
+    from rag.store_pg import PgStore
+
+    first, second = PgStore(pg_url), PgStore(pg_url)
+    try:
+        ingest_paths(first, [CORPUS], settings=load_settings(mock=True))
+        answer = build_pipeline(load_settings(mock=True), store=first).answer(
+            "What is the capital of Australia?"
+        )
+        assert answer.reason == "low_retrieval_score"
+        assert [g.question for g in second.gaps()] == ["What is the capital of Australia?"]
+        assert second.ask_log(answer.trace_id)[0]["reason"] == "low_retrieval_score"
+    finally:
+        first.close()
+        second.close()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_pg_two_rag_serve_processes_share_one_gap_queue(pg_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "RAG_DATABASE_URL": pg_url, "MOCK": "1", "RAG_DB": str(tmp_path / "unused.db")}
+    rag = [sys.executable, "-m", "rag"]
+    subprocess.run([*rag, "ingest", str(CORPUS)], env=env, check=True, capture_output=True, timeout=120)
+    ports = [_free_port(), _free_port()]
+    servers = [
+        subprocess.Popen(
+            [*rag, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        for port in ports
+    ]
+    try:
+        for port in ports:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+        for port in ports:
+            reply = httpx.post(
+                f"http://127.0.0.1:{port}/ask",
+                json={"question": "What is the capital of Australia?"},
+                timeout=30,
+            )
+            assert reply.status_code == 200
+        out = subprocess.run(
+            [*rag, "gaps", "--json"], env=env, check=True, capture_output=True, timeout=60, text=True
+        ).stdout
+    finally:
+        for proc in servers:
+            proc.terminate()
+            proc.wait(timeout=10)
+    gaps = json.loads(out)
+    assert [(g["question"], g["count"]) for g in gaps] == [("What is the capital of Australia?", 2)]
