@@ -190,14 +190,20 @@ def min_overlap_point(records: Sequence[DraftRecord], threshold: float) -> sw.Sw
     return sw.SweepPoint(threshold=threshold, objective=(coverage + fab) / 2, curves=curves)
 
 
+# The verifier must keep at least this share of genuinely supported, model-written claims.
+MIN_SUPPORTED_RECALL = 0.8
+
+
 def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = None) -> dict[str, Any]:
     """The min_overlap sweep: golden drafts re-verified, and AttributionBench claims when available.
 
     The offline generator copies sentences verbatim, so on the golden set every threshold
     from 0.01 up keeps genuine sentences and rejects fabricated citations: it cannot choose.
     The choice is then AttributionBench accuracy (its labels are balanced, so this is balanced
-    accuracy) among thresholds where the golden objective stays at its best, taking the middle
-    of the run within one standard error of the best accuracy (differences below it are noise).
+    accuracy) among thresholds where the golden objective stays at its best and the verifier still
+    keeps at least MIN_SUPPORTED_RECALL of the genuinely supported claims (those are model-written
+    answers: a stricter gate would withhold too many true sentences), taking the middle of the run
+    within one standard error of the best accuracy (differences below it are noise).
     """
     cases = load_golden(dataset, limit=limit)
     records = record_drafts(settings, cases)
@@ -220,6 +226,7 @@ def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = N
                 threshold=p.threshold,
                 objective=(overall[p.threshold]["accuracy"] or 0.0)
                 if p.objective >= golden_best - 1e-9
+                and (overall[p.threshold]["recall"] or 0.0) >= MIN_SUPPORTED_RECALL
                 else 0.0,
                 curves={
                     **p.curves,
@@ -233,8 +240,8 @@ def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = N
         tolerance = math.sqrt(best * (1 - best) / len(claims))
         objective = (
             "AttributionBench accuracy of the verifier (balanced labels), among thresholds where the golden "
-            f"objective ({objective}) is at its best; plateau = within one standard error ({tolerance:.3f}) "
-            "of the best accuracy"
+            f"objective ({objective}) is at its best and at least {MIN_SUPPORTED_RECALL:.0%} of supported "
+            f"claims are kept; plateau = within one standard error ({tolerance:.3f}) of the best accuracy"
         )
     chosen = sw.choose(points, tolerance=tolerance)
     if claims:
