@@ -186,3 +186,15 @@ def test_detect_conflict_question_mostly_about_something_else_is_none() -> None:
         detect_conflict("How many items can I request per page with the API's limit parameter?", RATES)
         is None
     )
+
+
+def test_detect_conflict_pair_about_subject_other_than_the_named_one_is_none() -> None:
+    blocks = [
+        _sectioned(1, "pricing", "Team", "- $8 per user per month billed annually."),
+        _sectioned(
+            2, "pricing", "Business", "- The Business plan costs $16 per user per month billed annually."
+        ),
+        _sectioned(3, "faq", "Billing", "The Business plan costs $15 per user per month billed annually."),
+    ]
+    assert detect_conflict("What does the Business plan cost per user on annual billing?", blocks) is not None
+    assert detect_conflict("What does the Team plan cost per user on annual billing?", blocks) is None

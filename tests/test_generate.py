@@ -147,3 +147,65 @@ def test_wants_quantity_detects_amount_questions_only():
     assert wants_quantity("How many seats are included?")
     assert wants_quantity("What is the upload limit?")
     assert not wants_quantity("Who approves expense claims?")
+
+
+def test_answer_type_reads_question_wording():
+    from rag.generate import answer_type
+
+    assert answer_type("How often does the sync run?") == "time"
+    assert answer_type("When does the old API stop working?") == "date"
+    assert answer_type("How many guests can I invite?") == "number"
+    assert answer_type("Why did the uploads fail?") == "cause"
+    assert answer_type("Where is the summit held?") == "place"
+    assert answer_type("Can I export a board?") == ""
+
+
+def test_type_match_ignores_figure_the_question_already_states():
+    from rag.generate import type_match
+
+    q = "How many seats does the v1 plan include?"
+    assert type_match("The v1 plan is deprecated.", "number", q) == 0.0
+    assert type_match("The v1 plan includes 5 seats.", "number", q) == 1.0
+    assert type_match("It keeps working until 14 November 2026.", "date", "When does it stop?") == 1.0
+    assert type_match("It keeps working for now.", "date", "When does it stop?") == 0.0
+
+
+def test_generate_time_question_takes_figure_sentence_using_neighbour_context():
+    text = (
+        "Changes made in the tracker reach boards through webhooks. "
+        "As a safety net, a full reconciliation runs every 5 minutes."
+    )
+    out = OfflineGenerator(max_sentences=1).generate(
+        "How often does the tracker sync with boards?", [block(1, text, section="Sync")]
+    )
+    assert out.drafts[0].text == "As a safety net, a full reconciliation runs every 5 minutes."
+
+
+def test_generate_question_word_order_breaks_ties():
+    text = (
+        "Unusual sign-in attempts failed during the outage. "
+        "After 10 failed sign-in attempts, the account is locked."
+    )
+    out = OfflineGenerator(max_sentences=1).generate(
+        "What happens after too many failed sign-in attempts?", [block(1, text)]
+    )
+    assert out.drafts[0].text.startswith("After 10 failed sign-in attempts")
+
+
+def test_generate_sentence_about_another_named_subject_is_not_used():
+    pricing = "The Gold plan costs $15 per user per month billed annually."
+    out = OfflineGenerator().generate(
+        "What does the Silver plan cost per user on annual billing?", [block(1, pricing)]
+    )
+    assert out.drafts == ()
+
+
+def test_generate_cause_question_prefers_sentence_giving_a_reason():
+    text = (
+        "On 3 March, exports failed for many boards in the Oslo region. "
+        "A stale token cache was identified as the cause of the failed exports."
+    )
+    out = OfflineGenerator(max_sentences=1).generate(
+        "What caused exports to fail in Oslo in March?", [block(1, text)]
+    )
+    assert out.drafts[0].text.startswith("A stale token cache")

@@ -13,7 +13,10 @@ A pair of quantities conflicts when all hold:
   `MIN_QUESTION_SHARE` of the question's terms; no question term occurs in one side's chunk (text,
   title, section) but not in the other's (a question about "webhook retries" is not about payment
   retries); and no other statement of the same dimension covers more of the question than both sides
-  (a question about the Team plan is not about two prices of another plan).
+  (a question about the Team plan is not about two prices of another plan), and no question term that
+  both sides leave unaddressed is addressed by another statement of that dimension (its keys, unit
+  words, title or section) whose value differs from both sides' (the question names a subject another
+  statement is about).
 The strongest conflict has the most shared keys touching the question, then the most shared keys.
 """
 
@@ -55,7 +58,11 @@ class _Found:
 
     def coverage(self, asked: frozenset[str]) -> int:
         """How many question terms this statement addresses (keys, unit words, title and section)."""
-        return len(asked & (self.keys | self.unit_terms | self.heading_terms))
+        return len(self.addressed(asked))
+
+    def addressed(self, asked: frozenset[str]) -> frozenset[str]:
+        """The question terms this statement addresses (keys, unit words, title and section)."""
+        return asked & (self.keys | self.unit_terms | self.heading_terms)
 
     @property
     def heading_terms(self) -> frozenset[str]:
@@ -78,10 +85,12 @@ def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflic
     found = [f for block in items for f in _quantities(block)]
     asked = term_set(question) - _QUESTION_FORM if question is not None else None
     best: dict[str, int] = {}
+    addressed: dict[str, list[tuple[_Found, frozenset[str]]]] = {}
     if asked is not None:
         found = [f for f in found if (f.keys | f.unit_terms) & asked]
         for f in found:
             best[f.quantity.dimension] = max(best.get(f.quantity.dimension, 0), f.coverage(asked))
+            addressed.setdefault(f.quantity.dimension, []).append((f, f.addressed(asked)))
     ranked: list[tuple[tuple[int, int, float], Conflict]] = []
     for i, a in enumerate(found):
         for b in found[i + 1 :]:
@@ -90,6 +99,10 @@ def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflic
                 continue
             # another statement of this dimension answers the question better than either side
             if asked is not None and max(a.coverage(asked), b.coverage(asked)) < best[a.quantity.dimension]:
+                continue
+            # the question names a subject ("Team") that another statement of this dimension is about
+            # and neither side is: the pair is about something else ("Business")
+            if asked is not None and _named_elsewhere(a, b, asked, addressed[a.quantity.dimension]):
                 continue
             ranked.append(scored)
     ranked.sort(key=lambda item: item[0], reverse=True)
@@ -179,6 +192,21 @@ def _pair(
         dimension=a.quantity.dimension, context=tuple(sorted(shared)), statements=tuple(statements)
     )
     return (touching, len(shared), jaccard), conflict
+
+
+def _named_elsewhere(
+    a: _Found, b: _Found, asked: frozenset[str], others: Sequence[tuple[_Found, frozenset[str]]]
+) -> bool:
+    """True when some question term is addressed by another statement of the dimension (its keys,
+    unit words, title or section) with a value unlike both sides', but by neither side of the pair.
+    A statement with either side's value restates that side and names no other subject."""
+    missing = asked - a.addressed(asked) - b.addressed(asked)
+    if not missing:
+        return False
+    return any(
+        missing & terms and not same_value(f.quantity, a.quantity) and not same_value(f.quantity, b.quantity)
+        for f, terms in others
+    )
 
 
 def _opposite_bounds(a: frozenset[str], b: frozenset[str]) -> bool:

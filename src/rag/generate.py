@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -55,8 +55,14 @@ KEY_RATIO: float | None = None
 CONTEXT_WEIGHT = 0.5
 # How much a figure in the sentence adds to its rank for quantity questions, and how much the
 # block's retrieval score (in [0, 1]) adds: both only order eligible sentences, never admit one.
-NUMBER_BONUS = 0.3
+NUMBER_BONUS = 0.6
 BLOCK_WEIGHT = 0.3
+# Sentences on either side (same block) whose question terms count toward a sentence's eligibility
+# and, at CONTEXT_WEIGHT, its rank: "It keeps working until ..." follows the sentence naming "it".
+NEIGHBOURS = 1
+# Rank added for keeping the question's word order: the share of its adjacent term pairs that are
+# adjacent in the sentence too ("failed sign-in attempts" over "sign-in attempts failed").
+PHRASE_BONUS = 0.2
 # Shorter sentences without end punctuation are headings or labels, never answers.
 _MIN_UNPUNCTUATED_TOKENS = 8
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -64,15 +70,118 @@ _HEADING_RE = re.compile(r"^\s*#{1,6}\s")
 _SPACE_RE = re.compile(r"\s+")
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
-_DIGIT_RE = re.compile(r"\d")
-# Questions that ask for an amount, a duration, a limit or a date: sentences with figures rank higher.
-_QUANTITY_QUESTION_RE = re.compile(
-    r"^\W*(?:how\s+(?:many|much|long|often|soon|quickly|fast|big|large|far|old|frequently)|when|until\s+when"
-    r"|by\s+when|what\s+time|what\s+year|which\s+year|what\s+date)\b"
-    r"|\b(?:limit|limits|maximum|minimum|max|min|deadline|price|cost|costs|size|quota|rate|percent|percentage"
-    r"|number\s+of|version|timeout|duration|allowance|fee|fees)\b",
+# Answer types: what kind of fact a question asks for, detected from its wording (plain English only).
+# "time": a duration or frequency; "date": a point in time; "number": an amount, limit, size, price,
+# version; "cause": a reason ("why", "what caused"); "place": a location; "person": a name;
+# "" when the wording names no type.
+AnswerType = str
+_TIME_QUESTION_RE = re.compile(
+    r"\bhow\s+(?:long|often|soon|quickly|fast|frequently)\b|\b(?:deadline|duration|timeout|frequency)\b",
     re.IGNORECASE,
 )
+_DATE_QUESTION_RE = re.compile(
+    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b|,\s*when\b",
+    re.IGNORECASE,
+)
+_NUMBER_QUESTION_RE = re.compile(
+    r"\bhow\s+(?:many|much|big|large|far|old|high|low|small)\b"
+    r"|\b(?:limit|limits|maximum|minimum|max|min|price|prices|cost|costs|size|quota|rate|percent|percentage"
+    r"|number\s+of|amount\s+of|version|fee|fees|allowance)\b",
+    re.IGNORECASE,
+)
+_PLACE_QUESTION_RE = re.compile(
+    r"^\W*where\b|\b(?:in\s+)?(?:what|which)\s+(?:city|country|region|town)\b", re.I
+)
+_CAUSE_QUESTION_RE = re.compile(
+    r"^\W*why\b|\bwhat\s+(?:caused|causes|led\s+to)\b|\b(?:the\s+)?reason\s+for\b", re.I
+)
+_CAUSE_RE = re.compile(
+    r"\b(?:because|due\s+to|caused|causes|cause|reason|owing\s+to|led\s+to|result(?:ed)?\s+(?:of|from)"
+    r"|so\s+that)\b",
+    re.IGNORECASE,
+)
+_PERSON_QUESTION_RE = re.compile(r"^\W*who(?:m|se)?\b", re.IGNORECASE)
+# Figures: digits, or number words a source writes out ("three times", "twice").
+_FIGURE_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+    r"|thirty|forty|fifty|sixty|hundred|thousand|million|billion|dozen|once|twice|half)\b",
+    re.IGNORECASE,
+)
+_TIME_WORD_RE = re.compile(
+    r"\b(?:milliseconds?|ms|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|daily|weekly"
+    r"|monthly|hourly|yearly|annually|quarterly|nightly)\b",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE_RE = re.compile(
+    rf"\b(?:{_MONTHS})\b\.?\s*\d|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\b|\b(?:1[5-9]|20)\d\d\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d\d\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b",
+    re.IGNORECASE,
+)
+# A capitalised word after a place preposition ("in Lisbon", "near Porto"), not a month or weekday.
+_PLACE_RE = re.compile(r"\b(?:in|at|near|from|outside|inside)\s+(?:the\s+)?([A-Z][\w'-]+)")
+_CAPITALISED_RE = re.compile(r"(?<=[a-z,;:] )([A-Z][a-z][\w'-]*)")
+_NOT_PLACES = frozenset(_MONTHS.split("|")) | {
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"
+}  # fmt: skip
+
+
+def answer_type(question: str) -> AnswerType:
+    """The kind of fact `question` asks for: "time", "date", "number", "cause", "place", "person" or ""."""
+    if _TIME_QUESTION_RE.search(question):
+        return "time"
+    if _DATE_QUESTION_RE.search(question):
+        return "date"
+    if _NUMBER_QUESTION_RE.search(question):
+        return "number"
+    if _CAUSE_QUESTION_RE.search(question):
+        return "cause"
+    if _PLACE_QUESTION_RE.search(question):
+        return "place"
+    if _PERSON_QUESTION_RE.search(question):
+        return "person"
+    return ""
+
+
+def type_match(sentence: str, kind: AnswerType, question: str) -> float:
+    """How well `sentence` holds a fact of type `kind` that the question does not already state:
+    1.0 (a figure with a time word for "time", a date for "date", any figure for "number", a place
+    after a preposition for "place", a causal phrase for "cause", a capitalised name for "person"),
+    0.5 (a bare figure for a "time" or "date" question) or 0.0."""
+    if not kind:
+        return 0.0
+    asked = {t.lower() for t in _WORD_TOKEN_RE.findall(question)}
+    figures = [w for w in _WORD_TOKEN_RE.findall(sentence) if w.lower() not in asked and _FIGURE_RE.search(w)]
+    if kind == "number":
+        return 1.0 if figures else 0.0
+    if kind == "time":
+        if figures and _TIME_WORD_RE.search(sentence):
+            return 1.0
+        return 0.5 if figures else 0.0
+    if kind == "date":
+        if any(m.group(0).lower() not in asked for m in _DATE_RE.finditer(sentence)):
+            return 1.0
+        if figures and _TIME_WORD_RE.search(sentence):
+            return 1.0
+        return 0.5 if figures else 0.0
+    if kind == "cause":
+        return 1.0 if _CAUSE_RE.search(sentence) else 0.0
+    if kind == "place":
+        places = [w for w in _PLACE_RE.findall(sentence) if w.lower() not in asked | _NOT_PLACES]
+        return 1.0 if places else 0.0
+    names = [w for w in _CAPITALISED_RE.findall(sentence) if w.lower() not in asked | _NOT_PLACES]
+    return 1.0 if names else 0.0
+
+
+# Sentences that open by referring back ("It keeps ...", "This limit ...", "As a safety net, ...").
+_ANAPHOR_RE = re.compile(
+    r"^\W*(?:it|its|they|them|their|he|she|his|her)\b",
+    re.IGNORECASE,
+)
+_WORD_TOKEN_RE = re.compile(r"[\w.,:'-]*\w")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +220,7 @@ def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[
 
 def wants_quantity(question: str) -> bool:
     """True when the question asks for an amount, duration, limit, version or date."""
-    return bool(_QUANTITY_QUESTION_RE.search(question))
+    return answer_type(question) in {"time", "date", "number"}
 
 
 def question_terms(question: str) -> list[str]:
@@ -138,9 +247,12 @@ class OfflineGenerator:
 
     It copies up to MAX_SENTENCES block sentences that cover the question's key terms
     (MIN_COVERAGE of the IDF mass; optionally every term within KEY_RATIO of the heaviest),
-    each cited to every block that contains it, ranked by coverage, figures for quantity
-    questions and block score; it writes nothing when no sentence qualifies (so the
-    grounding gate refuses). `fabricate` adds one bad sentence to first drafts, for
+    each cited to every block that contains it, ranked by coverage, the answer type the
+    question asks for (a figure, date, reason, place or name it does not already state),
+    the question's word order and block score. The neighbouring sentences count toward
+    eligibility for sentences that hold the asked-for type or open with a pronoun; a
+    sentence naming another subject than the question (a name absent from its block) is
+    never used. It writes nothing when no sentence qualifies (so the grounding gate refuses). `fabricate` adds one bad sentence to first drafts, for
     demonstrations and verifier tests: "nonexistent" cites number n_max + 1, "unrelated"
     cites a real block that does not support the sentence. With `feedback`, the
     sentences it names and the fabrication are left out.
@@ -161,6 +273,8 @@ class OfflineGenerator:
         number_bonus: float = NUMBER_BONUS,
         block_weight: float = BLOCK_WEIGHT,
         extras_same_block: bool = True,
+        neighbours: int = NEIGHBOURS,
+        phrase_bonus: float = PHRASE_BONUS,
     ) -> None:
         self.fabricate: Fabrication = fabricate
         self.min_coverage = min_coverage
@@ -172,6 +286,8 @@ class OfflineGenerator:
         self.number_bonus = number_bonus
         self.block_weight = block_weight
         self.extras_same_block = extras_same_block
+        self.neighbours = neighbours
+        self.phrase_bonus = phrase_bonus
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
         """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces)."""
@@ -203,7 +319,8 @@ class OfflineGenerator:
                 out.append(fake)
         return tuple(out)
 
-    def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+    def _candidates(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+        """Every distinct block sentence sharing a question term, scored (eligible or not)."""
         q_terms = question_terms(question)
         if not q_terms or not blocks:
             return []
@@ -219,18 +336,37 @@ class OfflineGenerator:
         top = max(weights.values())
         ratio = self.key_ratio if self.key_ratio is not None else math.inf
         keys = frozenset(t for t, w in weights.items() if w >= ratio * top - 1e-9)
-        numeric = wants_quantity(question)
+        kind = answer_type(question)
+        pairs = _pairs(q_terms)
+        names = _names(question)
         found: dict[str, _Candidate] = {}
         for block in blocks:
             context = term_set(f"{block.chunk.title} {block.chunk.section}") & weights.keys()
-            for pos, text in enumerate(_sentences(block.sent_text)):
-                own = term_set(text) & weights.keys()
-                if not own:
+            sentences = _sentences(block.sent_text)
+            block_terms = (
+                term_set(f"{block.chunk.title} {block.chunk.section} {block.chunk.text}")
+                if names
+                else frozenset()
+            )
+            sentence_terms = [term_set(text) & weights.keys() for text in sentences]
+            for pos, text in enumerate(sentences):
+                own = sentence_terms[pos]
+                fit = type_match(text, kind, question)
+                # the neighbours in the same block name the topic a pronoun-heavy sentence is about
+                near = frozenset().union(
+                    *sentence_terms[max(0, pos - self.neighbours) : pos],
+                    *sentence_terms[pos + 1 : pos + 1 + self.neighbours],
+                )
+                if not (fit >= 1.0 or _ANAPHOR_RE.match(text)):
+                    near = frozenset()
+                if not own and not (fit >= 1.0 and (near or context)):
                     continue
-                covered = own | context
+                covered = own | context | near
+                if names and _other_subject(text, names, block_terms, weights.keys()):
+                    continue
                 coverage = sum(weights[t] for t in covered) / total
                 own_coverage = sum(weights[t] for t in own) / total
-                bonus = self.number_bonus if numeric and _DIGIT_RE.search(text) else 0.0
+                phrase = self.phrase_bonus * _phrase_share(pairs, terms(text))
                 candidate = _Candidate(
                     text=text,
                     key=normalise(text),
@@ -241,7 +377,8 @@ class OfflineGenerator:
                     covers_keys=keys <= covered,
                     rank=own_coverage
                     + self.context_weight * (coverage - own_coverage)
-                    + bonus
+                    + self.number_bonus * fit
+                    + phrase
                     + self.block_weight * block.score,
                     order=(block.n, pos),
                 )
@@ -251,7 +388,14 @@ class OfflineGenerator:
                     better = candidate if candidate.rank > prev.rank else prev
                     candidate = replace(better, ns=tuple(sorted({*prev.ns, block.n})))
                 found[candidate.key] = candidate
-        eligible = [c for c in found.values() if c.covers_keys and c.coverage >= self.min_coverage - 1e-9]
+        return list(found.values())
+
+    def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+        eligible = [
+            c
+            for c in self._candidates(question, blocks)
+            if c.covers_keys and c.coverage >= self.min_coverage - 1e-9
+        ]
         eligible.sort(key=lambda c: (-c.rank, -c.own_coverage, c.order))
         chosen: list[_Candidate] = []
         covered_so_far: set[str] = set()
@@ -319,6 +463,33 @@ def _sentences(text: str) -> list[str]:
             continue
         out.append(sentence)
     return out
+
+
+def _names(text: str) -> frozenset[str]:
+    """Stems of the capitalised words inside `text` (not its first word): the names it mentions."""
+    return term_set(" ".join(w for w in _CAPITALISED_RE.findall(text) if w.lower() not in _NOT_PLACES))
+
+
+def _other_subject(
+    sentence: str, asked_names: frozenset[str], covered: frozenset[str], asked: Set[str]
+) -> bool:
+    """True when the sentence's block (`covered`: its text, title and section) misses a name the
+    question mentions and the sentence mentions a name the question does not: it states the fact for
+    another subject ("Business" for "Team", "Earth" for "Saturn")."""
+    if not asked_names - covered:
+        return False
+    return bool(_names(sentence) - asked - asked_names)
+
+
+def _pairs(q_terms: Sequence[str]) -> frozenset[tuple[str, str]]:
+    return frozenset(zip(q_terms, q_terms[1:], strict=False))
+
+
+def _phrase_share(pairs: frozenset[tuple[str, str]], sentence_terms: Sequence[str]) -> float:
+    """Share of the question's adjacent term pairs that also occur adjacent, in order, in the sentence."""
+    if not pairs:
+        return 0.0
+    return len(pairs & set(zip(sentence_terms, sentence_terms[1:], strict=False))) / len(pairs)
 
 
 def _split(text: str, *, parts: int) -> list[str]:
