@@ -1,0 +1,327 @@
+"""HTTP service: POST /ask throughput and latency, and the sentence-to-wire delay of the SSE stream.
+
+1. `rag serve` over the bundled corpus with the offline generator, 1 worker then 2 workers;
+   16 concurrent keep-alive clients send POST /ask for DURATION seconds each (after a warm-up).
+   Prints req/s, p50/p95/p99 latency and the 2-vs-1 ratio. Target: >= 150 req/s with 2 workers.
+   The client is a minimal asyncio HTTP/1.1 loop so it takes as little of the 2 cores as possible;
+   it still runs on the same machine as the server.
+2. Streaming, in-process: a timestamping generator records when it yields the last piece of each
+   sentence and the piece after it (the first moment the sentence buffer can know the sentence is
+   complete); the ASGI `send` records when that sentence's `event: sentence` bytes are written.
+   Target: p95 under 5 ms.
+Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from rag.api import create_app
+from rag.config import load_settings
+from rag.generate import OfflineGenerator, cite
+from rag.ingest import ingest_paths
+from rag.pipeline import build_pipeline
+from rag.store import open_store
+from rag.types import Block, Generation, Piece
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "fixtures" / "corpus"
+CLIENTS = 16
+DURATION = float(os.environ.get("RAG_BENCH_HTTP_SECONDS", "10"))
+WARMUP = 1.5
+PER_CONNECTION = int(os.environ.get("RAG_BENCH_HTTP_PER_CONNECTION", "20"))
+TARGET_RPS = 150.0
+TARGET_STREAM_P95_MS = 5.0
+QUESTIONS = (
+    "How long do deleted projects stay in the trash?",
+    "What is the maximum file upload size?",
+    "What is the capital of Australia?",
+    "Can I get my mobile phone bill reimbursed?",
+    "How do I set up single sign-on?",
+    "How long is the free trial?",
+    "How do I connect Lumio to Slack?",
+    "What happened during the login outage?",
+)
+ANSWERABLE = (
+    "How long do deleted projects stay in the trash?",
+    "How long is the free trial?",
+    "How do I connect Lumio to Slack?",
+    "How do I set up single sign-on?",
+)
+_LENGTH_RE = re.compile(rb"(?i)\r\ncontent-length:\s*(\d+)")
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def build_db(folder: Path) -> Path:
+    db = folder / "rag.db"
+    settings = load_settings(db=str(db), mock=True)
+    store = open_store(settings)
+    try:
+        ingest_paths(store, [str(CORPUS)], settings=settings)
+    finally:
+        store.close()
+    return db
+
+
+# ---------------------------------------------------------------- throughput
+
+
+async def _client(
+    port: int, until: float, measure_from: float, latencies: list[float], errors: list[int]
+) -> None:
+    """One client: keep-alive POST /ask in a loop, reconnecting every PER_CONNECTION requests.
+
+    Reconnecting lets the kernel spread connections over uvicorn's workers, which share one
+    listening socket: 16 connections opened at once tend to land on a single worker.
+    """
+    i = 0
+    while time.perf_counter() < until:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            for _ in range(PER_CONNECTION):
+                now = time.perf_counter()
+                if now >= until:
+                    break
+                body = orjson.dumps({"question": QUESTIONS[i % len(QUESTIONS)]})
+                i += 1
+                writer.write(
+                    b"POST /ask HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                head = await reader.readuntil(b"\r\n\r\n")
+                match = _LENGTH_RE.search(head)
+                await reader.readexactly(int(match.group(1)) if match else 0)
+                if now >= measure_from:
+                    latencies.append(time.perf_counter() - now)
+                    if head[9:12] != b"200":
+                        errors.append(int(head[9:12]))
+        finally:
+            writer.close()
+
+
+async def _load(port: int) -> tuple[list[float], list[int], float]:
+    latencies: list[float] = []
+    errors: list[int] = []
+    start = time.perf_counter()
+    measure_from = start + WARMUP
+    until = measure_from + DURATION
+    await asyncio.gather(*(_client(port, until, measure_from, latencies, errors) for _ in range(CLIENTS)))
+    return latencies, errors, time.perf_counter() - measure_from
+
+
+def _cpu_seconds(root: int) -> float:
+    """User+system CPU seconds of process `root` and its children (Linux /proc; 0.0 elsewhere)."""
+    pids = [root]
+    try:
+        pids += [int(p) for p in Path(f"/proc/{root}/task/{root}/children").read_text().split()]
+        total = 0
+        for pid in pids:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def bench_workers(db: Path, workers: int) -> float:
+    port = free_port()
+    env = {**os.environ, "MOCK": "1", "RAG_DB": str(db)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rag", "serve", "--port", str(port), "--workers", str(workers)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"rag serve --workers {workers} did not start")
+            time.sleep(0.2)
+        time.sleep(1.0 if workers > 1 else 0.2)  # let every worker finish booting
+        cpu_before, wall_before = _cpu_seconds(proc.pid), time.perf_counter()
+        latencies, errors, elapsed = asyncio.run(_load(port))
+        cores = (_cpu_seconds(proc.pid) - cpu_before) / (time.perf_counter() - wall_before)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    rps = len(latencies) / elapsed
+    ms = [x * 1000 for x in latencies]
+    print(
+        f"POST /ask, {workers} worker(s), {CLIENTS} clients, {elapsed:.1f} s: {len(latencies)} requests, "
+        f"{rps:.0f} req/s, p50 {pct(ms, 50):.1f} ms, p95 {pct(ms, 95):.1f} ms, p99 {pct(ms, 99):.1f} ms, "
+        f"errors {len(errors)}; server used {cores:.2f} cores "
+        f"({cores / max(rps, 1e-9) * 1000:.1f} CPU ms per request), load average {os.getloadavg()[0]:.1f}"
+    )
+    return rps
+
+
+# ---------------------------------------------------------------- streaming delay
+
+_RUN: contextvars.ContextVar[dict[str, list[float]]] = contextvars.ContextVar("run")
+
+
+class TimestampingGenerator:
+    """The offline answer, one sentence at a time in three pieces, `gap` seconds apart (a model's pace).
+
+    Per request it records `last`: when the last piece of sentence i was yielded, and `next`: when
+    the piece after it was yielded (or the stream ended), the first moment the buffer can cut.
+    """
+
+    name = "timestamping"
+
+    def __init__(self, gap: float) -> None:
+        self.gap = gap
+        self.inner = OfflineGenerator()
+
+    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
+        return self.inner.generate(question, blocks, feedback=feedback)
+
+    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+        run = _RUN.get()
+        for draft in self.inner.drafts(question, blocks):
+            text = cite(draft.text, [c.n for c in draft.claims]) + " "
+            third = max(1, len(text) // 3)
+            parts = [text[:third], text[third : 2 * third], text[2 * third :]]
+            for k, part in enumerate(parts):
+                await asyncio.sleep(self.gap)
+                now = time.perf_counter()
+                if k == 0 and len(run["next"]) < len(run["last"]):
+                    run["next"].append(now)
+                if k == len(parts) - 1:
+                    run["last"].append(now)
+                yield Piece(text=part)
+        await asyncio.sleep(self.gap)
+        if len(run["next"]) < len(run["last"]):
+            run["next"].append(time.perf_counter())
+
+
+async def _stream_once(app: Any, question: str) -> dict[str, list[float]]:
+    run: dict[str, list[float]] = {"last": [], "next": [], "sent": []}
+    _RUN.set(run)
+    path = "/ask/stream"
+    query = f"q={quote(question)}".encode()
+    done = asyncio.Event()
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            if message.get("body", b"").startswith(b"event: sentence"):
+                run["sent"].append(time.perf_counter())
+            if not message.get("more_body", False):
+                done.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": query,
+        "headers": [(b"host", b"bench")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    await app(scope, receive, send)
+    return run
+
+
+def bench_stream(db: Path, *, gap: float, concurrency: int, rounds: int) -> None:
+    settings = load_settings(db=str(db), mock=True)
+    store = open_store(settings)
+    try:
+        generator = TimestampingGenerator(gap)
+        app = create_app(settings, pipeline=build_pipeline(settings, store=store, generator=generator))
+
+        async def all_runs() -> list[dict[str, list[float]]]:
+            runs: list[dict[str, list[float]]] = []
+            for r in range(rounds):
+                batch = [ANSWERABLE[(r + i) % len(ANSWERABLE)] for i in range(concurrency)]
+                runs += await asyncio.gather(*(_stream_once(app, q) for q in batch))
+            return runs
+
+        runs = asyncio.run(all_runs())
+    finally:
+        store.close()
+    decided: list[float] = []
+    end_to_end: list[float] = []
+    for run in runs:
+        if not (len(run["sent"]) == len(run["last"]) == len(run["next"])):
+            continue  # a dropped sentence would shift the pairing; the offline answer has none
+        decided += [(s - n) * 1000 for s, n in zip(run["sent"], run["next"], strict=True)]
+        end_to_end += [(s - last) * 1000 for s, last in zip(run["sent"], run["last"], strict=True)]
+    if not decided:
+        print("streaming: no sentences measured")
+        return
+    print(
+        f"SSE sentence delay, piece gap {gap * 1000:.0f} ms, {concurrency} concurrent stream(s), "
+        f"{len(decided)} sentences: after the deciding piece p50 {pct(decided, 50):.2f} ms, "
+        f"p95 {pct(decided, 95):.2f} ms (target < {TARGET_STREAM_P95_MS:.0f} ms, "
+        f"{TARGET_STREAM_P95_MS / max(pct(decided, 95), 1e-6):.1f}x); after the sentence's own last piece "
+        f"p50 {pct(end_to_end, 50):.2f} ms, p95 {pct(end_to_end, 95):.2f} ms"
+    )
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="rag-bench-http-") as folder:
+        db = build_db(Path(folder))
+        one = bench_workers(db, 1)
+        two = bench_workers(db, 2)
+        print(
+            f"2 workers vs 1: {two / one:.2f}x; 2 workers vs target {TARGET_RPS:.0f} req/s: "
+            f"{two / TARGET_RPS:.2f}x"
+        )
+        bench_stream(db, gap=0.0, concurrency=1, rounds=60)
+        bench_stream(db, gap=0.02, concurrency=1, rounds=20)
+        bench_stream(db, gap=0.02, concurrency=8, rounds=10)
+
+
+if __name__ == "__main__":
+    main()

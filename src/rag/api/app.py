@@ -1,0 +1,345 @@
+"""`create_app(settings)`: the routes, the error handlers and the middleware stack.
+
+Routes: `POST /ask`, `POST /ask/stream` and `GET /ask/stream?q=` (SSE), `GET /chunks/{chunk_id}`,
+`GET /documents/{doc_id}`, `GET /healthz`, `GET /readyz`, `GET /` (the web page), `/static/*`,
+OpenAPI at `/docs`. Errors are `{"error": {"type", "message"}}` with the status of the
+`RagError` (or 422 for a malformed request, 404 for an unknown route, 413 for a body over
+64 KB, 500 without a stack trace).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any, Protocol
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+
+from rag import __version__
+from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.shapes import answer_json, chunk_json, document_json, error_response, json_response
+from rag.api.stream import EventStreamResponse, sse_stream
+from rag.config import Settings
+from rag.errors import RagError, UpstreamUnavailable
+from rag.events import Event
+from rag.pipeline import build_pipeline, validate_question
+from rag.schemas import (
+    SSE_EXAMPLE,
+    AnswerOut,
+    AskRequest,
+    ChunkOut,
+    DocumentOut,
+    ErrorOut,
+    HealthOut,
+    ReadyOut,
+)
+from rag.store import Store
+from rag.types import Answer, Chunk, Document
+
+STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+STATUS_TYPES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+PLACEHOLDER_PAGE = (
+    "<!doctype html><meta charset=utf-8><title>rag</title>"
+    "<p>The web page is not installed. The API is up: see <a href=/docs>/docs</a>.</p>"
+)
+
+log = logging.getLogger("rag.api")
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class QAService(Protocol):
+    """What the API needs from `rag.pipeline.Pipeline` (tests inject their own implementations)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def generator(self) -> _Named: ...
+
+    @property
+    def reranker(self) -> _Named: ...
+
+    @property
+    def gate_score(self) -> float:
+        """The retrieval gate's threshold in [0, 1]."""
+        ...
+
+    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer: ...
+
+    def answer_stream(
+        self, question: str, *, top_k: int | None = None, trace_id: str | None = None
+    ) -> AsyncIterator[Event]: ...
+
+
+def _details(request: Request) -> dict[str, Any]:
+    details: dict[str, Any] = request.scope.setdefault(ACCESS_KEY, {})
+    return details
+
+
+def _trace_id(request: Request) -> str:
+    return str(request.scope.get(TRACE_KEY, ""))
+
+
+def _note_answer(details: dict[str, Any], answer: Answer) -> None:
+    scores = [b.score for b in answer.blocks] or [c.score for c in answer.closest]
+    details.update(
+        reason=answer.reason,
+        top_score=round(max(scores), 4) if scores else None,
+        blocks=len(answer.blocks),
+        emitted=len(answer.sentences),
+        dropped=len(answer.dropped),
+        timings=answer.timings,
+    )
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    descriptions = {
+        401: "API keys are configured and the request has none or a wrong one",
+        404: "Unknown id",
+        413: "Request body over 64 KB",
+        422: "Empty, whitespace-only or over-long question, body not JSON, wrong types, top_k out of range",
+        503: "The model provider stayed unavailable (see Retry-After) or the store is unreachable",
+    }
+    return {s: {"model": ErrorOut, "description": descriptions[s]} for s in statuses}
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        if error.get("type") == "json_invalid":
+            parts.append("request body is not valid JSON")
+            continue
+        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
+        where = ".".join(loc) or "body"
+        parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return "; ".join(dict.fromkeys(parts)) or "invalid request"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def rag_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RagError)
+        headers = None
+        if isinstance(exc, UpstreamUnavailable):
+            headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
+        details = _details(request)
+        details["error"] = exc.type
+        return error_response(exc.status, exc.type, str(exc), headers)
+
+    async def validation_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(422, "invalid_request", _validation_message(exc))
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        type_ = STATUS_TYPES.get(exc.status_code, "http_error")
+        message = str(exc.detail)
+        if exc.status_code in (404, 405) and request.scope.get("route") is None:
+            message = f"{message}: {request.method} {request.url.path}"
+        return error_response(exc.status_code, type_, message, exc.headers)
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        log.exception("unhandled error (trace %s)", _trace_id(request), exc_info=exc)
+        return error_response(500, "internal_error", f"internal error; quote trace id {_trace_id(request)}")
+
+    app.add_exception_handler(RagError, rag_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, internal_error)
+
+
+def _protected(path: str) -> bool:
+    return path not in PUBLIC_PATHS and not path.startswith("/static/")
+
+
+def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
+    """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given)."""
+    owned = pipeline is None
+    if pipeline is None:
+        pipeline = build_pipeline(settings)
+    qa: QAService = pipeline
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if owned:
+            qa.store.close()
+
+    app = FastAPI(
+        title="rag",
+        version=__version__,
+        summary="Grounded answers from your own documents, every sentence tied to a verified source span.",
+        description=(
+            "Chunk ids contain `#`: send it URL-encoded as `%23` (`/chunks/doc-010%23c02`); citations "
+            "carry a ready `link`. When `RAG_API_KEYS` is set, every endpoint but `/healthz` and the web "
+            "page needs `Authorization: Bearer <key>`; `GET /ask/stream` (for `EventSource`) also "
+            "accepts `?key=<key>`."
+        ),
+        lifespan=lifespan,
+    )
+    _install_error_handlers(app)
+    app.add_middleware(BodyLimit)
+    app.add_middleware(ApiKeyAuth, keys=settings.api_key_list, protected=_protected)
+    if settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origin_list),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
+            expose_headers=["X-Trace-Id", "Retry-After"],
+        )
+    app.add_middleware(RequestContext)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
+
+    def start_stream(request: Request, question: str, top_k: int | None) -> Response:
+        # Validation happens here, before the first byte, so a bad question is a 422 JSON response.
+        question = validate_question(question, settings.max_question_chars)
+        details = _details(request)
+        details.update(trace_id=_trace_id(request), emitted=0, dropped=0)
+        events = qa.answer_stream(question, top_k=top_k, trace_id=_trace_id(request))
+        return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, details=details))
+
+    stream_doc: dict[int | str, dict[str, Any]] = {
+        200: {
+            "description": "Server-sent events: meta, sentence | dropped, refusal, error, done.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}, "example": SSE_EXAMPLE}},
+        },
+        **_errors(401, 413, 422),
+    }
+
+    @app.post(
+        "/ask", response_model=None, responses={200: {"model": AnswerOut}, **_errors(401, 413, 422, 503)}
+    )
+    async def ask(body: AskRequest, request: Request) -> Response:
+        """Answer a question from the knowledge base, or refuse with a reason."""
+        question = validate_question(body.question, settings.max_question_chars)
+        answer = await run_in_threadpool(qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request))
+        _note_answer(_details(request), answer)
+        return json_response(answer_json(answer))
+
+    @app.post("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
+    async def ask_stream(body: AskRequest, request: Request) -> Response:
+        """Stream the answer as server-sent events; each sentence arrives whole and verified."""
+        return start_stream(request, body.question, body.top_k)
+
+    @app.get("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
+    async def ask_stream_get(
+        request: Request,
+        q: Annotated[str, Query(description="The question.", examples=["How many vacation days do I get?"])],
+        top_k: Annotated[int | None, Query(ge=1, le=50, description="Chunks retrieved (1..50).")] = None,
+        key: Annotated[
+            str | None, Query(description="API key, for EventSource clients that cannot send headers.")
+        ] = None,
+    ) -> Response:
+        """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`."""
+        return start_stream(request, q, top_k)
+
+    @app.get(
+        "/chunks/{chunk_id:path}",
+        response_model=None,
+        responses={200: {"model": ChunkOut}, **_errors(401, 404)},
+    )
+    async def get_chunk(chunk_id: str) -> Response:
+        """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
+        chunk = await run_in_threadpool(qa.store.get_chunk, chunk_id)
+        return json_response(chunk_json(chunk))
+
+    @app.get(
+        "/documents/{doc_id:path}",
+        response_model=None,
+        responses={200: {"model": DocumentOut}, **_errors(401, 404)},
+    )
+    async def get_document(doc_id: str) -> Response:
+        """A document's metadata and its chunks in order."""
+
+        def load() -> tuple[Document, list[Chunk]]:
+            return qa.store.get_document(doc_id), qa.store.document_chunks(doc_id)
+
+        doc, chunks = await run_in_threadpool(load)
+        return json_response(document_json(doc, chunks))
+
+    @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}})
+    async def healthz() -> Response:
+        """The process is up (no dependency is checked)."""
+        return json_response({"status": "ok"})
+
+    @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
+    async def readyz() -> Response:
+        """The store answers: document and chunk counts, and the generator and reranker in use."""
+        try:
+            stats = await run_in_threadpool(qa.store.stats)
+        except Exception as exc:
+            log.warning("readiness check failed: %s: %s", type(exc).__name__, exc)
+            return error_response(
+                503, "store_unavailable", f"the store is unreachable ({type(exc).__name__})"
+            )
+        empty = stats.chunks == 0
+        return json_response(
+            {
+                "status": "empty" if empty else "ready",
+                "message": "the store holds no documents yet: run `rag ingest PATH`" if empty else "",
+                "backend": stats.backend,
+                "documents": stats.documents,
+                "chunks": stats.chunks,
+                "embeddings": stats.embeddings,
+                "generator": qa.generator.name,
+                "reranker": qa.reranker.name,
+                "min_score": qa.gate_score,
+            }
+        )
+
+    @app.get(
+        "/",
+        response_class=HTMLResponse,
+        responses={200: {"content": {"text/html": {"example": "<!doctype html>..."}}}},
+    )
+    async def index() -> Response:
+        """The web page (public, so it can load and then send an API key)."""
+        page = STATIC_DIR / "index.html"
+        if page.is_file():
+            return FileResponse(page, media_type="text/html")
+        return HTMLResponse(PLACEHOLDER_PAGE)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                summary=app.summary,
+                description=app.description,
+                routes=app.routes,
+            )
+            if settings.api_key_list:
+                schema.setdefault("components", {})["securitySchemes"] = {
+                    "bearer": {"type": "http", "scheme": "bearer"}
+                }
+                for path, operations in schema.get("paths", {}).items():
+                    if _protected(path):
+                        for operation in operations.values():
+                            operation["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

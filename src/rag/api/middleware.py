@@ -1,0 +1,171 @@
+"""Pure ASGI middleware for the HTTP API: request context and access log, API keys, body size.
+
+Pure ASGI (no `BaseHTTPMiddleware`) so streamed responses pass through unbuffered.
+Order, outermost first: `RequestContext` -> CORS -> `ApiKeyAuth` -> `BodyLimit` -> routes.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+MAX_BODY_BYTES = 64 * 1024
+TRACE_KEY = "rag.trace_id"
+ACCESS_KEY = "rag.access"
+TRACE_HEADER = b"x-trace-id"
+# A caller's X-Request-ID is reused as the trace id only when it is short and plain.
+REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+log = logging.getLogger("rag.api")
+access_log = logging.getLogger("rag.access")
+
+
+async def send_error(
+    send: Send, status: int, type_: str, message: str, headers: dict[str, str] | None = None
+) -> None:
+    """Send a complete `{"error": {"type", "message"}}` response straight through ASGI."""
+    body = orjson.dumps({"error": {"type": type_, "message": message}})
+    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class RequestContext:
+    """Give each request a trace id (echoed as `X-Trace-Id`), write one JSON access line, catch the rest.
+
+    Routes add their details (reason, top score, blocks, emitted, dropped, timings) to the
+    dict at `scope["rag.access"]`; it is logged on `rag.access` when the response ends,
+    streams included. An exception that escapes every handler is logged with its traceback
+    and answered with a 500 that carries no stack trace.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        requested = Headers(scope=scope).get("x-request-id", "")
+        trace_id = requested if REQUEST_ID_RE.fullmatch(requested) else uuid.uuid4().hex
+        details: dict[str, Any] = {}
+        scope[TRACE_KEY] = trace_id
+        scope[ACCESS_KEY] = details
+        status = 0
+
+        async def send_with_trace(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", ()), (TRACE_HEADER, trace_id.encode())]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_trace)
+        except (ClientDisconnect, OSError):
+            details["disconnected"] = True
+        except Exception:
+            log.exception("unhandled error (trace %s) on %s %s", trace_id, scope["method"], scope["path"])
+            if status == 0:
+                await send_error(
+                    send_with_trace, 500, "internal_error", f"internal error; quote trace id {trace_id}"
+                )
+            else:
+                details["aborted"] = True
+        finally:
+            route = scope.get("route")
+            entry = {
+                "trace_id": trace_id,
+                "method": scope["method"],
+                "route": getattr(route, "path", scope["path"]),
+                "path": scope["path"],
+                "status": status,
+                **details,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            }
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(orjson.dumps(entry).decode())
+
+
+def key_matches(token: str, keys: tuple[str, ...]) -> bool:
+    """Constant-time comparison against every configured key (no early exit on a match)."""
+    matched = False
+    for key in keys:
+        matched |= hmac.compare_digest(token.encode(), key.encode())
+    return matched and bool(token)
+
+
+class ApiKeyAuth:
+    """Require `Authorization: Bearer <key>` on every path for which `protected(path)` is true.
+
+    `GET /ask/stream` also accepts `?key=<key>`, because `EventSource` cannot send headers.
+    """
+
+    def __init__(self, app: ASGIApp, *, keys: tuple[str, ...], protected: Callable[[str], bool]) -> None:
+        self.app = app
+        self.keys = keys
+        self.protected = protected
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self.keys or not self.protected(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        authorization = Headers(scope=scope).get("authorization", "")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer":
+            token = ""
+        if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
+            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+            token = query.get("key", "")
+        if not key_matches(token.strip(), self.keys):
+            message = "invalid API key" if token else "missing API key: send Authorization: Bearer <key>"
+            await send_error(send, 401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
+            return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    """Refuse bodies over `max_bytes` with 413: by Content-Length, and while reading chunked bodies."""
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await send_error(send, 413, "payload_too_large", self._message())
+            return
+        received = 0
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # Raised inside the route's body read; the HTTP exception handler renders it.
+                    raise HTTPException(413, self._message())
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+    def _message(self) -> str:
+        return f"request body over {self.max_bytes // 1024} KB"

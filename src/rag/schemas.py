@@ -1,0 +1,323 @@
+"""HTTP request and response models: pydantic lives here and nowhere else in the package.
+
+Requests are validated by these models. Responses are serialised from the domain
+dataclasses with `orjson` (see `rag.api`); the response models below describe that JSON
+for OpenAPI and carry an example each, so `/docs` shows what every endpoint returns.
+Offsets are end-exclusive; block numbers `n` are 1-based and valid for one request only.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QUESTION = "How many vacation days do new employees get?"
+CHUNK_ID = "handbook#c03"
+CITED = "New employees receive 20 vacation days per calendar year."
+
+
+def _examples(*examples: dict[str, Any]) -> ConfigDict:
+    return ConfigDict(json_schema_extra={"examples": list(examples)})
+
+
+class _Out(BaseModel):
+    """Response models forbid unknown keys, so a test can prove they describe the JSON exactly."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class AskRequest(BaseModel):
+    """Body of `POST /ask` and `POST /ask/stream`."""
+
+    model_config = ConfigDict(extra="forbid", **_examples({"question": QUESTION, "top_k": 8}))
+
+    question: str = Field(
+        description="Not empty or whitespace; at most RAG_MAX_QUESTION_CHARS (2,000) characters."
+    )
+    top_k: int | None = Field(None, ge=1, le=50, description="Chunks retrieved and reranked (1..50).")
+
+
+class CitationOut(_Out):
+    n: int = Field(description="1-based block number as issued for this request.")
+    chunk_id: str
+    title: str
+    url: str = Field(description="The source document's own URL, empty when it has none.")
+    link: str = Field(description="Where to open the source: the document URL, else /chunks/{chunk_id}.")
+    chunk_url: str = Field(description="The chunk in this API: /chunks/{chunk_id}, '#' encoded as %23.")
+    cited_text: str = Field(description="Verbatim substring of the original chunk text.")
+    start: int = Field(description="Offset of cited_text in the chunk text.")
+    end: int = Field(description="End-exclusive offset of cited_text in the chunk text.")
+
+
+class SentenceOut(_Out):
+    text: str
+    citations: list[CitationOut]
+
+
+class DroppedOut(_Out):
+    text: str = Field(description="A sentence withheld because no citation of it verified.")
+    detail: list[str] = Field(description="One specific reason per failed citation.")
+
+
+class ChunkRefOut(_Out):
+    chunk_id: str
+    title: str
+    section: str
+    url: str
+    link: str
+    chunk_url: str
+    score: float = Field(description="Reranker relevance in [0, 1].")
+    updated_at: str | None
+
+
+class StatementOut(_Out):
+    n: int
+    chunk_id: str
+    doc_id: str
+    title: str
+    url: str
+    link: str
+    chunk_url: str
+    updated_at: str | None
+    text: str
+    quantity: str
+    value: float
+    unit: str
+    start: int
+    end: int
+
+
+class ConflictOut(_Out):
+    dimension: str
+    context: list[str]
+    statements: list[StatementOut]
+    policy: Literal["present_both", "prefer_newest"]
+
+
+class UsageOut(_Out):
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    retries: int
+
+
+class BlockOut(_Out):
+    n: int
+    chunk_id: str
+    title: str
+    score: float
+
+
+class AnswerOut(_Out):
+    """The answer to one question, or a refusal (`abstained`) with its reason."""
+
+    model_config = _examples(
+        {
+            "question": QUESTION,
+            "text": CITED,
+            "sentences": [
+                {
+                    "text": CITED,
+                    "citations": [
+                        {
+                            "n": 1,
+                            "chunk_id": CHUNK_ID,
+                            "title": "Employee handbook",
+                            "url": "",
+                            "link": "/chunks/handbook%23c03",
+                            "chunk_url": "/chunks/handbook%23c03",
+                            "cited_text": CITED,
+                            "start": 0,
+                            "end": len(CITED),
+                        }
+                    ],
+                }
+            ],
+            "citations": [],
+            "abstained": False,
+            "reason": "",
+            "message": "",
+            "conflict": None,
+            "closest": [],
+            "dropped": [],
+            "blocks": [{"n": 1, "chunk_id": CHUNK_ID, "title": "Employee handbook", "score": 0.81}],
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "retries": 0,
+            },
+            "timings": {"retrieve": 2.1, "generate": 0.4, "verify": 0.3, "total": 3.2},
+            "trace_id": "6f1c2a0e9b8d4c7fa2e35b1d0c9e8f7a",
+        },
+        {
+            "question": "Who won the 1998 football world cup?",
+            "text": "",
+            "sentences": [],
+            "citations": [],
+            "abstained": True,
+            "reason": "low_retrieval_score",
+            "message": "I couldn't find this in the knowledge base.",
+            "conflict": None,
+            "closest": [],
+            "dropped": [],
+            "blocks": [],
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "retries": 0,
+            },
+            "timings": {"retrieve": 1.2, "total": 1.3},
+            "trace_id": "0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a",
+        },
+    )
+
+    question: str
+    text: str = Field(description="The emitted sentences joined; empty when abstained.")
+    sentences: list[SentenceOut]
+    citations: list[CitationOut] = Field(description="Every distinct citation, deduplicated.")
+    abstained: bool
+    reason: Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+    message: str = Field(description="The refusal wording when abstained.")
+    conflict: ConflictOut | None
+    closest: list[ChunkRefOut] = Field(description="Closest matches offered with a refusal.")
+    dropped: list[DroppedOut]
+    blocks: list[BlockOut] = Field(description="The blocks issued to the generator, by number.")
+    usage: UsageOut
+    timings: dict[str, float] = Field(description="Milliseconds per stage.")
+    trace_id: str
+
+
+class ChunkOut(_Out):
+    """One chunk: the original text with its provenance."""
+
+    model_config = _examples(
+        {
+            "chunk_id": CHUNK_ID,
+            "doc_id": "handbook",
+            "title": "Employee handbook",
+            "section": "Employee handbook > Time off",
+            "text": CITED,
+            "updated_at": "2026-03-02",
+            "url": "",
+            "link": "/chunks/handbook%23c03",
+            "chunk_url": "/chunks/handbook%23c03",
+            "page": None,
+            "start_char": 1520,
+            "end_char": 1520 + len(CITED),
+        }
+    )
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    section: str
+    text: str = Field(description="The original chunk text, never rewritten.")
+    updated_at: str | None
+    url: str
+    link: str
+    chunk_url: str
+    page: int | None
+    start_char: int = Field(description="Offset of the chunk in its document's text.")
+    end_char: int = Field(description="End-exclusive offset of the chunk in its document's text.")
+
+
+class DocumentOut(_Out):
+    """A document's metadata and its chunks in order."""
+
+    model_config = _examples(
+        {
+            "doc_id": "handbook",
+            "title": "Employee handbook",
+            "url": "",
+            "updated_at": "2026-03-02",
+            "source_path": "docs/handbook.md",
+            "content_hash": "3b5d0c...",
+            "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
+        }
+    )
+
+    doc_id: str
+    title: str
+    url: str
+    updated_at: str | None
+    source_path: str
+    content_hash: str
+    chunks: list[ChunkOut]
+
+
+class HealthOut(_Out):
+    model_config = _examples({"status": "ok"})
+
+    status: Literal["ok"]
+
+
+class ReadyOut(_Out):
+    """Readiness: the store answers, and what it holds; which components serve answers."""
+
+    model_config = _examples(
+        {
+            "status": "ready",
+            "message": "",
+            "backend": "sqlite",
+            "documents": 24,
+            "chunks": 180,
+            "embeddings": 0,
+            "generator": "offline-extractive",
+            "reranker": "lexical",
+            "min_score": 0.35,
+        },
+        {
+            "status": "empty",
+            "message": "the store holds no documents yet: run `rag ingest PATH`",
+            "backend": "sqlite",
+            "documents": 0,
+            "chunks": 0,
+            "embeddings": 0,
+            "generator": "offline-extractive",
+            "reranker": "lexical",
+            "min_score": 0.35,
+        },
+    )
+
+    status: Literal["ready", "empty"]
+    message: str
+    backend: str
+    documents: int
+    chunks: int
+    embeddings: int
+    generator: str
+    reranker: str
+    min_score: float
+
+
+class ErrorDetail(_Out):
+    type: str = Field(description="Stable machine-readable type, e.g. invalid_question, not_found.")
+    message: str = Field(description="Human-readable; never a stack trace.")
+
+
+class ErrorOut(_Out):
+    """Every error response has this shape."""
+
+    model_config = _examples({"error": {"type": "not_found", "message": "unknown chunk 'nope#c01'"}})
+
+    error: ErrorDetail
+
+
+SSE_EXAMPLE = (
+    "event: meta\n"
+    'data: {"blocks":[{"n":1,"chunk_id":"handbook#c03","title":"Employee handbook","section":"Time off",'
+    '"url":"","updated_at":"2026-03-02","score":0.81}],"context_tokens":530,"trace_id":"6f1c..."}\n\n'
+    "event: sentence\n"
+    'data: {"text":"New employees receive 20 vacation days per calendar year.","citations":[{"n":1,'
+    '"chunk_id":"handbook#c03","title":"Employee handbook","url":"","link":"/chunks/handbook%23c03",'
+    '"chunk_url":"/chunks/handbook%23c03","cited_text":"...","start":0,"end":48}]}\n\n'
+    ": keep-alive\n\n"
+    "event: done\n"
+    'data: {"status":"answered","emitted":1,"dropped":0}\n\n'
+)
