@@ -1,4 +1,4 @@
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rag.parse import SentenceBuffer, citation_numbers, parse_inline, strip_markers
@@ -189,6 +189,10 @@ def test_sentence_buffer_equals_parse_inline_for_any_piece_split(text: str, cuts
 def test_sentence_buffer_native_drafts_do_not_depend_on_piece_split_or_claim_order(
     blocks: list[tuple[str, list[int], bool]], cuts: list[int]
 ) -> None:
+    # Claude's cited blocks carry the text they claim: a citation-only empty block after a finished
+    # sentence is not a shape it sends (that sentence is released as soon as its block closes).
+    for before, (text, numbers, _) in zip(blocks, blocks[1:], strict=False):
+        assume(not (numbers and not text.strip() and before[0].strip()))
     whole: list[Piece] = []
     split: list[Piece] = []
     for index, (text, numbers, claims_first) in enumerate(blocks, start=1):

@@ -140,9 +140,20 @@ def demo(host: str, port: int) -> None:
 @click.option("--limit", type=int, default=None, help="Only the first N items (external sets).")
 @click.option("--out", default="docs", show_default=True, help="Where plots and tables are written.")
 @click.option("--json", "as_json", is_flag=True)
+@click.option(
+    "--corpus",
+    default=None,
+    help="Directory the --set was labelled on, ingested fresh (golden runs) [default: fixtures/corpus].",
+)
 @_friendly
 def eval_(
-    dataset: str, sweep: str | None, external: str | None, limit: int | None, out: str, as_json: bool
+    dataset: str,
+    sweep: str | None,
+    external: str | None,
+    limit: int | None,
+    out: str,
+    as_json: bool,
+    corpus: str | None,
 ) -> None:
     """Measure the pipeline: golden set, threshold sweeps, external benchmarks.
 
@@ -151,7 +162,14 @@ def eval_(
     from rag.evals.runner import run_eval_cli
 
     run_eval_cli(
-        _settings(), dataset=dataset, sweep=sweep, external=external, limit=limit, out=out, as_json=as_json
+        _settings(),
+        dataset=dataset,
+        sweep=sweep,
+        external=external,
+        limit=limit,
+        out=out,
+        as_json=as_json,
+        corpus=corpus,
     )
 
 

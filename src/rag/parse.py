@@ -171,8 +171,9 @@ class SentenceBuffer:
     def _firm_end(self, start: int, end: int) -> bool:
         """True when the sentence ends a closed content block with punctuation nothing can extend.
 
-        Native citations never arrive as inline markers, so such a sentence need not wait for the
-        next block's first characters: it is released the moment its block closes.
+        Native citations never arrive as inline markers, and a cited block always carries the text
+        it claims (the period often comes in an uncited block of its own), so such a sentence need
+        not wait for the next block's first characters: it is released the moment its block closes.
         """
         sentence = self._text[start:end]
         if not _FIRM_END_RE.search(sentence):

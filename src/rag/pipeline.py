@@ -303,7 +303,8 @@ class Pipeline:
         q = validate_question(question, self.settings.max_question_chars)
         front = await anyio.to_thread.run_sync(lambda: self._front(q, top_k=top_k, trace_id=trace_id))
         if front.refusal is not None:
-            refusal = self._finish(front, front.refusal, ())
+            pre = front.refusal
+            refusal = await anyio.to_thread.run_sync(lambda: self._finish(front, pre, ()))
             yield _refusal_event(refusal)
             yield Done(status="abstained", emitted=0, dropped=0, timings=refusal.timings)
             return
@@ -373,7 +374,11 @@ class Pipeline:
             outcome = self._partial(front, sentences, dropped, usage)
             yield Done(status="answered", emitted=len(sentences), dropped=len(dropped), timings=_stamp(front))
         finally:
-            self._finish(front, outcome or self._partial(front, sentences, dropped, usage), tuple(history))
+            final = outcome or self._partial(front, sentences, dropped, usage)
+            # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
+            # shield it so a disconnected client still leaves its ask in the log.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(lambda: self._finish(front, final, tuple(history)))
 
     def _partial(
         self, front: _Front, sentences: Sequence[Sentence], dropped: Sequence[Dropped], usage: Usage

@@ -3,6 +3,8 @@
 The golden set runs against a private copy of the store, never the user's database
 (the pipeline logs asks and coverage gaps): a copy of `settings.db` when it already
 holds every chunk the set cites, else a fresh temporary ingest of `fixtures/corpus`.
+With an explicit `corpus` (e.g. a held-out set in another domain) that directory is always
+ingested fresh, so chunk ids that happen to exist in the user's store are never mixed in.
 """
 
 from __future__ import annotations
@@ -40,13 +42,27 @@ class GoldenReport:
 
 
 @contextmanager
-def corpus_store(settings: Settings, cases: Sequence[GoldenCase]) -> Iterator[tuple[Any, str]]:
-    """A private SQLite store holding the corpus, and a note on where it came from; deleted on exit."""
+def corpus_store(
+    settings: Settings, cases: Sequence[GoldenCase], *, corpus: str | Path | None = None
+) -> Iterator[tuple[Any, str]]:
+    """A private SQLite store holding the corpus, and a note on where it came from; deleted on exit.
+
+    `corpus` None: a copy of the user's store when it holds every cited chunk, else the bundled
+    corpus ingested fresh. An explicit `corpus` directory is always ingested fresh.
+    """
     from rag.store import SqliteStore
 
     wanted = sorted({c for case in cases for c in case.chunks})
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
         source = Path(settings.db)
+        if corpus is not None:
+            store = SqliteStore(str(Path(tmp) / "corpus.db"))
+            try:
+                path = _ingest_corpus(store, settings, corpus)
+                yield store, f"fresh ingest of {path}"
+            finally:
+                store.close()
+            return
         if not settings.database_url and source.is_file():
             copy = Path(tmp) / "copy.db"
             with sqlite3.connect(source) as src, sqlite3.connect(copy) as dst:
@@ -67,13 +83,18 @@ def corpus_store(settings: Settings, cases: Sequence[GoldenCase]) -> Iterator[tu
             store.close()
 
 
-def _ingest_corpus(store: Any, settings: Settings) -> None:
+def _ingest_corpus(store: Any, settings: Settings, corpus_dir: str | Path = CORPUS_DIR) -> Path:
+    """Ingest `corpus_dir` (as given, else relative to the repo root) into `store`; returns the path used."""
+    from rag.errors import ConfigError
     from rag.ingest import ingest_paths
 
-    corpus = Path(CORPUS_DIR)
-    if not corpus.is_dir():
-        corpus = repo_root() / CORPUS_DIR
+    corpus = Path(corpus_dir)
+    if not corpus.exists():
+        corpus = repo_root() / corpus_dir
+    if not corpus.exists():
+        raise ConfigError(f"eval corpus not found: {str(corpus_dir)!r}")
     ingest_paths(store, [str(corpus)], settings=settings)
+    return corpus
 
 
 def top_score(answer: Answer) -> float:
@@ -127,14 +148,20 @@ def effective_min_score(pipeline: Any) -> float:
 
 
 def run_golden(
-    settings: Settings, dataset: str | Path = DEFAULT_SET, *, limit: int | None = None, gate_off: bool = False
+    settings: Settings,
+    dataset: str | Path = DEFAULT_SET,
+    *,
+    limit: int | None = None,
+    gate_off: bool = False,
+    corpus: str | Path | None = None,
 ) -> GoldenReport:
-    """Run the golden set through the whole pipeline. `gate_off` sets min_score to 0 (for sweeps)."""
+    """Run the golden set through the whole pipeline. `gate_off` sets min_score to 0 (for sweeps);
+    `corpus` names the document directory the set was labelled on (None: the bundled corpus)."""
     from rag.pipeline import build_pipeline
 
     cases = load_golden(dataset, limit=limit)
     run_settings = settings.model_copy(update={"min_score": 0.0}) if gate_off else settings
-    with corpus_store(settings, cases) as (store, note):
+    with corpus_store(settings, cases, corpus=corpus) as (store, note):
         pipeline = build_pipeline(run_settings, store=store)
         outcomes = run_cases(pipeline, cases, store=store)
         min_score = effective_min_score(pipeline)
@@ -269,8 +296,16 @@ def run_eval_cli(
     limit: int | None,
     out: str,
     as_json: bool,
+    corpus: str | None = None,
 ) -> None:
-    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark."""
+    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark.
+
+    `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
+    """
+    if corpus is not None and (sweep is not None or external is not None):
+        from rag.errors import ConfigError
+
+        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
     if sweep is not None:
         from rag.evals.calibrate import run_sweep_cli
 
@@ -281,7 +316,7 @@ def run_eval_cli(
 
         run_external_cli(settings, external, limit=limit, as_json=as_json)
         return
-    report = run_golden(settings, dataset, limit=limit)
+    report = run_golden(settings, dataset, limit=limit, corpus=corpus)
     if as_json:
         click.echo(dumps(golden_json(report), indent=True).decode())
     else:
