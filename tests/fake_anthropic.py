@@ -81,6 +81,10 @@ class Reply:
 Script = Reply | Callable[[dict[str, Any]], Reply]
 
 
+# A key the fake rejects with 401 (how tests exercise "invalid key" handling).
+REJECTED_KEY = "rejected-key"
+
+
 def text(value: str) -> Part:
     return Part(text=value)
 
@@ -404,6 +408,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not (self.headers.get("authorization") or self.headers.get("x-api-key")):
             record.violations.append("request without credentials")
         if path == "/v1/messages/count_tokens":
+            if REJECTED_KEY in (self.headers.get("authorization") or ""):
+                self._json(401, _error_body("authentication_error", "invalid x-api-key"))
+                return
             self._json(200, {"input_tokens": _tokens(json.dumps(body))})
             return
         if path != "/v1/messages":

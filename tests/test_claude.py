@@ -462,3 +462,21 @@ def test_stream_usage_reports_cache_tokens(fake_anthropic: FakeAnthropic) -> Non
     assert first.cache_creation_input_tokens > 0
     assert second.cache_read_input_tokens == first.cache_creation_input_tokens
     assert first.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
+
+
+def test_serve_with_rejected_key_exits_with_clear_message_before_serving(
+    fake_anthropic: FakeAnthropic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+    from fake_anthropic import REJECTED_KEY
+
+    from rag.cli import main
+
+    monkeypatch.delenv("MOCK", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", REJECTED_KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_anthropic.base_url)
+    result = CliRunner().invoke(main, ["serve", "--port", "1"])
+    assert result.exit_code == 1
+    assert "ANTHROPIC_API_KEY was rejected" in result.output
+    assert "Traceback" not in result.output
+    assert "web page" not in result.output

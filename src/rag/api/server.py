@@ -37,6 +37,25 @@ def app_factory() -> FastAPI:
     return create_app(settings)
 
 
+def _check_model_key(settings: Settings) -> None:
+    """With Claude configured, probe the key once before serving.
+
+    A rejected key or unknown model raises ConfigError (the CLI prints it, no traceback); an
+    unreachable provider only warns, because asks then fail with 503 until it is back.
+    """
+    if not settings.use_claude:
+        return
+    from rag.claude import ClaudeGenerator
+    from rag.errors import UpstreamUnavailable
+
+    try:
+        ClaudeGenerator(settings).check()
+    except UpstreamUnavailable as exc:
+        click.echo(f"  warning: the model provider could not be reached yet ({exc}); asks will get 503")
+    else:
+        click.echo(f"  model:     {settings.generation_model} (key accepted)")
+
+
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     """Run the API with uvicorn. With `workers > 1` each worker builds its own app, pipeline and store."""
     from rag.store import open_store
@@ -46,6 +65,7 @@ def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, work
         stats = store.stats()
     finally:
         store.close()
+    _check_model_key(settings)
     shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
     base = f"http://{shown}:{port}"
     auth = " -H 'Authorization: Bearer $RAG_KEY'" if settings.api_key_list else ""
