@@ -19,6 +19,11 @@ ingest: $(STAMP)
 	$(BIN)/rag ingest fixtures/corpus
 
 run: ingest
+	@echo "Open http://$(HOST):$(PORT)/ and try, on the bundled corpus:"
+	@echo '  "How long do deleted projects stay in the trash?"   (a cited answer: click its [1])'
+	@echo '  "What is the maximum file upload size?"             (two sources disagree: both shown, with dates)'
+	@echo '  "Can I get my mobile phone bill reimbursed?"        (relevant documents, but no answer in them)'
+	@echo '  "What is the capital of Australia?"                 (not in the knowledge base)'
 	$(BIN)/rag serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
