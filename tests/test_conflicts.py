@@ -198,3 +198,128 @@ def test_detect_conflict_pair_about_subject_other_than_the_named_one_is_none() -
     ]
     assert detect_conflict("What does the Business plan cost per user on annual billing?", blocks) is not None
     assert detect_conflict("What does the Team plan cost per user on annual billing?", blocks) is None
+
+
+# Counts of things, money per period, distinct subjects, years (general rules, other domains).
+LOANS_NEW = _sectioned(
+    1, "lending-policy", "Borrowing limits", "Each member may borrow up to 12 books at a time."
+)
+LOANS_OLD = _sectioned(
+    2, "member-faq", "Borrowing", "A member can borrow up to 8 books at once from any branch."
+)
+
+
+def test_detect_conflict_counts_of_the_same_noun_conflict() -> None:
+    conflict = detect_conflict("How many books can a member borrow?", [LOANS_NEW, LOANS_OLD])
+    assert conflict is not None
+    assert conflict.dimension == "count:book"
+    assert sorted(s.quantity for s in conflict.statements) == ["12 books", "8 books"]
+
+
+def test_detect_conflict_counts_of_different_nouns_do_not_conflict() -> None:
+    other = _sectioned(
+        2, "member-faq", "Borrowing", "A member can borrow up to 8 DVDs at once from any branch."
+    )
+    assert find_conflicts(None, [LOANS_NEW, other]) == []
+
+
+def test_detect_conflict_same_count_in_words_is_not_a_conflict() -> None:
+    same = _sectioned(2, "member-faq", "Borrowing", "A member can borrow up to twelve books at once.")
+    assert find_conflicts(None, [LOANS_NEW, same]) == []
+
+
+GYM_TABLE = _sectioned(
+    1,
+    "fees-2026",
+    "Leisure centre",
+    "- Gym membership, adult: $30 per month\n- Gym membership, child: $15 per month",
+)
+
+
+def test_detect_conflict_money_per_period_compares_across_periods() -> None:
+    older = _sectioned(2, "leisure-faq", "Gym", "An adult gym membership costs $300 per year.")
+    conflict = detect_conflict("How much is an adult gym membership?", [GYM_TABLE, older])
+    assert conflict is not None
+    assert conflict.dimension == "money_usd_per_year"
+    assert sorted(s.quantity for s in conflict.statements) == ["$30 per month", "$300 per year"]
+
+
+def test_detect_conflict_same_price_per_other_period_is_not_a_conflict() -> None:
+    same = _sectioned(2, "leisure-faq", "Gym", "An adult gym membership costs $360 per year.")
+    assert detect_conflict("How much is an adult gym membership?", [GYM_TABLE, same]) is None
+
+
+def test_detect_conflict_contrasting_qualifier_means_distinct_subjects() -> None:
+    # the other document only states the adult price; the table tells adult and child apart
+    older = _sectioned(2, "leisure-faq", "Gym", "An adult gym membership costs $30 per month.")
+    assert find_conflicts(None, [GYM_TABLE, older]) == []
+    assert detect_conflict("How much is a gym membership?", [GYM_TABLE, older]) is None
+
+
+def test_detect_conflict_both_documents_list_both_subjects_is_none() -> None:
+    mooring_a = _sectioned(
+        1,
+        "harbour-fees",
+        "Moorings",
+        "- Standard mooring: $45 per year\n- Reduced mooring for seniors: $25 per year",
+    )
+    mooring_b = _sectioned(
+        2,
+        "harbour-guide",
+        "Mooring fees",
+        "- Standard mooring fee: $45 per year\n- Senior mooring fee: $25 per year",
+    )
+    assert detect_conflict("How much is a mooring for seniors?", [mooring_a, mooring_b]) is None
+    assert detect_conflict("How much is a mooring?", [mooring_a, mooring_b]) is None
+
+
+def test_detect_conflict_first_and_second_item_prices_are_distinct_subjects() -> None:
+    table = _sectioned(
+        1,
+        "fees-2026",
+        "Boat ramps",
+        "- Ramp pass, first trailer: $96 per year\n- Ramp pass, second trailer: $144 per year",
+    )
+    faq = _sectioned(2, "boating-faq", "Ramps", "A ramp pass costs $72 per year for the first trailer.")
+    conflict = detect_conflict("How much does a ramp pass cost?", [table, faq])
+    assert conflict is not None
+    assert sorted(s.quantity for s in conflict.statements) == ["$72 per year", "$96 per year"]
+    assert len(find_conflicts(None, [table, faq])) == 1
+
+
+def test_detect_conflict_price_word_in_one_document_only_does_not_rule_it_out() -> None:
+    # "fee" only in one side's wording: for money it asks for the price, it names no other subject
+    table = _sectioned(1, "fees-2026", "Boat ramps", "- Ramp pass fee, first trailer: $96 per year")
+    faq = _sectioned(2, "boating-faq", "Ramps", "A ramp pass is $72 per year for the first trailer.")
+    assert detect_conflict("What is the fee for a ramp pass?", [table, faq]) is not None
+
+
+def test_detect_conflict_question_word_in_an_off_topic_statement_does_not_rule_it_out() -> None:
+    table = _sectioned(
+        1,
+        "fees-2026",
+        "Boat ramps",
+        "- Ramp pass, first trailer: $96 per year\n- Harbour car park, all-day rate: $12 per day",
+    )
+    faq = _sectioned(2, "boating-faq", "Ramps", "A ramp pass costs $72 per year for the first trailer.")
+    assert detect_conflict("What's the ramp pass price for my trailer and car?", [table, faq]) is not None
+
+
+BRIDGE_A = _block(1, "history", "The old bridge was opened in 1932 after three years of work.")
+BRIDGE_B = _block(2, "heritage-list", "The old bridge was opened in 1934 by the mayor.")
+
+
+def test_detect_conflict_years_conflict_when_the_question_asks_when() -> None:
+    conflict = detect_conflict("When was the old bridge opened?", [BRIDGE_A, BRIDGE_B])
+    assert conflict is not None and conflict.dimension == "year"
+    assert sorted(s.quantity for s in conflict.statements) == ["1932", "1934"]
+
+
+def test_detect_conflict_years_ignored_unless_the_question_asks_when() -> None:
+    assert detect_conflict("Who opened the old bridge?", [BRIDGE_A, BRIDGE_B]) is None
+    assert find_conflicts(None, [BRIDGE_A, BRIDGE_B]) == []
+
+
+def test_detect_conflict_same_year_is_not_a_conflict() -> None:
+    same = _block(2, "heritage-list", "The old bridge was opened on 4 May 1932 by the mayor.")
+    assert detect_conflict("When was the old bridge opened?", [BRIDGE_A, same]) is None

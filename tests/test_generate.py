@@ -209,3 +209,69 @@ def test_generate_cause_question_prefers_sentence_giving_a_reason():
         "What caused exports to fail in Oslo in March?", [block(1, text)]
     )
     assert out.drafts[0].text.startswith("A stale token cache")
+
+
+def test_generate_amount_question_without_figure_in_source_writes_nothing():
+    text = (
+        "Members must return the kayaks to the rack; the penalty for leaving a kayak out is set by the board."
+    )
+    out = OfflineGenerator().generate("How much is the penalty for leaving a kayak out?", [block(1, text)])
+    assert out.drafts == ()
+
+
+def test_generate_amount_question_skips_related_sentence_without_figure():
+    text = (
+        "A glazing kiln firing is booked at the desk, and a glazing kiln firing that overruns is logged. "
+        "Each firing lasts 9 hours."
+    )
+    out = OfflineGenerator().generate("How long does a glazing kiln firing last?", [block(1, text)])
+    assert [d.text for d in out.drafts] == ["Each firing lasts 9 hours."]
+
+
+def test_generate_what_time_question_wants_clock_time():
+    text = (
+        "On open days, gates stay shut on the first Sunday of the month. Gates open at 7:30 am on open days."
+    )
+    out = OfflineGenerator(max_sentences=1).generate(
+        "What time do the gates open on open days?", [block(1, text)]
+    )
+    assert out.drafts[0].text == "Gates open at 7:30 am on open days."
+
+
+def test_generate_price_question_prefers_money_amount_over_free():
+    text = (
+        "Members enjoy free entry to the glasshouse on weekdays. "
+        "A weekend glasshouse ticket is $12 per visitor."
+    )
+    out = OfflineGenerator(max_sentences=1).generate(
+        "What does a weekend glasshouse ticket cost?", [block(1, text)]
+    )
+    assert out.drafts[0].text == "A weekend glasshouse ticket is $12 per visitor."
+
+
+def test_generate_price_word_counts_as_covered_by_amount():
+    # "cost" never appears in the source, which states the price as an amount
+    text = "Reserving the rooftop studio for an evening is $60."
+    out = OfflineGenerator().generate(
+        "How much does it cost to reserve the rooftop studio?", [block(1, text)]
+    )
+    assert [d.text for d in out.drafts] == [text]
+
+
+def test_generate_short_list_item_is_an_answer_not_a_label():
+    text = "Loan periods vary by instrument:\n\n- Violins: 21 days\n- Cellos and basses: 10 days\n"
+    out = OfflineGenerator(max_sentences=1).generate(
+        "How long can I borrow a cello?", [block(1, text, section="Borrowing instruments")]
+    )
+    assert out.drafts[0].text == "Cellos and basses: 10 days"
+
+
+def test_answer_type_reads_lead_time_and_type_nouns():
+    from rag.generate import answer_type, asks_price
+
+    assert answer_type("How far ahead must we book the hall?") == "time"
+    assert answer_type("Which days is the depot open?") == "date"
+    assert asks_price("What does a day ticket cost?", "number")
+    assert not asks_price(
+        "Which costs can volunteers claim?", answer_type("Which costs can volunteers claim?")
+    )

@@ -49,7 +49,7 @@ def test_find_quantities_normalises_units(
 @pytest.mark.parametrize(
     "text",
     [
-        "We have 3 people.",
+        "We have 3.5 people.",
         "Lumio v2.3 shipped.",
         "In the 1990s.",
         "Wait 5 s.",
@@ -97,3 +97,90 @@ def test_find_quantities_never_raises_and_offsets_reproduce_text(text: str) -> N
     for quantity in find_quantities(text):
         assert text[quantity.start : quantity.end] == quantity.text
         assert quantity.value >= 0
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "dimension", "written"),
+    [
+        ("Each pickup takes up to 4 items, no more.", 4, "count:item", "4 items"),
+        ("You may put out six items.", 6, "count:item", "six items"),
+        ("Members get two free guest passes each year.", 2, "count:pass", "two free guest passes"),
+        ("The town had 3,559 people at the census.", 3559, "count:peopl", "3,559 people"),
+    ],
+)
+def test_find_quantities_count_with_noun_is_keyed_by_the_stemmed_noun(
+    text: str, value: float, dimension: str, written: str
+) -> None:
+    quantity = _one(text)
+    assert (quantity.value, quantity.dimension, quantity.text) == (value, dimension, written)
+
+
+def test_same_value_count_written_in_words_equals_digits_but_not_other_nouns() -> None:
+    assert same_value(_one("up to four items"), _one("up to 4 items"))
+    assert not same_value(_one("up to 4 items"), _one("up to 6 items"))
+    assert not same_value(_one("up to 4 items"), _one("up to 4 bags"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "See page 12 for details.",
+        "It runs on the new Android 10 devices.",
+        "Put the bin out by 6:00 am sharp.",
+        "In 2010 residents voted.",
+        "Only 3 of them passed.",
+        "Version 3 adds dark mode.",
+    ],
+)
+def test_find_quantities_labels_times_years_and_stop_words_are_not_counts(text: str) -> None:
+    assert find_quantities(text) == []
+
+
+def test_find_quantities_counts_false_leaves_counts_out() -> None:
+    assert find_quantities("up to 4 items", counts=False) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "per_year", "dimension", "written"),
+    [
+        ("A locker costs $96 per year.", 96, "money_usd_per_year", "$96 per year"),
+        ("It costs $72 a year.", 72, "money_usd_per_year", "$72 a year"),
+        ("Only $8/month.", 96, "money_usd_per_year", "$8/month"),
+        ("Storage is €2 per day.", 730, "money_eur_per_year", "€2 per day"),
+        ("It is 10 dollars per month.", 120, "money_usd_per_year", "10 dollars per month"),
+    ],
+)
+def test_find_quantities_money_per_period_normalises_to_a_year(
+    text: str, per_year: float, dimension: str, written: str
+) -> None:
+    quantity = _one(text)
+    assert quantity.value == pytest.approx(per_year)
+    assert (quantity.dimension, quantity.text) == (dimension, written)
+
+
+def test_same_value_monthly_price_equals_twelve_times_yearly_but_not_a_one_off_price() -> None:
+    assert same_value(_one("$8 per month"), _one("$96 per year"))
+    assert not same_value(_one("$8 per month"), _one("$90 per year"))
+    assert not same_value(_one("$96 per year"), _one("$96"))
+
+
+def test_find_quantities_money_per_other_thing_stays_money() -> None:
+    assert _one("costs $12 per user").dimension == "money_usd"
+
+
+def test_find_quantities_years_only_when_asked_for() -> None:
+    text = "The bridge opened on July 15, 1932, after work began in 1929."
+    assert find_quantities(text) == []
+    found = find_quantities(text, years=True)
+    assert [(q.dimension, q.value) for q in found] == [("year", 1932), ("year", 1929)]
+
+
+def test_same_value_years_must_be_identical() -> None:
+    (a,) = find_quantities("built in 1856", years=True)
+    (b,) = find_quantities("built in 1857", years=True)
+    assert not same_value(a, b)
+
+
+def test_find_quantities_decades_and_ranges_are_not_years() -> None:
+    assert find_quantities("in the 1990s", years=True) == []
+    assert [q.text for q in find_quantities("lived 1786–1838", years=True)] == ["1786"]

@@ -1,23 +1,38 @@
 """Refusal line 2: two documents give different values for the same quantity in the asked context.
 
+Calendar years ("founded in 1856", dimension "year") are quantities only when the question asks for a
+point in time ("when", "what year", "what date"); counts of things ("4 items") and money per period
+("$96 per year") are dimensions of their own (see quantities.py).
+
 A pair of quantities conflicts when all hold:
 - they come from blocks of different `doc_id`s, in the same dimension, with different normalised values
   (beyond the dimension's rounding tolerance, see quantities.py);
-- their context keys share at least `MIN_SHARED` topic keys, and at least `MIN_JACCARD` of all their keys. A
-  quantity's keys are the stemmed content terms of its own sentence in a window of `WINDOW_BEFORE` terms
-  before it (not reaching back past another quantity) plus up to `WINDOW_AFTER` terms after it up to the
-  next clause break ("250 MB per file" adds "file"); numbers and units are not keys;
+- their contexts share at least `MIN_SHARED` topic keys, and at least `MIN_JACCARD` of all their keys,
+  and at least one shared key comes from both sentences. A quantity's keys are the stemmed content terms
+  of its own sentence in a window of `WINDOW_BEFORE` terms before it (not reaching back past another
+  quantity) plus up to `WINDOW_AFTER` terms after it up to the next clause break ("250 MB per file" adds
+  "file"); numbers and units are not keys. Its context is its keys plus the terms of its chunk's
+  section heading (a statement under "Bulky waste collections" is about bulky waste collections);
 - the keys do not carry opposite bounds (one says minimum, the other maximum);
+- the sides are not about distinct subjects: each side has a key the other lacks (its qualifier, e.g.
+  "first" vs "second", "desexed" vs "standard") and one side's own document gives a different value to
+  another statement of the dimension that carries the other side's qualifier but not its own (the
+  document itself tells the two subjects apart);
 - with a question (minus how-question words like "long", "many"): a shared key or unit word is a
   question term, each side addresses (in its keys, unit words, chunk title or section) more than
-  `MIN_QUESTION_SHARE` of the question's terms; no question term occurs in one side's chunk (text,
-  title, section) but not in the other's (a question about "webhook retries" is not about payment
-  retries); and no other statement of the same dimension covers more of the question than both sides
-  (a question about the Team plan is not about two prices of another plan), and no question term that
-  both sides leave unaddressed is addressed by another statement of that dimension (its keys, unit
-  words, title or section) whose value differs from both sides' (the question names a subject another
-  statement is about).
-The strongest conflict has the most shared keys touching the question, then the most shared keys.
+  `MIN_QUESTION_SHARE` of the question's terms; no question term occurs in one side's sentence or
+  section heading but nowhere in the other's chunk (text, title, section): a question about "webhook
+  retries" is not about payment retries, while a word elsewhere in one chunk or in one document title
+  does not decide, nor, for money, a word that only asks for a price ("cost", "fee"); no other
+  statement of the same dimension covers more of the question than both sides (a question about the
+  Team plan is not about two prices of another plan); and no question term that both sides leave
+  unaddressed is addressed by another statement of that dimension (its keys, unit words, title or
+  section) whose value differs from both sides' and that shares `MIN_SHARED` keys with a side
+  (the question names a subject another statement on the same topic is about; "car" in a car park
+  rate does not make a question about a parking permit's fee about that rate).
+The strongest conflict has the most shared keys touching the question, then the most keys shared by the
+two sentences, then the highest share of the two sentences' keys in common, then the most shared context
+keys.
 """
 
 from __future__ import annotations
@@ -43,6 +58,11 @@ _CLAUSE_BREAK_RE = re.compile(r"[;:,()]|\s[–—-]\s")
 _WEAK_KEYS = frozenset({"within", "now", "everi", "around", "approxim", "rough", "current", "total", "least"})
 # Stems of how-questions ("how long", "how many") that say nothing about the topic.
 _QUESTION_FORM = frozenset({"long", "much", "mani", "often", "big", "soon", "larg", "high"})
+# Stems that ask for an amount of money without naming what it is for ("how much does X cost"): one side
+# wording its price as a "fee" and the other as a "cost" does not make them different subjects.
+_MONEY_FORM = frozenset({"cost", "price", "fee", "charg", "pay", "paid", "amount", "spend"})
+# Questions that ask for a point in time: only these compare calendar years.
+_ASKS_WHEN_RE = re.compile(r"\b(?:when|what year|which year|in what year|what date)\b", re.IGNORECASE)
 _LOWER_BOUND = frozenset({"minimum", "min", "least", "lower", "floor"})
 _UPPER_BOUND = frozenset({"maximum", "max", "upper", "ceil", "cap", "exceed"})
 
@@ -54,7 +74,14 @@ class _Found:
     keys: frozenset[str]
     sentence: tuple[int, int]
     chunk_terms: frozenset[str]  # the chunk's text, title and section
+    own_terms: frozenset[str]  # the statement's sentence and its chunk's section heading
     unit_terms: frozenset[str]  # words of the quantity itself ("requests", "minute")
+    section_terms: frozenset[str]  # the chunk's section heading
+
+    @property
+    def context(self) -> frozenset[str]:
+        """Keys plus section heading terms: what the pair test compares."""
+        return self.keys | self.section_terms
 
     def coverage(self, asked: frozenset[str]) -> int:
         """How many question terms this statement addresses (keys, unit words, title and section)."""
@@ -82,7 +109,9 @@ def detect_conflict(
 
 def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflict]:
     """Every conflicting pair among `items`, strongest first; `question=None` applies no relevance filter."""
-    found = [f for block in items for f in _quantities(block)]
+    years = question is not None and bool(_ASKS_WHEN_RE.search(question))
+    every = [f for block in items for f in _quantities(block, years)]
+    found = every
     asked = term_set(question) - _QUESTION_FORM if question is not None else None
     best: dict[str, int] = {}
     addressed: dict[str, list[tuple[_Found, frozenset[str]]]] = {}
@@ -91,11 +120,11 @@ def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflic
         for f in found:
             best[f.quantity.dimension] = max(best.get(f.quantity.dimension, 0), f.coverage(asked))
             addressed.setdefault(f.quantity.dimension, []).append((f, f.addressed(asked)))
-    ranked: list[tuple[tuple[int, int, float], Conflict]] = []
+    ranked: list[tuple[tuple[int, int, float, int], Conflict]] = []
     for i, a in enumerate(found):
         for b in found[i + 1 :]:
             scored = _pair(a, b, asked)
-            if scored is None:
+            if scored is None or _distinct_subjects(a, b, every):
                 continue
             # another statement of this dimension answers the question better than either side
             if asked is not None and max(a.coverage(asked), b.coverage(asked)) < best[a.quantity.dimension]:
@@ -132,11 +161,12 @@ def _topic(keys: frozenset[str]) -> frozenset[str]:
     return keys - _WEAK_KEYS
 
 
-def _quantities(block: Block) -> list[_Found]:
-    analysed, chunk_terms = _analyse(block.chunk.text)
+def _quantities(block: Block, years: bool = False) -> list[_Found]:
+    analysed, chunk_terms = _analyse(block.chunk.text, years)
     if not analysed:
         return []
     chunk_terms |= _headings(block)
+    section = term_set(block.chunk.section)
     return [
         _Found(
             block=block,
@@ -145,6 +175,8 @@ def _quantities(block: Block) -> list[_Found]:
             sentence=sentence,
             chunk_terms=chunk_terms,
             unit_terms=frozenset(t for t in terms(quantity.text) if not t.isdigit()),
+            section_terms=section,
+            own_terms=term_set(block.chunk.text[sentence[0] : sentence[1]]) | section,
         )
         for quantity, keys, sentence in analysed
     ]
@@ -153,9 +185,9 @@ def _quantities(block: Block) -> list[_Found]:
 # Cached by chunk text: the same chunks come back request after request.
 @lru_cache(maxsize=4096)
 def _analyse(
-    text: str,
+    text: str, years: bool
 ) -> tuple[tuple[tuple[Quantity, frozenset[str], tuple[int, int]], ...], frozenset[str]]:
-    quantities = find_quantities(text)
+    quantities = find_quantities(text, years=years)
     if not quantities:
         return (), term_set(text)
     spans = sentence_spans(text)
@@ -168,13 +200,16 @@ def _analyse(
 
 def _pair(
     a: _Found, b: _Found, asked: frozenset[str] | None
-) -> tuple[tuple[int, int, float], Conflict] | None:
+) -> tuple[tuple[int, int, float, int], Conflict] | None:
     if a.block.chunk.doc_id == b.block.chunk.doc_id:
         return None
     if a.quantity.dimension != b.quantity.dimension or same_value(a.quantity, b.quantity):
         return None
-    shared = _topic(a.keys) & _topic(b.keys)
-    if len(shared) < MIN_SHARED or len(shared) < MIN_JACCARD * len(_topic(a.keys) | _topic(b.keys)):
+    shared = _topic(a.context) & _topic(b.context)
+    if len(shared) < MIN_SHARED or len(shared) < MIN_JACCARD * len(_topic(a.context) | _topic(b.context)):
+        return None
+    in_sentences = _topic(a.keys) & _topic(b.keys)
+    if not in_sentences:
         return None
     if _opposite_bounds(a.keys, b.keys):
         return None
@@ -184,14 +219,15 @@ def _pair(
         least = min(a.coverage(asked), b.coverage(asked))
         if not touching or least <= MIN_QUESTION_SHARE * len(asked):
             return None
-        if asked & (a.chunk_terms ^ b.chunk_terms):
+        decisive = asked - _MONEY_FORM if a.quantity.dimension.startswith("money") else asked
+        if decisive & ((a.own_terms - b.chunk_terms) | (b.own_terms - a.chunk_terms)):
             return None
-    jaccard = len(shared) / len(a.keys | b.keys)
+    jaccard = len(in_sentences) / len(a.keys | b.keys)
     statements = sorted((_statement(a), _statement(b)), key=_newest_first)
     conflict = Conflict(
         dimension=a.quantity.dimension, context=tuple(sorted(shared)), statements=tuple(statements)
     )
-    return (touching, len(shared), jaccard), conflict
+    return (touching, len(in_sentences), jaccard, len(shared)), conflict
 
 
 def _named_elsewhere(
@@ -204,9 +240,39 @@ def _named_elsewhere(
     if not missing:
         return False
     return any(
-        missing & terms and not same_value(f.quantity, a.quantity) and not same_value(f.quantity, b.quantity)
+        missing & terms
+        and not same_value(f.quantity, a.quantity)
+        and not same_value(f.quantity, b.quantity)
+        and _on_topic(f, a, b)
         for f, terms in others
     )
+
+
+def _on_topic(f: _Found, a: _Found, b: _Found) -> bool:
+    """True when `f` shares at least `MIN_SHARED` topic keys (its sentence's, not the section's) with `a`
+    or with `b`: a sibling statement, not a neighbour under the same heading."""
+    keys = _topic(f.keys)
+    return len(keys & _topic(a.keys)) >= MIN_SHARED or len(keys & _topic(b.keys)) >= MIN_SHARED
+
+
+def _distinct_subjects(a: _Found, b: _Found, every: Sequence[_Found]) -> bool:
+    """True when each side carries a qualifier the other lacks and one side's document states another
+    value of the dimension for the other side's qualifier (and not for its own): two subjects, not one."""
+    a_only, b_only = _topic(a.keys - b.keys), _topic(b.keys - a.keys)
+    if not a_only or not b_only:
+        return False
+    for side, own, theirs in ((a, a_only, b_only), (b, b_only, a_only)):
+        for sibling in every:
+            if (
+                sibling.block.chunk.doc_id == side.block.chunk.doc_id
+                and sibling.quantity.dimension == side.quantity.dimension
+                and sibling is not side
+                and not same_value(sibling.quantity, side.quantity)
+                and sibling.keys & theirs
+                and not sibling.keys & own
+            ):
+                return True
+    return False
 
 
 def _opposite_bounds(a: frozenset[str], b: frozenset[str]) -> bool:

@@ -41,12 +41,14 @@ EXTRA_RATIO = 0.8
 # Generic words that carry no topic ("how long", "still", "the whole ..."): not counted as question
 # terms. Stemmed forms; plain English, never domain words.
 QUESTION_FILLERS = frozenset(
-    {"long", "much", "mani", "often", "still", "happen", "whole", "anoth", "instead", "just", "exact"}
+    {"long", "much", "mani", "often", "far", "still", "happen", "whole", "anoth", "instead", "just", "exact"}
     | {"actual", "realli", "quick", "soon", "ever", "current", "typic", "usual", "possibl", "exist"}
 )
 # Words that name the kind of answer wanted ("deadline", "maximum") rather than its topic: the
 # source states them as figures ("within 30 days", "up to 10"), so they weigh this much less.
-ANSWER_TYPE_TERMS = frozenset({"limit", "maximum", "minimum", "max", "min", "deadlin", "daili", "quota"})
+ANSWER_TYPE_TERMS = frozenset(
+    {"limit", "maximum", "minimum", "max", "min", "deadlin", "daili", "quota", "ahead", "advanc", "notic"}
+)
 ANSWER_TYPE_WEIGHT = 0.3
 # Key terms: question terms weighing at least this share of the heaviest one; an eligible sentence
 # (with its block's title and section) covers all of them. None disables the rule.
@@ -63,7 +65,11 @@ NEIGHBOURS = 1
 # Rank added for keeping the question's word order: the share of its adjacent term pairs that are
 # adjacent in the sentence too ("failed sign-in attempts" over "sign-in attempts failed").
 PHRASE_BONUS = 0.2
-# Shorter sentences without end punctuation are headings or labels, never answers.
+# A question asking for an amount, duration or date is answered only by a sentence stating one: a
+# sentence without such a fact can lend context as a neighbour but is never itself the answer.
+REQUIRE_TYPE = True
+# Shorter sentences without end punctuation are headings or labels, never answers (list items are
+# content: "Books and magazines: 14 days").
 _MIN_UNPUNCTUATED_TOKENS = 8
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s")
@@ -76,7 +82,8 @@ _END_PUNCT = ".!?"
 # "" when the wording names no type.
 AnswerType = str
 _TIME_QUESTION_RE = re.compile(
-    r"\bhow\s+(?:long|often|soon|quickly|fast|frequently)\b|\b(?:deadline|duration|timeout|frequency)\b",
+    r"\bhow\s+(?:long|often|soon|quickly|fast|frequently|early|late)\b|\b(?:deadline|duration|timeout|frequency)\b"
+    r"|\bhow\s+far\s+(?:ahead|in\s+advance)\b|\bhow\s+much\s+notice\b",
     re.IGNORECASE,
 )
 _DATE_QUESTION_RE = re.compile(
@@ -101,6 +108,25 @@ _CAUSE_RE = re.compile(
     re.IGNORECASE,
 )
 _PERSON_QUESTION_RE = re.compile(r"^\W*who(?:m|se)?\b", re.IGNORECASE)
+# The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
+_TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
+# Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"): answered by a
+# sentence stating a money amount (or that it is free). "Which costs ..." asks for a kind, not a price.
+_PRICE_WORDS = r"(?:cost|costs|price|prices|priced|fee|fees|charge|charges|charged|pay)"
+_PRICE_QUESTION_RE = re.compile(
+    rf"\bhow\s+much\b.*\b{_PRICE_WORDS}\b|\b(?:do|does|did|will|would|to)\b.*\bcost\b"
+    rf"|\bwhat(?:'s|\s+is|\s+are|\s+was)?\s+(?:\w+\s+){{0,4}}?{_PRICE_WORDS}\b",
+    re.IGNORECASE,
+)
+_PRICE_TERMS = frozenset({"cost", "price", "fee", "charg", "pay"})
+_MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|usd|eur|gbp|aud|cad)\b", re.I)
+_NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
+_QUANTITY_KINDS = frozenset({"time", "date", "number"})
+# "What time", "by what time": a time of day, stated as a clock time.
+_CLOCK_QUESTION_RE = re.compile(r"\bwhat\s+time\b", re.IGNORECASE)
+_CLOCK_RE = re.compile(
+    r"\b\d{1,2}(?::\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b|\b(?:noon|midday|midnight)\b", re.I
+)
 # Figures: digits, or number words a source writes out ("three times", "twice").
 _FIGURE_RE = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
@@ -133,7 +159,7 @@ def answer_type(question: str) -> AnswerType:
     """The kind of fact `question` asks for: "time", "date", "number", "cause", "place", "person" or ""."""
     if _TIME_QUESTION_RE.search(question):
         return "time"
-    if _DATE_QUESTION_RE.search(question):
+    if _DATE_QUESTION_RE.search(question) or _TYPE_NOUN_RE.search(question):
         return "date"
     if _NUMBER_QUESTION_RE.search(question):
         return "number"
@@ -144,6 +170,31 @@ def answer_type(question: str) -> AnswerType:
     if _PERSON_QUESTION_RE.search(question):
         return "person"
     return ""
+
+
+def type_terms(question: str, kind: AnswerType) -> frozenset[str]:
+    """Stems of the question's words that name the kind of fact wanted rather than its topic: the
+    noun of "what time"/"which days", price words in an amount question, and ANSWER_TYPE_TERMS.
+    A sentence stating a fact of that kind covers them."""
+    found = set(ANSWER_TYPE_TERMS)
+    if kind in _QUANTITY_KINDS:
+        found |= term_set(" ".join(_TYPE_NOUN_RE.findall(question)))
+    if kind == "number" and _PRICE_QUESTION_RE.search(question):
+        found |= _PRICE_TERMS
+    return frozenset(found)
+
+
+def asks_price(question: str, kind: AnswerType) -> bool:
+    """True for an amount question worded around a price ("How much does it cost", "what fee")."""
+    return kind == "number" and bool(_PRICE_QUESTION_RE.search(question))
+
+
+def price_match(sentence: str, fit: float) -> float:
+    """For a price question: `fit` when the sentence states a money amount, 0.5 when it says the thing
+    is free or carries no charge (an answer, though less direct than an amount), else 0.0."""
+    if _MONEY_RE.search(sentence):
+        return fit
+    return 0.5 if _NO_CHARGE_RE.search(sentence) else 0.0
 
 
 def type_match(sentence: str, kind: AnswerType, question: str) -> float:
@@ -162,6 +213,8 @@ def type_match(sentence: str, kind: AnswerType, question: str) -> float:
             return 1.0
         return 0.5 if figures else 0.0
     if kind == "date":
+        if _CLOCK_QUESTION_RE.search(question):
+            return 1.0 if _CLOCK_RE.search(sentence) else 0.0
         if any(m.group(0).lower() not in asked for m in _DATE_RE.finditer(sentence)):
             return 1.0
         if figures and _TIME_WORD_RE.search(sentence):
@@ -249,13 +302,16 @@ class OfflineGenerator:
     (MIN_COVERAGE of the IDF mass; optionally every term within KEY_RATIO of the heaviest),
     each cited to every block that contains it, ranked by coverage, the answer type the
     question asks for (a figure, date, reason, place or name it does not already state),
-    the question's word order and block score. The neighbouring sentences count toward
-    eligibility for sentences that hold the asked-for type or open with a pronoun; a
-    sentence naming another subject than the question (a name absent from its block) is
-    never used. It writes nothing when no sentence qualifies (so the grounding gate refuses). `fabricate` adds one bad sentence to first drafts, for
-    demonstrations and verifier tests: "nonexistent" cites number n_max + 1, "unrelated"
-    cites a real block that does not support the sentence. With `feedback`, the
-    sentences it names and the fabrication are left out.
+    the question's word order and block score. A question asking for an amount, duration,
+    date, clock time or price is answered only by sentences stating one (REQUIRE_TYPE); the
+    words naming that type ("what time", "cost", "limit") count as covered by such a sentence.
+    The neighbouring sentences count toward eligibility for sentences that hold the
+    asked-for type or open with a pronoun; a sentence naming another subject than the
+    question (a name absent from its block) is never used. It writes nothing when no
+    sentence qualifies (so the grounding gate refuses). `fabricate` adds one bad sentence
+    to first drafts, for demonstrations and verifier tests: "nonexistent" cites number
+    n_max + 1, "unrelated" cites a real block that does not support the sentence. With
+    `feedback`, the sentences it names and the fabrication are left out.
     """
 
     name = "offline-extractive"
@@ -275,6 +331,7 @@ class OfflineGenerator:
         extras_same_block: bool = True,
         neighbours: int = NEIGHBOURS,
         phrase_bonus: float = PHRASE_BONUS,
+        require_type: bool = REQUIRE_TYPE,
     ) -> None:
         self.fabricate: Fabrication = fabricate
         self.min_coverage = min_coverage
@@ -288,6 +345,7 @@ class OfflineGenerator:
         self.extras_same_block = extras_same_block
         self.neighbours = neighbours
         self.phrase_bonus = phrase_bonus
+        self.require_type = require_type
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
         """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces)."""
@@ -328,7 +386,9 @@ class OfflineGenerator:
         if self.idf is not None:
             known = self.idf(q_terms) if callable(self.idf) else self.idf
             weights.update({t: known[t] for t in q_terms if t in known})
-        for t in ANSWER_TYPE_TERMS & weights.keys():
+        kind = answer_type(question)
+        typed = type_terms(question, kind) & weights.keys()
+        for t in typed:
             weights[t] *= ANSWER_TYPE_WEIGHT
         total = sum(weights.values())
         if total <= 0:
@@ -336,7 +396,8 @@ class OfflineGenerator:
         top = max(weights.values())
         ratio = self.key_ratio if self.key_ratio is not None else math.inf
         keys = frozenset(t for t, w in weights.items() if w >= ratio * top - 1e-9)
-        kind = answer_type(question)
+        price = asks_price(question, kind)
+        required = self.require_type and kind in _QUANTITY_KINDS
         pairs = _pairs(q_terms)
         names = _names(question)
         found: dict[str, _Candidate] = {}
@@ -350,8 +411,13 @@ class OfflineGenerator:
             )
             sentence_terms = [term_set(text) & weights.keys() for text in sentences]
             for pos, text in enumerate(sentences):
-                own = sentence_terms[pos]
                 fit = type_match(text, kind, question)
+                if price:
+                    fit = price_match(text, fit)
+                if required and fit <= 0.0:
+                    continue  # no fact of the asked-for kind: at most a neighbour of the answer
+                # a sentence stating the asked-for kind of fact covers the words naming that kind
+                own = sentence_terms[pos] | (typed if required and fit >= 1.0 else frozenset())
                 # the neighbours in the same block name the topic a pronoun-heavy sentence is about
                 near = frozenset().union(
                     *sentence_terms[max(0, pos - self.neighbours) : pos],
@@ -359,7 +425,7 @@ class OfflineGenerator:
                 )
                 if not (fit >= 1.0 or _ANAPHOR_RE.match(text)):
                     near = frozenset()
-                if not own and not (fit >= 1.0 and (near or context)):
+                if not sentence_terms[pos] and not (fit >= 1.0 and (near or context)):
                     continue
                 covered = own | context | near
                 if names and _other_subject(text, names, block_terms, weights.keys()):
@@ -459,7 +525,8 @@ def _sentences(text: str) -> list[str]:
             continue  # table rows and code fences are layout, not prose
         if sentence.endswith("?"):
             continue  # a question in the source asks, it does not answer
-        if sentence[-1] not in _END_PUNCT and len(terms(sentence)) < _MIN_UNPUNCTUATED_TOKENS:
+        listed = bool(_BULLET_RE.match(raw))
+        if sentence[-1] not in _END_PUNCT and not listed and len(terms(sentence)) < _MIN_UNPUNCTUATED_TOKENS:
             continue
         out.append(sentence)
     return out

@@ -174,6 +174,7 @@ class SentenceBuffer:
         Native citations never arrive as inline markers, and a cited block always carries the text
         it claims (the period often comes in an uncited block of its own), so such a sentence need
         not wait for the next block's first characters: it is released the moment its block closes.
+        This assumes what the API sends: text after a finished sentence starts with whitespace.
         """
         sentence = self._text[start:end]
         if not _FIRM_END_RE.search(sentence):

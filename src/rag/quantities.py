@@ -5,8 +5,15 @@ Dimensions and canonical units:
 - "duration" (s): ms, seconds, minutes, hours, days, weeks, months (365/12 days), years (365 days);
 - "rate_per_minute" (/min): "100 requests per minute", "100 req/min", "6,000 per hour";
 - "percent" (%);
-- "money_usd" / "money_eur" / "money_gbp": "$12", "USD 12", "12 dollars", "€5", "£3", "$1.5 million".
-Bare numbers without a unit are ignored. Offsets are end-exclusive into the given text.
+- "money_usd" / "money_eur" / "money_gbp": "$12", "USD 12", "12 dollars", "€5", "£3", "$1.5 million";
+- "money_usd_per_year" (and _eur_, _gbp_): money per period, normalised to one year: "$96 per year",
+  "$72 a year", "$8/month" (= 96 per year), "$20 per day" (= 7,300 per year);
+- "count:<stem>": a count of things named by the noun after the number, keyed by its Snowball stem:
+  "4 items" and "up to six items" are "count:item", "two free bulky waste collections" is
+  "count:collect" (the first plural word of the run that follows, else its first word). A count needs
+  a lowercase noun right after the number; years ("in 2010"), labels ("page 12", "Route 5 buses"),
+  times ("6:00 am") and numbers before stop words ("3 of") are not counts.
+Other bare numbers are ignored. Offsets are end-exclusive into the given text.
 """
 
 from __future__ import annotations
@@ -15,6 +22,8 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+
+from rag.text import STOP_WORDS, stem
 
 # Equal within this relative tolerance. Bytes allow one decimal/binary prefix step (1000 vs 1024: 2.4%);
 # months and years are calendar approximations (12 months vs 360 days: 1.4%).
@@ -78,6 +87,24 @@ _CURRENCY_PREFIXES = {"$": "money_usd", "us$": "money_usd", "usd": "money_usd", 
 _MULTIPLIERS = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9,
                 "b": 1e9}  # fmt: skip
 
+# Money per period, normalised to one year. Calendar tolerance: 52 weeks vs 365 days is 0.2%.
+_PER_YEAR = {"year": 1.0, "yr": 1.0, "annum": 1.0, "month": 12.0, "mo": 12.0, "week": 365 / 7, "wk": 365 / 7,
+             "day": 365.0, "hour": 365 * 24.0, "hr": 365 * 24.0}  # fmt: skip
+_PER_YEAR_ALT = "|".join(sorted(_PER_YEAR, key=len, reverse=True))
+_MONEY_PERIOD_RE = re.compile(
+    rf" ?(?:per|a|an|each|every|/) ?(?:calendar )?(?P<period>{_PER_YEAR_ALT})\b", re.IGNORECASE
+)
+# Counts: up to four lowercase words after the number; the noun is picked among them (see the docstring).
+_COUNT_WORDS_RE = re.compile(r"[ \u00a0](?P<words>[a-z]+(?: [a-z]+){0,3})")
+_NOT_NOUNS = frozenset({"am", "pm", "th", "st", "nd", "rd", "percent", "times"}) | STOP_WORDS
+# Words that make the number after them a label, not an amount ("page 12", "version 3 adds").
+_LABEL_WORDS = frozenset(
+    """page pages section sections step steps version chapter level levels article clause no number part phase
+    stage route room unit line table figure question rule option tier grade year day week month since vol
+    issue edition""".split()
+)  # fmt: skip
+_PREVIOUS_WORD_RE = re.compile(r"([A-Za-z]+)[ \u00a0]$")
+
 _UNIT_ALT = "|".join(sorted(set(_BYTE_UNITS) | set(_DURATION_UNITS), key=len, reverse=True))
 _UNIT_RE = re.compile(rf"(?P<sep>[ \u00a0]?-?[ \u00a0]?)(?P<unit>{_UNIT_ALT})(?![\w])", re.IGNORECASE)
 _PERCENT_RE = re.compile(r" ?(?:%|percent\b|per cent\b)", re.IGNORECASE)
@@ -113,17 +140,21 @@ def same_value(a: Quantity, b: Quantity) -> bool:
     return math.isclose(a.value, b.value, rel_tol=max(a.rel_tol, b.rel_tol), abs_tol=1e-9)
 
 
-def find_quantities(text: str) -> list[Quantity]:
-    """Every number with a recognised unit in `text`, in order of position; bare numbers are skipped."""
-    return list(_find(text))
+def find_quantities(text: str, *, counts: bool = True, years: bool = False) -> list[Quantity]:
+    """Every number with a recognised unit in `text`, in order of position; bare numbers are skipped.
+    `counts=False` leaves out counts of things ("4 items"); `years=True` adds calendar years ("in 1856",
+    "July 15, 1905") as dimension "year", equal only when identical."""
+    return list(_find(text, counts, years))
 
 
 @lru_cache(maxsize=4096)
-def _find(text: str) -> tuple[Quantity, ...]:
+def _find(text: str, counts: bool, years: bool) -> tuple[Quantity, ...]:
     # cached: the same chunk texts come back request after request
     found: list[Quantity] = []
     for start, end, number in _numbers(text):
-        quantity = _with_unit(text, start, end, number)
+        quantity = _with_unit(text, start, end, number, counts)
+        if quantity is None and years and _is_year(text, start, end):
+            quantity = _make(text, start, end, number, "year", "year", 0.0)
         if quantity is not None:
             found.append(quantity)
     return tuple(found)
@@ -145,7 +176,7 @@ def _numbers(text: str) -> list[tuple[int, int, float]]:
     return spans
 
 
-def _with_unit(text: str, start: int, end: int, number: float) -> Quantity | None:
+def _with_unit(text: str, start: int, end: int, number: float, counts: bool) -> Quantity | None:
     prefix = _CURRENCY_PREFIX_RE.search(text, max(0, start - 4), start)
     if prefix is not None and text[start].isdigit():
         value, stop = number, end
@@ -154,7 +185,7 @@ def _with_unit(text: str, start: int, end: int, number: float) -> Quantity | Non
             value *= _MULTIPLIERS[multiplier.group(1).lower()]
             stop = multiplier.end()
         dimension = _CURRENCY_PREFIXES[prefix.group().strip().lower()]
-        return _make(text, prefix.start(), stop, value, dimension, dimension.removeprefix("money_").upper())
+        return _money(text, prefix.start(), stop, value, dimension)
 
     percent = _PERCENT_RE.match(text, end)
     if percent is not None:
@@ -163,7 +194,7 @@ def _with_unit(text: str, start: int, end: int, number: float) -> Quantity | Non
     currency = _CURRENCY_SUFFIX_RE.match(text, end)
     if currency is not None:
         dimension = _CURRENCY_SUFFIXES[currency.group("cur").lower()]
-        return _make(text, start, currency.end(), number, dimension, dimension.removeprefix("money_").upper())
+        return _money(text, start, currency.end(), number, dimension)
 
     unit = _UNIT_RE.match(text, end)
     if unit is not None:
@@ -186,7 +217,66 @@ def _with_unit(text: str, start: int, end: int, number: float) -> Quantity | Non
     if rate is not None and not _names_a_unit(rate.group("what")):
         per_minute = number * _RATE_PERIODS[rate.group("period").lower()]
         return _make(text, start, rate.end(), per_minute, "rate_per_minute", "/min")
-    return None
+    return _count(text, start, end, number) if counts else None
+
+
+def _money(text: str, start: int, stop: int, value: float, dimension: str) -> Quantity:
+    currency = dimension.removeprefix("money_").upper()
+    period = _MONEY_PERIOD_RE.match(text, stop)
+    if period is None:
+        return _make(text, start, stop, value, dimension, currency)
+    per_year = value * _PER_YEAR[period.group("period").lower()]
+    return _make(
+        text, start, period.end(), per_year, f"{dimension}_per_year", f"{currency}/yr", CALENDAR_REL_TOL
+    )
+
+
+def _count(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """A count of things ("4 items"), or None when the number is a year, a label, a time or a decimal."""
+    written = text[start:end]
+    if not number.is_integer() or "." in written:
+        return None
+    if written.isdigit() and len(written) == 4 and 1000 <= number < 3000:
+        return None  # a year
+    if start > 0 and text[start - 1] in ":#/-–—":
+        return None  # "6:00", "#3", "24/7", "1-2"
+    previous = _PREVIOUS_WORD_RE.search(text, max(0, start - 30), start)
+    if previous is not None:
+        word = previous.group(1)
+        if word.lower() in _LABEL_WORDS or (
+            word[0].isupper() and not _starts_sentence(text, previous.start())
+        ):
+            return None  # "page 12", "Android 10 devices"
+    following = _COUNT_WORDS_RE.match(text, end)
+    if following is None:
+        return None
+    run: list[str] = []
+    for word in following.group("words").split(" "):
+        if word in _NOT_NOUNS or len(word) < 2:
+            break
+        run.append(word)
+    if not run:
+        return None
+    noun = next((i for i, w in enumerate(run) if _plural(w)), 0)
+    stop = following.start("words") + len(" ".join(run[: noun + 1]))
+    key = stem(run[noun])
+    return _make(text, start, stop, number, f"count:{key}", key)
+
+
+def _is_year(text: str, start: int, end: int) -> bool:
+    written = text[start:end]
+    if not (written.isdigit() and len(written) == 4 and 1000 <= int(written) < 2100):
+        return False
+    return not (end < len(text) and text[end].isalpha()) and not (start > 0 and text[start - 1] in "-–/#:")
+
+
+def _plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+
+
+def _starts_sentence(text: str, index: int) -> bool:
+    before = text[:index].rstrip(" \u00a0*_\"'(")
+    return not before or before[-1] in ".!?:;\n-•"
 
 
 def _names_a_unit(words: str) -> bool:
