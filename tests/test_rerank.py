@@ -1,7 +1,14 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.rerank import DEFAULT_LEXICAL_MIN_SCORE, LexicalReranker, _term_set, idf
+from rag.rerank import (
+    DEFAULT_LEXICAL_MIN_SCORE,
+    LexicalReranker,
+    _term_set,
+    english_idf,
+    idf,
+    term_weights,
+)
 from rag.text import terms
 from rag.types import Chunk, Scored
 
@@ -70,6 +77,37 @@ def test_lexical_rerank_keeps_bm25_in_lexical_field_and_does_not_mutate_input() 
     cand = _cand("a#c00", CORPUS[2], lexical=4.2)
     (scored,) = LexicalReranker().rerank("free trial", [cand], df=_df(CORPUS), n_chunks=5)
     assert scored.lexical == 4.2 and cand.score == 0.0 and scored.score == 1.0
+
+
+def test_english_idf_everyday_word_weighs_less_than_rare_word_and_unknown_word_most() -> None:
+    assert english_idf("think", 100) < english_idf("wonder", 100) < english_idf("fahrenheit", 100)
+    assert english_idf("qzxvwlumiobrand", 100) == idf(0, 100)
+
+
+def test_term_weights_never_exceed_corpus_idf_and_discount_everyday_absent_words() -> None:
+    df = {"trial": 3, "project": 90}
+    weights = term_weights("Could I really extend the trial for Kubernetes projects?", df, 100)
+    assert all(w <= idf(df.get(t, 0), 100) for t, w in weights.items())
+    assert weights["realli"] < 0.5 * idf(0, 100) < 0.99 * idf(0, 100) < weights["kubernet"]
+    assert weights["project"] == idf(90, 100)  # common in the corpus: cheap however rare in English
+
+
+def test_lexical_rerank_everyday_words_absent_from_corpus_do_not_sink_answering_chunk() -> None:
+    df = {"free": 5, "trial": 3, "last": 4}
+    cand = _cand("t#c00", "The free trial lasts 90 days.", lexical=2.0)
+    rerank = LexicalReranker().rerank
+    (everyday,) = rerank("How long does the free trial really last?", [cand], df=df, n_chunks=100)
+    (specific,) = rerank("How long does the free trial last on Kubernetes?", [cand], df=df, n_chunks=100)
+    assert everyday.score >= DEFAULT_LEXICAL_MIN_SCORE
+    assert specific.score < everyday.score
+
+
+def test_lexical_rerank_off_topic_question_sharing_only_everyday_words_scores_low() -> None:
+    df = {"water": 2, "point": 1, "project": 90}
+    cand = _cand("w#c00", "Point the hose at the water tank of the project.", lexical=2.0)
+    question = "What is the boiling point of water in Fahrenheit?"
+    (scored,) = LexicalReranker().rerank(question, [cand], df=df, n_chunks=100)
+    assert scored.score < DEFAULT_LEXICAL_MIN_SCORE
 
 
 @settings(max_examples=200, deadline=None)

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from rag.config import Settings
 from rag.embeddings import embedding_text, voyage_client
-from rag.text import terms
+from rag.text import content_words, stem, terms
 from rag.types import Scored
 
 logger = logging.getLogger(__name__)
@@ -27,6 +27,9 @@ DEFAULT_LEXICAL_MIN_SCORE = 0.47
 DEFAULT_VOYAGE_MIN_SCORE = 0.35
 # Share of the lexical score that BM25 can take away from a chunk ranked below the best BM25 match.
 BM25_WEIGHT = 0.3
+# Typical chunk length in words (chunk_document cuts 120-220 estimated tokens, about 90-170 words):
+# the passage size the general-English prior turns word frequencies into chunk frequencies for.
+CHUNK_WORDS = 130
 # Term sets of recently scored chunk texts: popular chunks recur across questions (about 3 KB each).
 TERM_CACHE_SIZE = 4096
 
@@ -44,7 +47,57 @@ class Reranker(Protocol):
 
 def idf(df: int, n_chunks: int) -> float:
     """BM25-style inverse document frequency, always > 0; largest for a term no chunk contains (df = 0)."""
+    return _idf(float(df), n_chunks)
+
+
+def _idf(df: float, n_chunks: int) -> float:
+    """`idf` for a real-valued (expected) document frequency df >= 0."""
     return math.log(1.0 + (max(n_chunks, df) - df + 0.5) / (df + 0.5))
+
+
+@lru_cache(maxsize=65_536)
+def english_frequency(word: str) -> float:
+    """How often `word` occurs in general English, per word of running text, in [0, 1).
+
+    From the English list bundled in the `wordfreq` package (no network); 0.0 for a word it
+    does not know (names, codes, jargon), so such a word is never discounted as common.
+    """
+    from wordfreq import word_frequency  # lazy: loading the list takes ~0.15 s
+
+    return float(word_frequency(word, "en"))
+
+
+def english_idf(word: str, n_chunks: int, *, chunk_words: int = CHUNK_WORDS) -> float:
+    """`idf` of `word` in an imagined corpus of `n_chunks` general-English passages of `chunk_words` words.
+
+    Its expected document frequency is n_chunks * P(a passage holds the word), with
+    P = 1 - exp(-chunk_words * english_frequency(word)). Same scale as `idf`, so the two compare;
+    equal to `idf(0, n_chunks)` for a word English does not know.
+    """
+    share = -math.expm1(-chunk_words * english_frequency(word))
+    return _idf(share * n_chunks, n_chunks)
+
+
+def term_weights(question: str, df: Mapping[str, int], n_chunks: int) -> dict[str, float]:
+    """Each distinct content term of `question` -> its information weight (> 0), in question order.
+
+    weight = min(corpus IDF, general-English IDF). In a small corpus an everyday word the documents
+    happen not to use ("think", "already", "far") gets the same top IDF as a real concept the corpus
+    lacks, so a question phrased in everyday words sinks below the retrieval gate. General English
+    tells the two apart: a term counts as informative only when it is rare both in the corpus and
+    in English. A word English does not know (product names, codes) keeps its corpus IDF, and a
+    word common in the corpus stays cheap however rare it is in English. Off-topic questions still
+    score low: their content words are absent from the corpus, so no chunk covers them, and what
+    they share with the corpus is mostly everyday words that now weigh less.
+    When several question words share a stem, the most frequent in English sets its weight.
+    """
+    surface: dict[str, list[str]] = {}
+    for word in content_words(question):
+        surface.setdefault(stem(word), []).append(word)
+    return {
+        term: min(idf(df.get(term, 0), n_chunks), min(english_idf(w, n_chunks) for w in words))
+        for term, words in surface.items()
+    }
 
 
 @lru_cache(maxsize=TERM_CACHE_SIZE)
@@ -64,11 +117,12 @@ def _sorted(scored: list[Scored]) -> list[Scored]:
 class LexicalReranker:
     """Offline relevance: how much of the question's *information* a chunk covers, nudged by BM25.
 
-    coverage = sum of IDF of the question's distinct content terms found in the chunk (text,
-    title or section) / sum of IDF of all of them. A term the corpus lacks (df = 0) gets the
-    largest IDF, so a question whose key terms are absent cannot reach a high coverage, while
-    words present in most chunks (low IDF) barely count: a chunk that shares only common words
-    scores low. score = coverage * (1 - BM25_WEIGHT + BM25_WEIGHT * bm25 / max bm25 among the
+    coverage = sum of the weights (`term_weights`: min of corpus and general-English IDF) of the
+    question's distinct content terms found in the chunk (text, title or section) / sum of the
+    weights of all of them. A specific term the corpus lacks keeps a large weight, so a question
+    whose key terms are absent cannot reach a high coverage, while words present in most chunks,
+    or everyday English words, barely count: a chunk that shares only such words scores low.
+    score = coverage * (1 - BM25_WEIGHT + BM25_WEIGHT * bm25 / max bm25 among the
     candidates). The product (not a sum) keeps the score absolute: the best BM25 match cannot
     be lifted above its coverage just for being the best of a poor set, and among chunks of
     equal coverage the one where the terms are denser ranks first.
@@ -85,7 +139,7 @@ class LexicalReranker:
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
-        weights = {t: idf(df.get(t, 0), n_chunks) for t in dict.fromkeys(terms(question))}
+        weights = term_weights(question, df, n_chunks)
         total = sum(weights.values())
         best = max((c.lexical for c in candidates), default=0.0)
         out = []

@@ -81,9 +81,14 @@ def stem(token: str) -> str:
     return str(stemmer.stemWord(token))
 
 
+def content_words(text: str) -> list[str]:
+    """The tokens `terms` keeps, unstemmed: no stop words or single letters (digits stay), in order."""
+    return [t for t in tokens(text) if (t not in STOP_WORDS and len(t) > 1) or t.isdigit()]
+
+
 def terms(text: str) -> list[str]:
     """Content terms: stemmed tokens without stop words, in order, duplicates kept."""
-    return [stem(t) for t in tokens(text) if (t not in STOP_WORDS and len(t) > 1) or t.isdigit()]
+    return [stem(t) for t in content_words(text)]
 
 
 def term_set(text: str) -> frozenset[str]:
