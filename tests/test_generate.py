@@ -275,3 +275,28 @@ def test_answer_type_reads_lead_time_and_type_nouns():
     assert not asks_price(
         "Which costs can volunteers claim?", answer_type("Which costs can volunteers claim?")
     )
+
+
+def test_generator_answers_from_a_table_row_stated_with_its_column_headers() -> None:
+    rates = block(
+        1,
+        "Boat hire rates for the season.\n\n| Boat | Price | Deposit |\n|---|---|---|\n"
+        "| Kayak | $30 per hour | $50 |\n| Canoe | $45 per hour | $80 |",
+        title="Harbour boat hire",
+        section="Rates",
+    )
+    texts = [
+        d.text for d in OfflineGenerator().generate("How much does a canoe cost per hour?", [rates]).drafts
+    ]
+    assert texts == ["Canoe: Price $45 per hour; Deposit $80."]
+
+
+def test_generator_does_not_take_a_date_for_an_amount() -> None:
+    notes = block(
+        1,
+        "Reading room keys are handed to each volunteer on 3 June. "
+        "A volunteer may hold at most 4 of them per shift.",
+        title="Reading room keys",
+    )
+    drafts = OfflineGenerator().generate("How many reading room keys may a volunteer hold?", [notes]).drafts
+    assert [d.text for d in drafts] == ["A volunteer may hold at most 4 of them per shift."]

@@ -57,3 +57,14 @@ def test_sentence_spans_are_ordered_disjoint_and_in_bounds(text: str) -> None:
         assert last <= start < end <= len(text)
         assert text[start:end] == text[start:end].strip()
         last = end
+
+
+def test_split_sentences_makes_each_table_row_its_own_sentence() -> None:
+    text = "Fees:\n\n| Item | Price |\n|---|---|\n| Kayak rental | $30 per hour |\n\nPay at the desk."
+    assert split_sentences(text) == [
+        "Fees:",
+        "| Item | Price |",
+        "|---|---|",
+        "| Kayak rental | $30 per hour |",
+        "Pay at the desk.",
+    ]

@@ -74,6 +74,8 @@ _MIN_UNPUNCTUATED_TOKENS = 8
 _BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _HEADING_RE = re.compile(r"^\s*#{1,6}\s")
 _SPACE_RE = re.compile(r"\s+")
+_TABLE_RULE_RE = re.compile(r":?-{2,}:?|")
+_HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 # Answer types: what kind of fact a question asks for, detected from its wording (plain English only).
@@ -147,6 +149,12 @@ _DATE_RE = re.compile(
     r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d\d\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b",
     re.IGNORECASE,
 )
+# Day-and-month or ISO dates: what a "how many / how much" answer is not.
+_CALENDAR_DATE_RE = re.compile(
+    rf"\b(?:{_MONTHS})\b\.?\s*\d{{1,2}}\b(?:,?\s*\d{{4}})?|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\b(?:\s+\d{{4}})?"
+    r"|\b\d{4}-\d{2}-\d{2}\b",
+    re.IGNORECASE,
+)
 # A capitalised word after a place preposition ("in Lisbon", "near Porto"), not a month or weekday.
 _PLACE_RE = re.compile(r"\b(?:in|at|near|from|outside|inside)\s+(?:the\s+)?([A-Z][\w'-]+)")
 _CAPITALISED_RE = re.compile(r"(?<=[a-z,;:] )([A-Z][a-z][\w'-]*)")
@@ -207,7 +215,13 @@ def type_match(sentence: str, kind: AnswerType, question: str) -> float:
     asked = {t.lower() for t in _WORD_TOKEN_RE.findall(question)}
     figures = [w for w in _WORD_TOKEN_RE.findall(sentence) if w.lower() not in asked and _FIGURE_RE.search(w)]
     if kind == "number":
-        return 1.0 if figures else 0.0
+        # a date ("3 June", "2026-05-12") is not an amount
+        undated = _CALENDAR_DATE_RE.sub(" ", sentence)
+        return (
+            1.0
+            if any(_FIGURE_RE.search(w) for w in _WORD_TOKEN_RE.findall(undated) if w.lower() not in asked)
+            else 0.0
+        )
     if kind == "time":
         if figures and _TIME_WORD_RE.search(sentence):
             return 1.0
@@ -513,16 +527,51 @@ class OfflineGenerator:
         return Draft(text=best[1], claims=(Claim(n=best[2]),))
 
 
+def _table_cells(line: str) -> list[str] | None:
+    """The cells of a Markdown table row ("| a | b |"), or None when the line is not one."""
+    line = line.strip()
+    if not line.startswith("|") or line.count("|") < 2:
+        return None
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def _table_row(cells: list[str], header: list[str] | None) -> str:
+    """A data row as a statement: "label: Header2 cell2; Header3 cell3." (cells alone without a header)."""
+    label, rest = cells[0], cells[1:]
+    if header is not None and len(header) == len(cells):
+        parts = [f"{h} {c}" if h else c for h, c in zip(header[1:], rest, strict=True) if c]
+    else:
+        parts = [c for c in rest if c]
+    body = "; ".join(parts)
+    sentence = f"{label}: {body}" if label and body else label or body
+    return _SPACE_RE.sub(" ", sentence).strip().rstrip(".") + "."
+
+
 def _sentences(text: str) -> list[str]:
-    """The answer-worthy sentences of a block: bullets stripped, whitespace collapsed, headings skipped."""
+    """The answer-worthy sentences of a block: bullets stripped, whitespace collapsed, headings skipped,
+    table rows rendered as statements with their column headers."""
     out = []
-    for start, end in sentence_spans(text):
+    spans = sentence_spans(text)
+    header: list[str] | None = None
+    for i, (start, end) in enumerate(spans):
         raw = text[start:end]
         if _HEADING_RE.match(raw):
             continue
+        cells = _table_cells(raw)
+        if cells is not None:
+            if all(_TABLE_RULE_RE.fullmatch(c) for c in cells):
+                continue
+            following = _table_cells(text[spans[i + 1][0] : spans[i + 1][1]]) if i + 1 < len(spans) else None
+            if following is not None and all(_TABLE_RULE_RE.fullmatch(c) for c in following):
+                header = cells  # a header row: the rule row follows it
+                continue
+            if any(_HAS_LETTER_OR_DIGIT_RE.search(c) for c in cells):
+                out.append(_table_row(cells, header))
+            continue
+        header = None
         sentence = _SPACE_RE.sub(" ", _BULLET_RE.sub("", raw)).strip()
-        if not sentence or sentence.count("|") >= 2 or "```" in sentence:
-            continue  # table rows and code fences are layout, not prose
+        if not sentence or "```" in sentence:
+            continue  # code fences are layout, not prose
         if sentence.endswith("?"):
             continue  # a question in the source asks, it does not answer
         listed = bool(_BULLET_RE.match(raw))

@@ -46,7 +46,7 @@ ABBREVIATIONS = frozenset(
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets and citation markers),
 # then whitespace. Markers like "[1]" or "[1, 3]" after the stop belong to the sentence before.
 _END_RE = re.compile(r"""[.!?]+["'”’)\]]*(?:\s*\[\d+(?:\s*[,–-]\s*\d+)*\])*(?=\s+|$)""")
-_BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})\s)")
+_BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})\s)|\n(?=[ \t]*\|)")
 
 # Snowball stemmer objects keep per-call state and are not thread-safe: one per thread
 # (the API answers questions in a threadpool).
@@ -111,7 +111,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Sentence spans (start, end), end-exclusive, stripped of surrounding whitespace.
 
     Never cuts inside "e.g.", "v2.3", "$0.67", "U.S." or decimals; blank lines, list
-    items and headings always start a new sentence.
+    items, headings and table rows always start a new sentence.
     """
     spans: list[tuple[int, int]] = []
     for block_start, block_end in _blocks(text):
