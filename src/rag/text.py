@@ -91,7 +91,11 @@ def terms(text: str) -> list[str]:
     return [stem(t) for t in content_words(text)]
 
 
+# Cached by text: the same chunks and sentences are scored request after request, and tokenising
+# and stemming them is most of the offline pipeline's cost.
+@lru_cache(maxsize=50_000)
 def term_set(text: str) -> frozenset[str]:
+    """The distinct content terms of `text` (see `terms`)."""
     return frozenset(terms(text))
 
 
