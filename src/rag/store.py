@@ -161,19 +161,46 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _chunk(row: Sequence[Any]) -> Chunk:
+def chunk_from_row(row: Sequence[Any]) -> Chunk:
+    """A Chunk from a row (chunk_id, doc_id, title, section, text, updated_at, url, page, start, end);
+    `updated_at` may be an ISO string (SQLite) or a date (PostgreSQL)."""
+    updated = row[5]
     return Chunk(
         chunk_id=row[0],
         doc_id=row[1],
         title=row[2],
         section=row[3],
         text=row[4],
-        updated_at=_date(row[5]),
+        updated_at=_date(updated) if isinstance(updated, str) or updated is None else updated,
         url=row[6],
         page=row[7],
         start_char=row[8],
         end_char=row[9],
     )
+
+
+def top_cosine(
+    matrix: Any, ids: Sequence[str], vector: Sequence[float], limit: int
+) -> list[tuple[str, float]]:
+    """The `limit` ids whose unit-normalised rows of `matrix` are most similar to `vector`, best first
+    (ties by id); empty for a zero vector."""
+    import numpy as np
+
+    query = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    if norm == 0.0 or not len(ids):
+        return []
+    sims = matrix @ (query / norm)
+    k = min(limit, len(ids))
+    top = np.argpartition(-sims, k - 1)[:k]
+    order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), ids[i]))
+    return [(ids[i], float(sims[i])) for i in order]
+
+
+def chunks_by_score(store: Store, ranked: Sequence[tuple[str, float]]) -> list[tuple[Chunk, float]]:
+    """(chunk, score) for ranked chunk ids that still exist, in the given order."""
+    chunks = {c.chunk_id: c for c in store.get_chunks([cid for cid, _ in ranked])}
+    return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
 
 class SqliteStore:
@@ -364,7 +391,7 @@ class SqliteStore:
             and conn.execute("SELECT 1 FROM documents WHERE doc_id = ?", (doc_id,)).fetchone() is None
         ):
             raise NotFound(f"unknown document {doc_id!r}")
-        return [_chunk(row) for row in rows]
+        return [chunk_from_row(row) for row in rows]
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         row = (
@@ -374,7 +401,7 @@ class SqliteStore:
         )
         if row is None:
             raise NotFound(f"unknown chunk {chunk_id!r}")
-        return _chunk(row)
+        return chunk_from_row(row)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         found: dict[str, Chunk] = {}
@@ -386,7 +413,7 @@ class SqliteStore:
             for row in conn.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id IN ({marks})", batch
             ):
-                found[row[0]] = _chunk(row)
+                found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
     # lexical index
@@ -402,7 +429,7 @@ class SqliteStore:
                 raise
             logger.warning("FTS query %r rejected: %s", query, exc)
             return []
-        return [(_chunk(row), float(row[10])) for row in rows]
+        return [(chunk_from_row(row), float(row[10])) for row in rows]
 
     def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
         conn = self._conn()
@@ -436,24 +463,12 @@ class SqliteStore:
     # embeddings
 
     def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
-        import numpy as np
-
         if limit <= 0 or not len(vector):
             return []
         loaded = self._load_vectors(len(vector))
         if loaded is None:
             return []
-        matrix, ids = loaded
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if norm == 0.0:
-            return []
-        sims = matrix @ (query / norm)
-        k = min(limit, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), ids[i]))
-        chunks = {c.chunk_id: c for c in self.get_chunks([ids[i] for i in order])}
-        return [(chunks[ids[i]], float(sims[i])) for i in order if ids[i] in chunks]
+        return chunks_by_score(self, top_cosine(*loaded, vector, limit))
 
     def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
         """Unit-normalised float32 matrix of every stored vector of `dim`, cached until the table changes."""

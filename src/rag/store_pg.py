@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool
 from rag.errors import NotFound
 from rag.migrations_pg import migrate, quote_ident, vector_schema
 from rag.serialize import dumps
-from rag.store import BM25_WEIGHTS, MAX_QUERY_TERMS
+from rag.store import BM25_WEIGHTS, MAX_QUERY_TERMS, chunk_from_row, chunks_by_score, top_cosine
 from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
 
@@ -108,21 +108,6 @@ def _field(text: str) -> tuple[str, int]:
     stemmed = terms(text)
     joined = " ".join(filter(None, (lexeme(t) for t in stemmed)))
     return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
-
-
-def _chunk(row: Sequence[Any]) -> Chunk:
-    return Chunk(
-        chunk_id=row[0],
-        doc_id=row[1],
-        title=row[2],
-        section=row[3],
-        text=row[4],
-        updated_at=row[5],
-        url=row[6],
-        page=row[7],
-        start_char=row[8],
-        end_char=row[9],
-    )
 
 
 def _iso(value: datetime) -> str:
@@ -353,7 +338,7 @@ class PgStore:
                 and conn.execute("SELECT 1 FROM documents WHERE doc_id = %s", (doc_id,)).fetchone() is None
             ):
                 raise NotFound(f"unknown document {doc_id!r}")
-        return [_chunk(row) for row in rows]
+        return [chunk_from_row(row) for row in rows]
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         with self.pool.connection() as conn:
@@ -362,7 +347,7 @@ class PgStore:
             ).fetchone()
         if row is None:
             raise NotFound(f"unknown chunk {chunk_id!r}")
-        return _chunk(row)
+        return chunk_from_row(row)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         unique = list(dict.fromkeys(chunk_ids))
@@ -372,7 +357,7 @@ class PgStore:
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ANY(%s::text[])", (unique,)
             ).fetchall()
-        found = {row[0]: _chunk(row) for row in rows}
+        found = {row[0]: chunk_from_row(row) for row in rows}
         return [found[cid] for cid in chunk_ids if cid in found]
 
     # lexical index
@@ -390,7 +375,7 @@ class PgStore:
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (list(scores),)
             ).fetchall()
-        found = [(_chunk(row), scores[row[10]]) for row in rows]
+        found = [(chunk_from_row(row), scores[row[10]]) for row in rows]
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
 
@@ -513,22 +498,10 @@ class PgStore:
             return []
         if self._vector_schema is not None:
             return self._similar_pgvector(vector, limit)
-        import numpy as np
-
         loaded = self._load_vectors(len(vector))
         if loaded is None:
             return []
-        matrix, ids = loaded
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        if norm == 0.0:
-            return []
-        sims = matrix @ (query / norm)
-        k = min(limit, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        order = sorted(top.tolist(), key=lambda i: (-float(sims[i]), ids[i]))
-        chunks = {c.chunk_id: c for c in self.get_chunks([ids[i] for i in order])}
-        return [(chunks[ids[i]], float(sims[i])) for i in order if ids[i] in chunks]
+        return chunks_by_score(self, top_cosine(*loaded, vector, limit))
 
     def _similar_pgvector(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
         schema = quote_ident(str(self._vector_schema))
@@ -542,7 +515,7 @@ class PgStore:
                 f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
                 {"q": literal, "dim": dim, "limit": limit},
             ).fetchall()
-        return [(_chunk(row), float(row[10])) for row in rows]
+        return [(chunk_from_row(row), float(row[10])) for row in rows]
 
     def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
         """Unit-normalised float32 matrix of every stored vector of `dim`, cached until the table changes."""
