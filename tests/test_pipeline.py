@@ -248,7 +248,15 @@ def test_pipeline_compression_keeps_verified_citations(corpus_db: str) -> None:
     answer = pipeline.answer(ANSWERABLE)
     assert not answer.abstained
     assert answer.timings["compress"] > 0
+    before, after = answer.timings["compress_tokens_before"], answer.timings["compress_tokens_after"]
+    assert 0 < after < before
+    assert answer.timings["compress_saving_pct"] == round(100 * (before - after) / before, 1)
     assert_fully_cited(answer, store)
+
+
+def test_pipeline_without_compression_reports_no_compression_figures(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    assert not any(k.startswith("compress_") for k in pipeline.answer(ANSWERABLE).timings)
 
 
 # streaming

@@ -163,7 +163,12 @@ class Pipeline:
             return front
         if self.compressor is not None:
             with _timed(timings, "compress"):
-                blocks = list(self.compressor.compress(q, blocks).blocks)
+                compression = self.compressor.compress(q, blocks)
+            blocks = list(compression.blocks)
+            # not milliseconds: the context size the compressor saw and left, and the saving in percent
+            timings["compress_tokens_before"] = float(compression.tokens_before)
+            timings["compress_tokens_after"] = float(compression.tokens_after)
+            timings["compress_saving_pct"] = compression.saving_pct
         front.blocks = tuple(blocks)
         return front
 
@@ -427,8 +432,10 @@ def _stamp(front: _Front) -> dict[str, float]:
 
 
 def _all_stages(timings: dict[str, float]) -> dict[str, float]:
-    """Milliseconds for every stage in STAGES order (0.0 for stages that did not run)."""
-    return {stage: timings.get(stage, 0.0) for stage in STAGES}
+    """Milliseconds for every stage in STAGES order (0.0 for stages that did not run), then the
+    compression figures when compression ran."""
+    extra = {k: v for k, v in timings.items() if k.startswith("compress_")}
+    return {**{stage: timings.get(stage, 0.0) for stage in STAGES}, **extra}
 
 
 def _dropped(verdict: Verdict) -> Dropped:

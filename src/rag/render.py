@@ -101,6 +101,12 @@ def format_answer(answer: Answer) -> str:
     if answer.message:
         lines.append(f"Note: {answer.message}")
     lines.append(_sources(answer.blocks, answer.citations))
+    if "compress_tokens_before" in answer.timings:
+        t = answer.timings
+        lines.append(
+            f"Compression: {t['compress_tokens_before']:.0f} tokens before -> "
+            f"{t['compress_tokens_after']:.0f} after, saving {t['compress_saving_pct']:.0f}%"
+        )
     return "\n".join(lines)
 
 
