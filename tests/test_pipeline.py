@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rag.compress import Compression, compression_of
 from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
 from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
@@ -16,7 +17,7 @@ from rag.ingest import ingest_paths
 from rag.pipeline import STAGES, Pipeline, build_pipeline, validate_question
 from rag.render import format_answer
 from rag.store import SqliteStore, Store
-from rag.types import Answer, AskRecord, Block, Generation, Piece
+from rag.types import Answer, AskRecord, Block, Generation, Piece, Usage
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 
@@ -342,3 +343,20 @@ def test_format_answer_refusal_lists_closest_matches(corpus_db: str) -> None:
     text = format_answer(pipeline.answer(NEAR_MISS))
     assert text.startswith("Refused (no_citations)")
     assert "Closest matches:" in text
+
+
+class MeteredCompressor:
+    """A real compressor (keeps blocks unchanged) whose model usage is a known figure."""
+
+    name = "metered"
+
+    def compress(self, question: str, blocks: Sequence[Block]) -> Compression:
+        return compression_of(blocks, blocks, usage=Usage(input_tokens=1003, output_tokens=17))
+
+
+def test_pipeline_answer_usage_includes_the_compressor_model_calls(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    pipeline.compressor = MeteredCompressor()
+    answer = pipeline.answer(ANSWERABLE)
+    assert not answer.abstained
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (1003, 17)

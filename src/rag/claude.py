@@ -348,7 +348,7 @@ class ClaudeCompressor:
         with ThreadPoolExecutor(max_workers=min(8, len(blocks)), thread_name_prefix="compress") as pool:
             results = list(pool.map(lambda b: self._one(question, b), blocks))
         self.usage = sum((u for _, u in results), Usage())
-        return compression_of(blocks, [b for b, _ in results])
+        return compression_of(blocks, [b for b, _ in results], usage=self.usage)
 
     def _one(self, question: str, block: Block) -> tuple[Block, Usage]:
         original = block.chunk.text

@@ -8,12 +8,12 @@ block revert to the original text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag.assemble import context_tokens
 from rag.text import sentence_spans, term_set
-from rag.types import Block
+from rag.types import Block, Usage
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,6 +23,7 @@ class Compression:
     blocks: tuple[Block, ...]
     tokens_before: int
     tokens_after: int
+    usage: Usage = field(default_factory=Usage)
 
     @property
     def saving_pct(self) -> float:
@@ -55,10 +56,15 @@ def keep_verbatim(original: str, compressed: str) -> str:
     return compressed
 
 
-def compression_of(before: Sequence[Block], after: Sequence[Block]) -> Compression:
-    """Package compressed blocks with their before/after token estimates."""
+def compression_of(
+    before: Sequence[Block], after: Sequence[Block], *, usage: Usage | None = None
+) -> Compression:
+    """Package compressed blocks with their before/after token estimates and the model's usage."""
     return Compression(
-        blocks=tuple(after), tokens_before=context_tokens(before), tokens_after=context_tokens(after)
+        blocks=tuple(after),
+        tokens_before=context_tokens(before),
+        tokens_after=context_tokens(after),
+        usage=usage or Usage(),
     )
 
 

@@ -98,6 +98,7 @@ class _Front:
     conflict: Conflict | None = None
     note: str = ""
     refusal: Answer | None = None
+    usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
 
@@ -165,6 +166,7 @@ class Pipeline:
             with _timed(timings, "compress"):
                 compression = self.compressor.compress(q, blocks)
             blocks = list(compression.blocks)
+            front.usage = compression.usage
             # not milliseconds: the context size the compressor saw and left, and the saving in percent
             timings["compress_tokens_before"] = float(compression.tokens_before)
             timings["compress_tokens_after"] = float(compression.tokens_after)
@@ -236,7 +238,7 @@ class Pipeline:
         min_overlap = self.settings.min_overlap
         with _timed(timings, "generate"):
             generation = self.generator.generate(q, blocks)
-        usage = generation.usage
+        usage = front.usage + generation.usage
         with _timed(timings, "verify"):
             verdicts = verify(generation.drafts, blocks, min_overlap=min_overlap)
         history = [_summary(v, "draft 1") for v in verdicts]
@@ -318,7 +320,7 @@ class Pipeline:
         sentences: list[Sentence] = []
         dropped: list[Dropped] = []
         history: list[str] = []
-        usage = Usage()
+        usage = front.usage
         refused = False
         outcome: Answer | None = None
         buffer = SentenceBuffer()
