@@ -29,3 +29,19 @@ def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A SQLite store with the bundled corpus ingested, one per test module (modules write asks to it)."""
+    from rag.config import load_settings
+    from rag.ingest import ingest_paths
+    from rag.store import SqliteStore
+
+    path = str(tmp_path_factory.mktemp("corpus") / "corpus.db")
+    store = SqliteStore(path)
+    try:
+        ingest_paths(store, [str(CORPUS)], settings=load_settings(db=path, mock=True))
+    finally:
+        store.close()
+    return path

@@ -18,7 +18,6 @@ from rag.api.shapes import chunk_path, with_links
 from rag.config import load_settings
 from rag.errors import UpstreamUnavailable
 from rag.generate import Generator
-from rag.ingest import ingest_paths
 from rag.pipeline import build_pipeline
 from rag.schemas import AnswerOut, ChunkOut, DocumentOut, ErrorOut, HealthOut, ReadyOut
 from rag.store import Store, open_store
@@ -61,18 +60,6 @@ class BrokenStore:
 
     def stats(self) -> StoreStats:
         raise sqlite3.OperationalError("unable to open database file")
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("api") / "rag.db")
-    settings = load_settings(db=path, mock=True)
-    store = open_store(settings)
-    try:
-        ingest_paths(store, [str(CORPUS)], settings=settings)
-    finally:
-        store.close()
-    return path
 
 
 @contextmanager

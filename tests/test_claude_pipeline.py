@@ -13,7 +13,6 @@ from rag.claude import ClaudeGenerator
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
 from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
-from rag.ingest import ingest_paths
 from rag.pipeline import Pipeline, build_pipeline
 from rag.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
 from rag.store import SqliteStore
@@ -32,15 +31,6 @@ GOOD = reply(
     text("."),
     thinking=True,
 )
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("claude_pipeline") / "corpus.db")
-    store = SqliteStore(path)
-    ingest_paths(store, [str(CORPUS)], settings=load_settings(db=path, mock=True))
-    store.close()
-    return path
 
 
 def _settings(fake: FakeAnthropic, db: str, **overrides: Any) -> Settings:

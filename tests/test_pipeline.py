@@ -13,7 +13,6 @@ from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
 from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
 from rag.generate import OfflineGenerator
-from rag.ingest import ingest_paths
 from rag.pipeline import STAGES, Pipeline, build_pipeline, validate_question
 from rag.render import format_answer
 from rag.store import SqliteStore, Store
@@ -25,15 +24,6 @@ ANSWERABLE = "How long do deleted projects stay in the trash?"
 OFF_TOPIC = "What is the capital of Australia?"
 NEAR_MISS = "Can I get my mobile phone bill reimbursed?"
 CONFLICT = "What is the maximum file upload size?"
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("pipeline") / "corpus.db")
-    store = SqliteStore(path)
-    ingest_paths(store, [str(CORPUS)], settings=load_settings(db=path, mock=True))
-    store.close()
-    return path
 
 
 class RecordingStore:

@@ -17,7 +17,6 @@ from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
 from rag.generate import Generator, OfflineGenerator
-from rag.ingest import ingest_paths
 from rag.pipeline import build_pipeline
 from rag.store import open_store
 from rag.types import Block, Generation, Piece
@@ -129,18 +128,6 @@ class EndlessGenerator:
                 yield Piece(text="word ")
         finally:
             self.closed = True
-
-
-@pytest.fixture(scope="module")
-def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = str(tmp_path_factory.mktemp("stream") / "rag.db")
-    settings = load_settings(db=path, mock=True)
-    store = open_store(settings)
-    try:
-        ingest_paths(store, [str(CORPUS)], settings=settings)
-    finally:
-        store.close()
-    return path
 
 
 def settings_for(db: str, **overrides: Any) -> Settings:
