@@ -149,27 +149,6 @@ def test_wants_quantity_detects_amount_questions_only():
     assert not wants_quantity("Who approves expense claims?")
 
 
-def test_answer_type_reads_question_wording():
-    from rag.generate import answer_type
-
-    assert answer_type("How often does the sync run?") == "time"
-    assert answer_type("When does the old API stop working?") == "date"
-    assert answer_type("How many guests can I invite?") == "number"
-    assert answer_type("Why did the uploads fail?") == "cause"
-    assert answer_type("Where is the summit held?") == "place"
-    assert answer_type("Can I export a board?") == ""
-
-
-def test_type_match_ignores_figure_the_question_already_states():
-    from rag.generate import type_match
-
-    q = "How many seats does the v1 plan include?"
-    assert type_match("The v1 plan is deprecated.", "number", q) == 0.0
-    assert type_match("The v1 plan includes 5 seats.", "number", q) == 1.0
-    assert type_match("It keeps working until 14 November 2026.", "date", "When does it stop?") == 1.0
-    assert type_match("It keeps working for now.", "date", "When does it stop?") == 0.0
-
-
 def test_generate_time_question_takes_figure_sentence_using_neighbour_context():
     text = (
         "Changes made in the tracker reach boards through webhooks. "
@@ -264,17 +243,6 @@ def test_generate_short_list_item_is_an_answer_not_a_label():
         "How long can I borrow a cello?", [block(1, text, section="Borrowing instruments")]
     )
     assert out.drafts[0].text == "Cellos and basses: 10 days"
-
-
-def test_answer_type_reads_lead_time_and_type_nouns():
-    from rag.generate import answer_type, asks_price
-
-    assert answer_type("How far ahead must we book the hall?") == "time"
-    assert answer_type("Which days is the depot open?") == "date"
-    assert asks_price("What does a day ticket cost?", "number")
-    assert not asks_price(
-        "Which costs can volunteers claim?", answer_type("Which costs can volunteers claim?")
-    )
 
 
 def test_generator_answers_from_a_table_row_stated_with_its_column_headers() -> None:

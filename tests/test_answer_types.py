@@ -1,0 +1,27 @@
+from rag.answer_types import answer_type, asks_price, type_match
+
+
+def test_answer_type_reads_question_wording():
+    assert answer_type("How often does the sync run?") == "time"
+    assert answer_type("When does the old API stop working?") == "date"
+    assert answer_type("How many guests can I invite?") == "number"
+    assert answer_type("Why did the uploads fail?") == "cause"
+    assert answer_type("Where is the summit held?") == "place"
+    assert answer_type("Can I export a board?") == ""
+
+
+def test_type_match_ignores_figure_the_question_already_states():
+    q = "How many seats does the v1 plan include?"
+    assert type_match("The v1 plan is deprecated.", "number", q) == 0.0
+    assert type_match("The v1 plan includes 5 seats.", "number", q) == 1.0
+    assert type_match("It keeps working until 14 November 2026.", "date", "When does it stop?") == 1.0
+    assert type_match("It keeps working for now.", "date", "When does it stop?") == 0.0
+
+
+def test_answer_type_reads_lead_time_and_type_nouns():
+    assert answer_type("How far ahead must we book the hall?") == "time"
+    assert answer_type("Which days is the depot open?") == "date"
+    assert asks_price("What does a day ticket cost?", "number")
+    assert not asks_price(
+        "Which costs can volunteers claim?", answer_type("Which costs can volunteers claim?")
+    )
