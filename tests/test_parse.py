@@ -191,10 +191,13 @@ def test_sentence_buffer_native_drafts_do_not_depend_on_piece_split_or_claim_ord
 ) -> None:
     # Claude's cited blocks carry the text they claim: a citation-only empty block after a finished
     # sentence is not a shape it sends (that sentence is released as soon as its block closes).
-    # Nor does a block glue its first letter to a sentence that ended the block before ("aa." + "b").
+    # Nor does text glue its first letter to a sentence that ended at a block boundary ("aa." + "b").
     for before, (text, numbers, _) in zip(blocks, blocks[1:], strict=False):
         assume(not (numbers and not text.strip() and before[0].strip()))
-        assume(not (before[0].rstrip(" ").endswith((".", "!", "?")) and text[:1].strip()))
+    texts = [text for text, _, _ in blocks]
+    for i in range(1, len(texts)):
+        so_far, rest = "".join(texts[:i]), "".join(texts[i:])
+        assume(not (so_far.endswith((".", "!", "?")) and rest[:1].strip()))
     whole: list[Piece] = []
     split: list[Piece] = []
     for index, (text, numbers, claims_first) in enumerate(blocks, start=1):
