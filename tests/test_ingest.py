@@ -95,6 +95,15 @@ def test_parse_document_html_keeps_headings_and_drops_scripts() -> None:
     assert doc.text == "## Part & whole\n\nText\nmore\n"
 
 
+def test_parse_document_html_tables_become_markdown_rows_and_menus_are_dropped() -> None:
+    raw = (
+        b"<nav>Home | Fees</nav><h1>Boat hire</h1><table><tr><th>Boat</th><th>Price</th></tr>"
+        b"<tr><td>Kayak</td><td>$30 per hour</td></tr></table><footer>(c) 2026 | Privacy</footer>"
+    )
+    doc = parse_document(raw, Path("/r/boats.html"), root=Path("/r"))
+    assert doc.text == "# Boat hire\n\n| Boat | Price |\n|---|---|\n| Kayak | $30 per hour |\n"
+
+
 def test_parse_document_html_title_falls_back_to_first_h1() -> None:
     doc = parse_document(b"<h1>Main</h1><p>x</p>", Path("/r/p.htm"), root=Path("/r"))
     assert doc.title == "Main"

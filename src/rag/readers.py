@@ -39,7 +39,8 @@ _SPACES_RE = re.compile(r"\s+")
 class _HtmlText(HTMLParser):
     """HTML to plain text: block elements become line breaks, h1-h6 become '#' heading lines."""
 
-    _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head"})
+    # Page furniture is not content: navigation menus and footers repeat on every page.
+    _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "nav", "footer"})
     _BLOCK = frozenset(
         "p div section article header footer main nav aside ul ol table thead tbody tr blockquote pre hr"
         " dl dt dd figure figcaption form address details summary".split()
@@ -54,6 +55,9 @@ class _HtmlText(HTMLParser):
         self._in_title = False
         self._heading: list[str] | None = None
         self._heading_level = 0
+        self._cells = 0  # cells opened in the current table row
+        self._header_row = False  # the current row has <th> cells
+        self._rows = 0  # rows written in the current table
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "title":
@@ -66,7 +70,16 @@ class _HtmlText(HTMLParser):
             self.parts.append("\n- ")
         elif tag == "br":
             self.parts.append("\n")
+        elif tag == "table":
+            self._rows = 0
+            self.parts.append("\n\n")
+        elif tag == "tr":
+            self._cells, self._header_row = 0, False
+            self.parts.append("\n|")
         elif tag in ("td", "th"):
+            # table rows become Markdown rows ("| a | b |"), so cells stay apart and headers stay known
+            self._cells += 1
+            self._header_row = self._header_row or (tag == "th" and self._rows == 0)
             self.parts.append(" ")
         elif tag in self._BLOCK:
             self.parts.append("\n\n")
@@ -87,6 +100,12 @@ class _HtmlText(HTMLParser):
                 if self._heading_level == 1 and not self.first_h1:
                     self.first_h1 = heading
                 self.parts.append(f"\n\n{'#' * self._heading_level} {heading}\n\n")
+        elif tag in ("td", "th"):
+            self.parts.append(" |")
+        elif tag == "tr":
+            if self._header_row and self._cells:
+                self.parts.append("\n|" + "---|" * self._cells)
+            self._rows += 1
         elif tag in self._BLOCK:
             self.parts.append("\n")
 
