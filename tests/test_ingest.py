@@ -104,6 +104,21 @@ def test_parse_document_html_tables_become_markdown_rows_and_menus_are_dropped()
     assert doc.text == "# Boat hire\n\n| Boat | Price |\n|---|---|\n| Kayak | $30 per hour |\n"
 
 
+@pytest.mark.parametrize(
+    ("url", "kept"),
+    [
+        ("https://docs.example/a", "https://docs.example/a"),
+        ("/handbook/a", "/handbook/a"),
+        ("javascript:alert(1)", ""),
+        ("data:text/html,<script>x</script>", ""),
+        ("//evil.example/a", ""),
+    ],
+)
+def test_parse_document_keeps_only_web_or_site_relative_urls(url: str, kept: str) -> None:
+    raw = f"---\ntitle: T\nurl: '{url}'\n---\nBody text.\n".encode()
+    assert parse_document(raw, Path("/r/a.md"), root=Path("/r")).url == kept
+
+
 def test_parse_document_html_title_falls_back_to_first_h1() -> None:
     doc = parse_document(b"<h1>Main</h1><p>x</p>", Path("/r/p.htm"), root=Path("/r"))
     assert doc.title == "Main"

@@ -124,6 +124,15 @@ class _HtmlText(HTMLParser):
         return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip("\n") + "\n"
 
 
+# Citations link to a document's url, so only web links and site-relative paths are kept
+# ("javascript:" or "data:" urls in front matter would run in a reader's browser).
+_LINK_RE = re.compile(r"^(?:https?://|/(?!/))", re.IGNORECASE)
+
+
+def _link(url: str) -> str:
+    return url if _LINK_RE.match(url) else ""
+
+
 def slugify(value: str) -> str:
     return _SLUG_RE.sub("-", value.lower()).strip("-")
 
@@ -213,7 +222,7 @@ def parse_document(raw: bytes, path: Path, *, root: Path, content_hash: str = ""
         title=title,
         text=body,
         source_path=str(path.resolve()),
-        url=str(meta.get("url") or "").strip(),
+        url=_link(str(meta.get("url") or "").strip()),
         updated_at=_parse_updated(meta.get("updated"), where),
         content_hash=content_hash,
     )

@@ -572,6 +572,17 @@
     ui.sourceText.replaceChildren(...nodes);
   }
 
+  /** A document URL fit for a link: http(s) or site-relative only (front matter is untrusted). */
+  function safeUrl(url) {
+    if (!url) return "";
+    try {
+      const parsed = new URL(url, window.location.href);
+      return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.href : "";
+    } catch (_) {
+      return "";
+    }
+  }
+
   function fillProvenance(info, n) {
     ui.sourceN.textContent = n ? `[${n}]` : "";
     ui.sourceTitle.textContent = info.title || info.doc_id || info.chunk_id || "";
@@ -579,8 +590,9 @@
     ui.sourceSection.textContent = section;
     ui.sourceSection.hidden = !section;
     ui.sourceUpdated.replaceChildren(timeEl(info.updated_at, "Updated"));
-    if (info.url) {
-      ui.sourceLink.href = info.url;
+    const url = safeUrl(info.url);
+    if (url) {
+      ui.sourceLink.href = url;
       ui.sourceLink.hidden = false;
     } else {
       ui.sourceLink.removeAttribute("href");
