@@ -323,3 +323,14 @@ def test_detect_conflict_years_ignored_unless_the_question_asks_when() -> None:
 def test_detect_conflict_same_year_is_not_a_conflict() -> None:
     same = _block(2, "heritage-list", "The old bridge was opened on 4 May 1932 by the mayor.")
     assert detect_conflict("When was the old bridge opened?", [BRIDGE_A, same]) is None
+
+
+def test_detect_conflict_ignores_a_proposal_to_change_the_value() -> None:
+    current = _block(1, "marina-fees", "The annual mooring permit costs $300 per boat.", date(2026, 2, 1))
+    minutes = _block(
+        2,
+        "harbour-minutes",
+        "The harbour master presented a proposal to raise the annual mooring permit to $340 per boat.",
+        date(2026, 3, 1),
+    )
+    assert detect_conflict("How much is the annual mooring permit?", [current, minutes]) is None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from rag.generate import MIN_COVERAGE, OfflineGenerator, cite, wants_quantity
 from rag.text import term_set
@@ -268,3 +269,21 @@ def test_generator_does_not_take_a_date_for_an_amount() -> None:
     )
     drafts = OfflineGenerator().generate("How many reading room keys may a volunteer hold?", [notes]).drafts
     assert [d.text for d in drafts] == ["A volunteer may hold at most 4 of them per shift."]
+
+
+def test_generator_prefers_a_stated_fee_over_a_proposal_to_change_it() -> None:
+    fees = block(1, "| Permit | Price |\n|---|---|\n| Annual mooring permit | $300 |", title="Marina fees")
+    minutes = replace(
+        block(
+            2,
+            "The harbour master presented a proposal to raise the annual mooring permit fee to $340.",
+            title="Harbour minutes",
+        ),
+        score=0.9,  # retrieval ranks the minutes higher: only the proposal rule keeps them second
+    )
+    drafts = (
+        OfflineGenerator()
+        .generate("How much is a mooring permit for the whole year?", [minutes, fees])
+        .drafts
+    )
+    assert [d.text for d in drafts][:1] == ["Annual mooring permit: Price $300."]

@@ -68,3 +68,17 @@ def test_split_sentences_makes_each_table_row_its_own_sentence() -> None:
         "| Kayak rental | $30 per hour |",
         "Pay at the desk.",
     ]
+
+
+def test_stem_maps_annual_to_year_like_monthly_to_month() -> None:
+    assert terms("annual fee") == terms("yearly fee") == ["year", "fee"]
+    assert terms("monthly fee") == ["month", "fee"]
+
+
+def test_is_hypothetical_tells_proposals_and_modals_from_statements() -> None:
+    from rag.text import is_hypothetical, is_proposal
+
+    assert is_proposal("The board discussed a proposal to raise the fee to $50.")
+    assert is_hypothetical("The fee could rise to $50 next year.")
+    assert not is_proposal("The fee could rise to $50 next year.")
+    assert not is_hypothetical("The fee is $40 per year.")

@@ -44,7 +44,7 @@ from datetime import date
 from functools import lru_cache
 
 from rag.quantities import Quantity, find_quantities, same_value
-from rag.text import sentence_spans, term_set, terms
+from rag.text import is_hypothetical, sentence_spans, term_set, terms
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 
 MIN_SHARED = 2
@@ -194,6 +194,8 @@ def _analyse(
     found = []
     for quantity in quantities:
         sentence = next(((s, e) for s, e in spans if s <= quantity.start < e), (quantity.start, quantity.end))
+        if is_hypothetical(text[sentence[0] : sentence[1]]):
+            continue  # a proposal or a possibility does not state what currently holds
         found.append((quantity, context_keys(text, quantity, quantities, sentence), sentence))
     return tuple(found), term_set(text)
 

@@ -25,7 +25,7 @@ from rag.answer_types import (
     type_terms,
 )
 from rag.store import Store
-from rag.text import normalise, sentence_spans, term_set, terms
+from rag.text import is_proposal, normalise, sentence_spans, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
@@ -73,6 +73,9 @@ PHRASE_BONUS = 0.2
 # A question asking for an amount, duration or date is answered only by a sentence stating one: a
 # sentence without such a fact can lend context as a neighbour but is never itself the answer.
 REQUIRE_TYPE = True
+# A sentence that proposes or plans ("a proposal to raise the fee to $450") ranks this much lower
+# than one that states what holds.
+PROPOSAL_PENALTY = 0.5
 # Shorter sentences without end punctuation are headings or labels, never answers (list items are
 # content: "Books and magazines: 14 days").
 _MIN_UNPUNCTUATED_TOKENS = 8
@@ -298,7 +301,8 @@ class OfflineGenerator:
                     + self.context_weight * (coverage - own_coverage)
                     + self.number_bonus * fit
                     + phrase
-                    + self.block_weight * block.score,
+                    + self.block_weight * block.score
+                    - (PROPOSAL_PENALTY if is_proposal(text) else 0.0),
                     order=(block.n, pos),
                 )
                 prev = found.get(candidate.key)

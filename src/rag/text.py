@@ -53,6 +53,26 @@ _BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})
 _stemmers = threading.local()
 
 
+# Sentences that state a proposal, a possibility or a plan rather than what holds now.
+_PROPOSAL_RE = re.compile(
+    r"\b(?:propos(?:al|als|ed|es|ing)|suggest(?:s|ed|ion)?|draft|consider(?:s|ed|ing)?"
+    r"|plans?\s+to|planning\s+to|intends?\s+to|if\s+approved)\b",
+    re.IGNORECASE,
+)
+_MODAL_RE = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
+
+
+def is_proposal(sentence: str) -> bool:
+    """True when the sentence proposes or plans ("a proposal to raise the fee to $450")."""
+    return bool(_PROPOSAL_RE.search(sentence))
+
+
+def is_hypothetical(sentence: str) -> bool:
+    """True when the sentence proposes, plans or supposes ("would", "could", "might"): it does not
+    state what currently holds."""
+    return is_proposal(sentence) or bool(_MODAL_RE.search(sentence))
+
+
 def normalise(text: str) -> str:
     """Lowercase, alphanumerics only, single spaces: the form fingerprints and matching use."""
     return _NON_ALNUM_RE.sub(" ", text.lower()).strip()
@@ -73,12 +93,18 @@ def tokens(text: str) -> list[str]:
     return [t.lower().replace("’", "'") for t in _TOKEN_RE.findall(text)]
 
 
+# Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
+# fee per year, as "monthly" is per month, which Snowball already maps to "month").
+_SAME_STEM = {"annual": "year", "annum": "year"}
+
+
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")
-    return str(stemmer.stemWord(token))
+    stemmed = str(stemmer.stemWord(token))
+    return _SAME_STEM.get(stemmed, stemmed)
 
 
 def content_words(text: str) -> list[str]:
