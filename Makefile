@@ -39,6 +39,8 @@ bench: $(STAMP)
 
 eval: $(STAMP)
 	$(BIN)/rag eval
+	$(BIN)/rag eval --set fixtures/holdout/golden.jsonl --corpus fixtures/holdout/corpus
+	$(BIN)/rag eval --set fixtures/holdout2/golden.jsonl --corpus fixtures/holdout2/corpus
 	$(BIN)/rag eval --external squad2
 	$(BIN)/rag eval --external attribution
 	$(BIN)/rag eval --external conflicts
