@@ -39,6 +39,16 @@ def voyage_client(*, api_key: str, base_url: str = "", timeout: float = 60.0, ma
     return Client(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
 
 
+def voyage_client_for(settings: Settings) -> Any:
+    """The Voyage client the settings describe (key, base URL, model timeout and retries)."""
+    return voyage_client(
+        api_key=settings.voyage_api_key,
+        base_url=settings.voyage_base_url,
+        timeout=settings.model_timeout,
+        max_retries=settings.model_max_retries,
+    )
+
+
 class VoyageEmbedder:
     """Voyage `embed` with input_type "document" at ingest and "query" at question time.
 
@@ -55,13 +65,7 @@ class VoyageEmbedder:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoyageEmbedder:
-        client = voyage_client(
-            api_key=settings.voyage_api_key,
-            base_url=settings.voyage_base_url,
-            timeout=settings.model_timeout,
-            max_retries=settings.model_max_retries,
-        )
-        return cls(client=client, model=settings.voyage_embed_model)
+        return cls(client=voyage_client_for(settings), model=settings.voyage_embed_model)
 
     def _embed(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
         vectors: list[list[float]] = []

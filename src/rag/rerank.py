@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from rag.config import Settings
-from rag.embeddings import embedding_text, voyage_client
+from rag.embeddings import embedding_text, voyage_client_for
 from rag.text import content_words, stem, terms
 from rag.types import Scored
 
@@ -177,13 +177,7 @@ class VoyageReranker:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoyageReranker:
-        client = voyage_client(
-            api_key=settings.voyage_api_key,
-            base_url=settings.voyage_base_url,
-            timeout=settings.model_timeout,
-            max_retries=settings.model_max_retries,
-        )
-        return cls(client=client, model=settings.voyage_rerank_model)
+        return cls(client=voyage_client_for(settings), model=settings.voyage_rerank_model)
 
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
