@@ -27,11 +27,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 import anthropic  # noqa: E402
 from fake_anthropic import FakeAnthropic, Reply, cited, locate, text  # noqa: E402
 
+from rag.answer.events import Done, SentenceOut  # noqa: E402
+from rag.answer.pipeline import build_pipeline  # noqa: E402
 from rag.config import load_settings  # noqa: E402
-from rag.events import Done, SentenceOut  # noqa: E402
-from rag.ingest import ingest_paths  # noqa: E402
-from rag.pipeline import build_pipeline  # noqa: E402
-from rag.store import SqliteStore  # noqa: E402
+from rag.ingest.indexer import ingest_paths  # noqa: E402
+from rag.store.sqlite import SqliteStore  # noqa: E402
 from rag.text import split_sentences  # noqa: E402
 from rag.types import Block, Piece  # noqa: E402
 

@@ -31,12 +31,12 @@ from urllib.parse import quote
 import httpx
 import orjson
 
+from rag.answer.generate import OfflineGenerator, cite
+from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import load_settings
-from rag.generate import OfflineGenerator, cite
-from rag.ingest import ingest_paths
-from rag.pipeline import build_pipeline
-from rag.store import open_store
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import open_store
 from rag.types import Block, Generation, Piece
 
 ROOT = Path(__file__).resolve().parent.parent

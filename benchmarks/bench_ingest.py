@@ -16,8 +16,8 @@ from pathlib import Path
 
 from benchmarks.corpus_gen import generate
 from rag.config import load_settings
-from rag.ingest import ingest_paths
-from rag.store import SqliteStore
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
 
 DOCS = 10_000
 TARGET_SECONDS = 60.0

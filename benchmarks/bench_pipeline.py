@@ -9,12 +9,12 @@ import statistics
 import time
 from datetime import date
 
-from rag.assemble import assemble
-from rag.conflicts import detect_conflict
-from rag.gates import retrieval_gate
-from rag.parse import parse_inline
+from rag.answer.assemble import assemble
+from rag.answer.conflicts import detect_conflict
+from rag.answer.gates import retrieval_gate
+from rag.answer.parse import parse_inline
+from rag.answer.verify import verify
 from rag.types import Chunk, Scored
-from rag.verify import verify
 
 TARGET_MS = 2.0
 ROUNDS = 500

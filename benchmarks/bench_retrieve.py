@@ -12,9 +12,9 @@ import time
 
 from benchmarks.bench_ingest import DB_PATH, build_store
 from benchmarks.corpus_gen import questions
-from rag.rerank import LexicalReranker
-from rag.retrieve import retrieve
-from rag.store import SqliteStore
+from rag.answer.rerank import LexicalReranker
+from rag.answer.retrieve import retrieve
+from rag.store.sqlite import SqliteStore
 
 QUESTIONS = 200
 TARGET_MEDIAN_MS = 15.0

@@ -35,8 +35,8 @@ def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Non
 def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A SQLite store with the bundled corpus ingested, one per test module (modules write asks to it)."""
     from rag.config import load_settings
-    from rag.ingest import ingest_paths
-    from rag.store import SqliteStore
+    from rag.ingest.indexer import ingest_paths
+    from rag.store.sqlite import SqliteStore
 
     path = str(tmp_path_factory.mktemp("corpus") / "corpus.db")
     store = SqliteStore(path)

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, SYSTEM_PROMPT
 from rag.config import get_settings
-from rag.prompt import COMPRESS_SYSTEM_PROMPT, SYSTEM_PROMPT
 
 CHARS_PER_TOKEN = 4
 # Fake tokenizer for usage figures (see anthropic-wire.md §8: ~2.5 chars per token on 5.x models).

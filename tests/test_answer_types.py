@@ -1,4 +1,4 @@
-from rag.answer_types import answer_type, asks_price, type_match
+from rag.answer.answer_types import answer_type, asks_price, type_match
 
 
 def test_answer_type_reads_question_wording():

@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from rag.answer.generate import Generator
+from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
+from rag.api.schemas import AnswerOut, ChunkOut, DocumentOut, ErrorOut, HealthOut, ReadyOut
 from rag.api.shapes import chunk_path, with_links
 from rag.config import load_settings
 from rag.errors import UpstreamUnavailable
-from rag.generate import Generator
-from rag.pipeline import build_pipeline
-from rag.schemas import AnswerOut, ChunkOut, DocumentOut, ErrorOut, HealthOut, ReadyOut
-from rag.store import Store, open_store
+from rag.store.sqlite import Store, open_store
 from rag.types import Block, Chunk, Generation, Piece, StoreStats
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.assemble import assemble, block_tokens, end_weighted
+from rag.answer.assemble import assemble, block_tokens, end_weighted
 from rag.text import fingerprint
 from rag.types import Chunk, Scored
 

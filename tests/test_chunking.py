@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunking import chunk_document, find_headings
+from rag.ingest.chunking import chunk_document, find_headings
 from rag.text import estimate_tokens
 from rag.types import Document
 

@@ -12,13 +12,13 @@ import anthropic
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, cite, cited, failure, reply, text
 
-from rag.claude import ClaudeGenerator
+from rag.answer.claude import ClaudeGenerator
+from rag.answer.parse import SentenceBuffer
+from rag.answer.prompt import REFUSAL_TEXT, SYSTEM_PROMPT
+from rag.answer.verify import verify
 from rag.config import Settings, load_settings
 from rag.errors import ConfigError, UpstreamUnavailable
-from rag.parse import SentenceBuffer
-from rag.prompt import REFUSAL_TEXT, SYSTEM_PROMPT
 from rag.types import Block, Chunk, Draft, Piece, Usage
-from rag.verify import verify
 
 UPLOADS = (
     "Workspace owners can upload files of up to 250 MB each. "
@@ -262,7 +262,7 @@ def test_generate_retry_after_seconds_passed_to_upstream_error(fake_anthropic: F
 
 
 def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anthropic: FakeAnthropic) -> None:
-    from rag import claude
+    from rag.answer import claude
 
     fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"), CITED_ANSWER)
     original = claude.MAX_RETRY_WAIT
@@ -370,7 +370,7 @@ def test_stream_text_before_citations_is_held_until_the_block_has_them(fake_anth
 
 
 def test_stream_model_refusal_text_is_one_draft_recognised_as_refusal(fake_anthropic: FakeAnthropic) -> None:
-    from rag.prompt import is_refusal
+    from rag.answer.prompt import is_refusal
 
     fake_anthropic.enqueue(reply(text(REFUSAL_TEXT)))
     drafts = _drafts(_collect(_generator(fake_anthropic)))

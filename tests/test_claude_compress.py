@@ -9,9 +9,9 @@ from typing import Any
 
 from fake_anthropic import FakeAnthropic, Reply, failure, reply, text
 
-from rag.claude import ClaudeCompressor
+from rag.answer.claude import ClaudeCompressor
+from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT
 from rag.config import load_settings
-from rag.prompt import COMPRESS_SYSTEM_PROMPT
 from rag.types import Block, Chunk
 
 TEXTS = {

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from fake_anthropic import FakeAnthropic, Reply, cite, cited, failure, locate, reply, text
 
-from rag.claude import ClaudeGenerator
+from rag.answer.claude import ClaudeGenerator
+from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.pipeline import Pipeline, build_pipeline
+from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
-from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
-from rag.pipeline import Pipeline, build_pipeline
-from rag.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
-from rag.store import SqliteStore
+from rag.store.sqlite import SqliteStore
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 QUESTION = "How long do deleted projects stay in the trash?"
@@ -323,7 +323,7 @@ def test_http_ask_503_with_retry_after_when_claude_stays_overloaded(
     claude_env.enqueue(
         failure(529, retry_after_ms=None, retry_after="4"), failure(529, retry_after_ms=None, retry_after="4")
     )
-    from rag import claude
+    from rag.answer import claude
 
     monkeypatch.setattr(claude, "MAX_RETRY_WAIT", 0.01)
     with TestClient(create_app(get_settings())) as http:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rag.compress import Compression, ExtractiveCompressor, keep_verbatim
+from rag.answer.compress import Compression, ExtractiveCompressor, keep_verbatim
 from rag.types import Block, Chunk
 
 TEXT = (

@@ -1,6 +1,6 @@
 from datetime import date
 
-from rag.conflicts import detect_conflict, find_conflicts
+from rag.answer.conflicts import detect_conflict, find_conflicts
 from rag.types import Block, Chunk
 
 UPLOAD_QUESTION = "What is the maximum file upload size?"

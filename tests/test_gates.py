@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from rag.gates import (
+from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
     closest_refs,

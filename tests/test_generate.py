@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from rag.generate import MIN_COVERAGE, OfflineGenerator, cite, wants_quantity
+from rag.answer.generate import MIN_COVERAGE, OfflineGenerator, cite, wants_quantity
 from rag.text import term_set
 from rag.types import Block, Chunk, Piece
 

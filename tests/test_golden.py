@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rag.config import Settings
-from rag.ingest import ingest_paths
-from rag.store import SqliteStore
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "fixtures" / "eval" / "golden.jsonl"

@@ -17,8 +17,8 @@ from rag.cli import main
 from rag.config import Settings, load_settings
 from rag.errors import ConfigError
 from rag.evals.runner import GoldenReport, run_eval_cli, run_golden
-from rag.ingest import ingest_paths
-from rag.store import SqliteStore
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
 
 ROOT = Path(__file__).resolve().parent.parent
 HOLDOUT = ROOT / "fixtures" / "holdout"

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from rag.cli import main
 from rag.config import Settings, load_settings
 from rag.errors import IngestError
-from rag.ingest import ingest_paths
-from rag.readers import derive_doc_id, parse_document
-from rag.store import SqliteStore
+from rag.ingest.indexer import ingest_paths
+from rag.ingest.readers import derive_doc_id, parse_document
+from rag.store.sqlite import SqliteStore
 
 ADMIN = """---
 title: Admin guide
@@ -318,8 +318,8 @@ def test_cli_chunk_unknown_id_fails_with_message(tmp_path: Path) -> None:
 def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, settings: Settings) -> None:
     import threading
 
-    from rag.rerank import LexicalReranker
-    from rag.retrieve import retrieve
+    from rag.answer.rerank import LexicalReranker
+    from rag.answer.retrieve import retrieve
 
     docs = tmp_path / "many"
     docs.mkdir()

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from rag.config import load_settings
-from rag.ingest import ingest_paths
-from rag.store import open_store
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"

@@ -1,7 +1,7 @@
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rag.parse import SentenceBuffer, citation_numbers, parse_inline, strip_markers
+from rag.answer.parse import SentenceBuffer, citation_numbers, parse_inline, strip_markers
 from rag.types import Claim, Draft, Piece
 
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from rag.compress import Compression, compression_of
+from rag.answer.compress import Compression, compression_of
+from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.generate import OfflineGenerator
+from rag.answer.pipeline import STAGES, Pipeline, build_pipeline, validate_question
+from rag.cli.render import format_answer
 from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
-from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
-from rag.generate import OfflineGenerator
-from rag.pipeline import STAGES, Pipeline, build_pipeline, validate_question
-from rag.render import format_answer
-from rag.store import SqliteStore, Store
+from rag.store.sqlite import SqliteStore, Store
 from rag.types import Answer, AskRecord, Block, Generation, Piece, Usage
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"

@@ -5,7 +5,7 @@ from datetime import date
 
 import pytest
 
-from rag.prompt import (
+from rag.answer.prompt import (
     COMPRESS_SYSTEM_PROMPT,
     REFUSAL_TEXT,
     SYSTEM_PROMPT,

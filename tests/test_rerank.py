@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.rerank import (
+from rag.answer.rerank import (
     DEFAULT_LEXICAL_MIN_SCORE,
     LexicalReranker,
     _term_set,

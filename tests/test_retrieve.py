@@ -3,11 +3,11 @@ from pathlib import Path
 
 import pytest
 
+from rag.answer.rerank import DEFAULT_LEXICAL_MIN_SCORE, LexicalReranker
+from rag.answer.retrieve import candidates_for, retrieve, rrf, search_terms
 from rag.config import load_settings
-from rag.ingest import ingest_paths
-from rag.rerank import DEFAULT_LEXICAL_MIN_SCORE, LexicalReranker
-from rag.retrieve import candidates_for, retrieve, rrf, search_terms
-from rag.store import SqliteStore
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
 from rag.types import Scored
 
 ROOT = Path(__file__).resolve().parent.parent

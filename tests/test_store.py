@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.chunking import chunk_document
 from rag.config import load_settings
 from rag.errors import NotFound
-from rag.migrations import MIGRATIONS, migrate, schema_version
-from rag.store import SqliteStore, fts_query, open_store
+from rag.ingest.chunking import chunk_document
+from rag.store.migrations_sqlite import MIGRATIONS, migrate, schema_version
+from rag.store.sqlite import SqliteStore, fts_query, open_store
 from rag.types import AskRecord, Chunk, Citation, Document, Usage
 
 

@@ -24,13 +24,13 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from rag.answer.pipeline import build_pipeline
+from rag.answer.rerank import LexicalReranker
+from rag.answer.retrieve import retrieve
 from rag.config import load_settings
 from rag.errors import NotFound
-from rag.ingest import ingest_paths
-from rag.pipeline import build_pipeline
-from rag.rerank import LexicalReranker
-from rag.retrieve import retrieve
-from rag.store import SqliteStore, Store, open_store
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore, Store, open_store
 from rag.text import terms
 from rag.types import AskRecord, Chunk, Document, Usage
 
@@ -50,7 +50,7 @@ def pg_unavailable() -> str:
             "RAG_TEST_DATABASE_URL is not set (bash .ci/services.sh starts PostgreSQL and writes .ci/pg.env)"
         )
     try:
-        from rag.store_pg import wait_ready
+        from rag.store.postgres import wait_ready
     except ImportError as exc:
         return f"psycopg is not installed: {exc}"
     if not wait_ready(PG_URL, timeout=3):
@@ -89,7 +89,7 @@ def open_new(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> It
     opened: list[Store] = []
     if backend == "postgres":
         url = request.getfixturevalue("pg_url")
-        from rag.store_pg import PgStore
+        from rag.store.postgres import PgStore
 
         def make() -> Store:
             store = PgStore(url, max_size=6)
@@ -325,7 +325,7 @@ def test_store_opening_several_instances_at_once_migrates_once(open_new: StoreFa
     assert all(s.stats().chunks == 1 for s in stores)
     assert open_new().stats().chunks == 1
     if backend == "postgres":
-        from rag.migrations_pg import MIGRATIONS, migrate
+        from rag.store.migrations_pg import MIGRATIONS, migrate
 
         with stores[0].pool.connection() as conn:  # type: ignore[attr-defined]
             rows = conn.execute("SELECT version, name FROM schema_migrations ORDER BY version").fetchall()
@@ -336,7 +336,7 @@ def test_store_opening_several_instances_at_once_migrates_once(open_new: StoreFa
 def test_migrations_pg_concurrent_runs_on_an_empty_schema_apply_each_step_once(pg_url: str) -> None:
     import psycopg
 
-    from rag.migrations_pg import MIGRATIONS, migrate
+    from rag.store.migrations_pg import MIGRATIONS, migrate
 
     barrier = threading.Barrier(4)
 
@@ -355,7 +355,7 @@ def test_migrations_pg_concurrent_runs_on_an_empty_schema_apply_each_step_once(p
 
 def test_ts_query_keeps_only_alphanumeric_lexemes_and_never_raises() -> None:
     pytest.importorskip("psycopg_pool")
-    from rag.store_pg import ts_query
+    from rag.store.postgres import ts_query
 
     assert ts_query(["o'neil", "a:*", "!&|()", "", 7, "quota", "quota"]) == (
         "'oneil' | 'a' | 'quota'",
@@ -375,15 +375,15 @@ def test_open_store_postgres_url_selects_pg_store(pg_url: str) -> None:
 def test_pg_search_maxscore_pruning_matches_full_scoring(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import rag.store_pg
-    from rag.store_pg import PgStore
+    import rag.store.postgres
+    from rag.store.postgres import PgStore
 
     store = PgStore(pg_url)
     try:
         ingest_paths(store, [CORPUS], settings=load_settings(mock=True))
         questions = [json.loads(line)["question"] for line in GOLDEN.read_text().splitlines()]
         full = [store.search(terms(q), 10) for q in questions]
-        monkeypatch.setattr(rag.store_pg, "FIRST_PASS_POSTINGS", 1)
+        monkeypatch.setattr(rag.store.postgres, "FIRST_PASS_POSTINGS", 1)
         pruned = [store.search(terms(q), 10) for q in questions]
     finally:
         store.close()
@@ -394,7 +394,7 @@ def test_pg_search_maxscore_pruning_matches_full_scoring(
 
 @pytest.fixture
 def both_stores(pg_url: str, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    from rag.store_pg import PgStore
+    from rag.store.postgres import PgStore
 
     settings = load_settings(mock=True)
     lite, pg = SqliteStore(str(tmp_path / "agree.db")), PgStore(pg_url)
@@ -426,7 +426,7 @@ def test_backends_agree_on_bm25_scores_top_chunks_and_refusals(both_stores: tupl
 
 
 def test_pg_gap_logged_by_one_replica_is_visible_to_another(pg_url: str) -> None:
-    from rag.store_pg import PgStore
+    from rag.store.postgres import PgStore
 
     first, second = PgStore(pg_url), PgStore(pg_url)
     try:

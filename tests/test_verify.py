@@ -3,9 +3,9 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.parse import parse_inline
+from rag.answer.parse import parse_inline
+from rag.answer.verify import common_terms, feedback_lines, locate_span, overlap, verify
 from rag.types import Block, Chunk, Claim, Draft
-from rag.verify import common_terms, feedback_lines, locate_span, overlap, verify
 
 UPLOADS = (
     "Uploads and storage. The maximum file upload size is 250 MB per file. "

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from rag.answer.rerank import LexicalReranker, VoyageReranker, make_reranker
+from rag.answer.retrieve import retrieve
 from rag.config import Settings, load_settings
-from rag.embeddings import VoyageEmbedder, make_embedder, voyage_client
-from rag.ingest import ingest_paths
-from rag.rerank import LexicalReranker, VoyageReranker, make_reranker
-from rag.retrieve import retrieve
-from rag.store import SqliteStore
+from rag.ingest.embeddings import VoyageEmbedder, make_embedder, voyage_client
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
 from rag.text import terms
 from rag.types import Chunk, Scored
 

@@ -8,7 +8,7 @@
 
 Chunk ids contain `#`, which clients must send URL-encoded as `%23` (`/chunks/doc-010%23c02`);
 every citation carries that link ready-made. Answers are serialised with `orjson` from the
-domain dataclasses; the pydantic models in `rag.schemas` describe them for OpenAPI.
+domain dataclasses; the pydantic models in `rag.api.schemas` describe them for OpenAPI.
 """
 
 from rag.api.app import QAService, create_app

@@ -26,14 +26,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from rag import __version__
+from rag.answer.events import Event
+from rag.answer.pipeline import build_pipeline, validate_question
 from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
-from rag.api.shapes import answer_json, chunk_json, document_json, error_response, json_response
-from rag.api.stream import EventStreamResponse, sse_stream
-from rag.config import Settings
-from rag.errors import RagError, UpstreamUnavailable
-from rag.events import Event
-from rag.pipeline import build_pipeline, validate_question
-from rag.schemas import (
+from rag.api.schemas import (
     SSE_EXAMPLE,
     AnswerOut,
     AskRequest,
@@ -43,7 +39,11 @@ from rag.schemas import (
     HealthOut,
     ReadyOut,
 )
-from rag.store import Store
+from rag.api.shapes import answer_json, chunk_json, document_json, error_response, json_response
+from rag.api.stream import EventStreamResponse, sse_stream
+from rag.config import Settings
+from rag.errors import RagError, UpstreamUnavailable
+from rag.store.sqlite import Store
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"

@@ -1,4 +1,4 @@
-"""JSON shapes of the HTTP API: domain dataclasses to the dicts `rag.schemas` describes.
+"""JSON shapes of the HTTP API: domain dataclasses to the dicts `rag.api.schemas` describes.
 
 Every object naming a chunk gains `chunk_url` (`/chunks/{chunk_id}`, `#` encoded as `%23`) and
 `link` (the document URL when there is one, else `chunk_url`), so citations are clickable.
@@ -14,7 +14,7 @@ from urllib.parse import quote
 import orjson
 from fastapi.responses import Response
 
-from rag.events import Event, encode
+from rag.answer.events import Event, encode
 from rag.serialize import jsonable
 from rag.types import Answer, Chunk, Citation, Document
 

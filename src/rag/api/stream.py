@@ -11,8 +11,18 @@ import anyio
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from rag.answer.events import (
+    KEEPALIVE,
+    Done,
+    DroppedOut,
+    ErrorEvent,
+    Event,
+    Meta,
+    Refusal,
+    SentenceOut,
+    encode,
+)
 from rag.api.shapes import encode_event
-from rag.events import KEEPALIVE, Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut, encode
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 

@@ -100,8 +100,8 @@ class DraftRecord:
 
 def record_drafts(settings: Settings, cases: Sequence[GoldenCase]) -> list[DraftRecord]:
     """Run each case once; for cases that reach generation, draft once with a fabricated citation."""
-    from rag.generate import OfflineGenerator
-    from rag.pipeline import build_pipeline
+    from rag.answer.generate import OfflineGenerator
+    from rag.answer.pipeline import build_pipeline
 
     records = []
     with corpus_store(settings, cases) as (store, _):
@@ -165,7 +165,7 @@ def overlap_outcome(record: DraftRecord, verdicts: Sequence[Any]) -> Outcome:
 
 def min_overlap_point(records: Sequence[DraftRecord], threshold: float) -> sw.SweepPoint:
     """Objective: mean of coverage (answerable answered correctly) and fabricated citations rejected."""
-    from rag.verify import verify
+    from rag.answer.verify import verify
 
     outcomes: list[Outcome] = []
     rejected: list[bool] = []
@@ -327,7 +327,7 @@ def _current_min_score(settings: Settings) -> float | None:
     if settings.min_score is not None:
         return float(settings.min_score)
     try:
-        from rag.rerank import make_reranker
+        from rag.answer.rerank import make_reranker
 
         return float(make_reranker(settings).default_min_score)
     except (ImportError, AttributeError):

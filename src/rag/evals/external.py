@@ -78,7 +78,7 @@ def squad_gate(o: SquadOutcome, threshold: float) -> SquadOutcome:
 
 @contextmanager
 def _scratch_store() -> Iterator[Any]:
-    from rag.store import SqliteStore
+    from rag.store.sqlite import SqliteStore
 
     with tempfile.TemporaryDirectory(prefix="rag-eval-ext-") as tmp:
         store = SqliteStore(str(Path(tmp) / "one-doc.db"))
@@ -109,7 +109,7 @@ def run_squad2(
     settings: Settings, cases: Sequence[SquadCase], *, gate_off: bool = False
 ) -> list[SquadOutcome]:
     """Each case against a store holding only its paragraph. `gate_off` sets min_score to 0 (sweeps)."""
-    from rag.pipeline import build_pipeline
+    from rag.answer.pipeline import build_pipeline
 
     run_settings = settings.model_copy(update={"min_score": 0.0}) if gate_off else settings
     outcomes = []
@@ -191,7 +191,7 @@ def claim_draft(case: AttributionCase) -> Draft:
 
 def supported(case: AttributionCase, *, min_overlap: float) -> bool:
     """The verifier's verdict: True when at least one citation of the claim survives verification."""
-    from rag.verify import verify
+    from rag.answer.verify import verify
 
     verdicts = verify([claim_draft(case)], _blocks(case.references, case.id), min_overlap=min_overlap)
     return bool(verdicts) and verdicts[0].ok
@@ -241,7 +241,7 @@ def run_attribution(settings: Settings, cases: Sequence[AttributionCase]) -> dic
 
 def detect(question: str, blocks: Sequence[Block]) -> list[Conflict]:
     """Every conflict the detector finds among `blocks` for `question`."""
-    from rag.conflicts import find_conflicts
+    from rag.answer.conflicts import find_conflicts
 
     return find_conflicts(question, blocks)
 

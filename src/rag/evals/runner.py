@@ -50,7 +50,7 @@ def corpus_store(
     `corpus` None: a copy of the user's store when it holds every cited chunk, else the bundled
     corpus ingested fresh. An explicit `corpus` directory is always ingested fresh.
     """
-    from rag.store import SqliteStore
+    from rag.store.sqlite import SqliteStore
 
     wanted = sorted({c for case in cases for c in case.chunks})
     with tempfile.TemporaryDirectory(prefix="rag-eval-") as tmp:
@@ -86,7 +86,7 @@ def corpus_store(
 def _ingest_corpus(store: Any, settings: Settings, corpus_dir: str | Path = CORPUS_DIR) -> Path:
     """Ingest `corpus_dir` (as given, else relative to the repo root) into `store`; returns the path used."""
     from rag.errors import ConfigError
-    from rag.ingest import ingest_paths
+    from rag.ingest.indexer import ingest_paths
 
     corpus = Path(corpus_dir)
     if not corpus.exists():
@@ -157,7 +157,7 @@ def run_golden(
 ) -> GoldenReport:
     """Run the golden set through the whole pipeline. `gate_off` sets min_score to 0 (for sweeps);
     `corpus` names the document directory the set was labelled on (None: the bundled corpus)."""
-    from rag.pipeline import build_pipeline
+    from rag.answer.pipeline import build_pipeline
 
     cases = load_golden(dataset, limit=limit)
     run_settings = settings.model_copy(update={"min_score": 0.0}) if gate_off else settings

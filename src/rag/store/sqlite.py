@@ -23,8 +23,8 @@ from typing import Any, Protocol
 
 from rag.config import Settings
 from rag.errors import ConfigError, NotFound
-from rag.migrations import migrate
 from rag.serialize import dumps
+from rag.store.migrations_sqlite import migrate
 from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
 
@@ -137,7 +137,7 @@ def open_store(settings: Settings) -> Store:
     """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
     if settings.database_url:
         try:
-            module = importlib.import_module("rag.store_pg")
+            module = importlib.import_module("rag.store.postgres")
         except ImportError as exc:
             raise ConfigError(
                 f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"

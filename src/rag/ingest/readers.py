@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from rag.chunking import find_headings
 from rag.errors import IngestError
+from rag.ingest.chunking import find_headings
 from rag.types import Document
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})

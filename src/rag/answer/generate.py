@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rag.answer_types import (
+from rag.answer.answer_types import (
     CAPITALISED_RE,
     NOT_PLACES,
     QUANTITY_KINDS,
@@ -24,7 +24,7 @@ from rag.answer_types import (
     type_match,
     type_terms,
 )
-from rag.store import Store
+from rag.store.sqlite import Store
 from rag.text import is_proposal, normalise, sentence_spans, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 

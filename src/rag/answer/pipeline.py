@@ -23,14 +23,11 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
-from rag.assemble import assemble, context_tokens
-from rag.compress import Compressor, ExtractiveCompressor
-from rag.config import Settings
-from rag.conflicts import detect_conflict
-from rag.embeddings import Embedder, make_embedder
-from rag.errors import InvalidQuestion, UpstreamUnavailable
-from rag.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
-from rag.gates import (
+from rag.answer.assemble import assemble, context_tokens
+from rag.answer.compress import Compressor, ExtractiveCompressor
+from rag.answer.conflicts import detect_conflict
+from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
     closest_refs,
@@ -39,12 +36,16 @@ from rag.gates import (
     retrieval_gate,
     top_score,
 )
-from rag.generate import Generator, OfflineGenerator
-from rag.parse import SentenceBuffer
-from rag.prompt import is_refusal
-from rag.rerank import Reranker, make_reranker
-from rag.retrieve import retrieve
-from rag.store import Store, open_store
+from rag.answer.generate import Generator, OfflineGenerator
+from rag.answer.parse import SentenceBuffer
+from rag.answer.prompt import is_refusal
+from rag.answer.rerank import Reranker, make_reranker
+from rag.answer.retrieve import retrieve
+from rag.answer.verify import feedback_lines, verify
+from rag.config import Settings
+from rag.errors import InvalidQuestion, UpstreamUnavailable
+from rag.ingest.embeddings import Embedder, make_embedder
+from rag.store.sqlite import Store, open_store
 from rag.types import (
     Answer,
     AskRecord,
@@ -61,7 +62,6 @@ from rag.types import (
     Usage,
     Verdict,
 )
-from rag.verify import feedback_lines, verify
 
 STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify", "regenerate", "total")
 
@@ -477,7 +477,7 @@ def build_pipeline(
     """Wire the stages from settings: Claude when a key is set and MOCK is off, offline otherwise."""
     if generator is None:
         if settings.use_claude:
-            from rag.claude import ClaudeGenerator
+            from rag.answer.claude import ClaudeGenerator
 
             generator = ClaudeGenerator(settings)
         else:
@@ -485,7 +485,7 @@ def build_pipeline(
     compressor: Compressor | None = None
     if settings.compress:
         if settings.use_claude:
-            from rag.claude import ClaudeCompressor
+            from rag.answer.claude import ClaudeCompressor
 
             compressor = ClaudeCompressor(settings)
         else:
@@ -501,14 +501,14 @@ def build_pipeline(
 
 
 def run_ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, top_k: int | None) -> None:
-    """`rag ask`: the cited answer with a numbered source list, or the refusal (see rag.render)."""
-    from rag.render import ask_cli
+    """`rag ask`: the cited answer with a numbered source list, or the refusal (see rag.cli.render)."""
+    from rag.cli.render import ask_cli
 
     ask_cli(settings, question, stream=stream, as_json=as_json, top_k=top_k)
 
 
 def run_gaps_cli(settings: Settings, *, limit: int, as_json: bool) -> None:
-    """`rag gaps`: the coverage-gap queue as a table or JSON (see rag.render)."""
-    from rag.render import gaps_cli
+    """`rag gaps`: the coverage-gap queue as a table or JSON (see rag.cli.render)."""
+    from rag.cli.render import gaps_cli
 
     gaps_cli(settings, limit=limit, as_json=as_json)

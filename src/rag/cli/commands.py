@@ -52,7 +52,7 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
 
     Example: rag ingest fixtures/corpus --prune
     """
-    from rag.ingest import run_ingest_cli
+    from rag.ingest.indexer import run_ingest_cli
 
     run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json)
 
@@ -66,7 +66,7 @@ def chunk(chunk_id: str, as_json: bool) -> None:
 
     Example: rag chunk doc-010#c02
     """
-    from rag.ingest import print_chunk_cli
+    from rag.ingest.indexer import print_chunk_cli
 
     print_chunk_cli(_settings(), chunk_id, as_json=as_json)
 
@@ -82,7 +82,7 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
 
     Example: rag ask "What is the maximum upload size?"
     """
-    from rag.pipeline import run_ask_cli
+    from rag.answer.pipeline import run_ask_cli
 
     run_ask_cli(_settings(), question, stream=stream, as_json=as_json, top_k=top_k)
 
@@ -96,7 +96,7 @@ def gaps(limit: int, as_json: bool) -> None:
 
     Example: rag gaps --limit 20
     """
-    from rag.pipeline import run_gaps_cli
+    from rag.answer.pipeline import run_gaps_cli
 
     run_gaps_cli(_settings(), limit=limit, as_json=as_json)
 
@@ -126,7 +126,7 @@ def demo(host: str, port: int) -> None:
     Example: rag demo
     """
     from rag.api import serve as run_server
-    from rag.ingest import run_ingest_cli
+    from rag.ingest.indexer import run_ingest_cli
 
     settings = _settings()
     run_ingest_cli(settings, ("fixtures/corpus",), prune=False, as_json=False)

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-from rag.parse import strip_markers
-from rag.quantities import Quantity, find_quantities, same_value
+from rag.answer.parse import strip_markers
+from rag.answer.quantities import Quantity, find_quantities, same_value
 from rag.text import sentence_spans, term_set
 from rag.types import Block, Citation, Claim, Draft, Verdict
 

@@ -12,10 +12,10 @@ import anyio
 import click
 
 from rag import serialize
+from rag.answer.events import Done, DroppedOut, ErrorEvent, Meta, Refusal, SentenceOut
+from rag.answer.pipeline import Pipeline, build_pipeline, unique_citations
 from rag.config import Settings
-from rag.events import Done, DroppedOut, ErrorEvent, Meta, Refusal, SentenceOut
-from rag.pipeline import Pipeline, build_pipeline, unique_citations
-from rag.store import open_store
+from rag.store.sqlite import open_store
 from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
 
 

@@ -1,6 +1,6 @@
 """Refusal lines: the retrieval gate (line 1), the grounding gate (line 3), and the wording of all three.
 
-Line 2 (conflicting sources) is judged by `rag.conflicts`; its wording lives here so the
+Line 2 (conflicting sources) is judged by `rag.answer.conflicts`; its wording lives here so the
 three messages the user can read are defined in one place.
 """
 

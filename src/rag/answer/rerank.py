@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from rag.config import Settings
-from rag.embeddings import embedding_text, voyage_client_for
+from rag.ingest.embeddings import embedding_text, voyage_client_for
 from rag.text import content_words, stem, terms
 from rag.types import Scored
 

@@ -26,11 +26,9 @@ import anthropic
 import httpx2
 from anthropic.types import TextBlock
 
-from rag.compress import Compression, compression_of, keep_verbatim
-from rag.config import Settings
-from rag.errors import ConfigError, RagError, UpstreamUnavailable
-from rag.parse import SentenceBuffer
-from rag.prompt import (
+from rag.answer.compress import Compression, compression_of, keep_verbatim
+from rag.answer.parse import SentenceBuffer
+from rag.answer.prompt import (
     COMPRESS_NONE,
     COMPRESS_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
@@ -38,6 +36,8 @@ from rag.prompt import (
     is_refusal,
     user_content,
 )
+from rag.config import Settings
+from rag.errors import ConfigError, RagError, UpstreamUnavailable
 from rag.text import sentence_spans
 from rag.types import Block, Claim, Draft, Generation, Piece, Usage
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from rag.assemble import context_tokens
+from rag.answer.assemble import context_tokens
 from rag.text import sentence_spans, term_set
 from rag.types import Block, Usage
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from rag.embeddings import Embedder
-from rag.rerank import Reranker
-from rag.store import Store
+from rag.answer.rerank import Reranker
+from rag.ingest.embeddings import Embedder
+from rag.store.sqlite import Store
 from rag.text import terms
 from rag.types import Chunk, Scored
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 
-from rag.quantities import Quantity, find_quantities, same_value
+from rag.answer.quantities import Quantity, find_quantities, same_value
 from rag.text import is_hypothetical, sentence_spans, term_set, terms
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 

@@ -17,13 +17,13 @@ from typing import Any
 
 import click
 
-from rag.chunking import chunk_document
 from rag.config import Settings
-from rag.embeddings import Embedder, embedding_text, make_embedder
 from rag.errors import IngestError
-from rag.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
+from rag.ingest.chunking import chunk_document
+from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
+from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
 from rag.serialize import dumps
-from rag.store import Store, open_store
+from rag.store.sqlite import Store, open_store
 
 __all__ = [
     "IngestReport",

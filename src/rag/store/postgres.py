@@ -35,9 +35,9 @@ from typing import Any
 from psycopg_pool import ConnectionPool
 
 from rag.errors import NotFound
-from rag.migrations_pg import migrate, quote_ident, vector_schema
 from rag.serialize import dumps
-from rag.store import BM25_WEIGHTS, MAX_QUERY_TERMS, chunk_from_row, chunks_by_score, top_cosine
+from rag.store.migrations_pg import migrate, quote_ident, vector_schema
+from rag.store.sqlite import BM25_WEIGHTS, MAX_QUERY_TERMS, chunk_from_row, chunks_by_score, top_cosine
 from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
 

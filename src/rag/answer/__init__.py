@@ -1,0 +1,1 @@
+"""The request path: retrieve, gate, assemble, check conflicts, compress, generate, parse, verify, answer."""

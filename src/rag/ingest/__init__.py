@@ -1,0 +1,1 @@
+"""Files in, chunks out: readers per format, section-aware chunking, the indexer, embeddings."""
