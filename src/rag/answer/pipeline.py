@@ -498,17 +498,3 @@ def build_pipeline(
         generator=generator,
         compressor=compressor,
     )
-
-
-def run_ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, top_k: int | None) -> None:
-    """`rag ask`: the cited answer with a numbered source list, or the refusal (see rag.cli.render)."""
-    from rag.cli.render import ask_cli
-
-    ask_cli(settings, question, stream=stream, as_json=as_json, top_k=top_k)
-
-
-def run_gaps_cli(settings: Settings, *, limit: int, as_json: bool) -> None:
-    """`rag gaps`: the coverage-gap queue as a table or JSON (see rag.cli.render)."""
-    from rag.cli.render import gaps_cli
-
-    gaps_cli(settings, limit=limit, as_json=as_json)

@@ -82,9 +82,9 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
 
     Example: rag ask "What is the maximum upload size?"
     """
-    from rag.answer.pipeline import run_ask_cli
+    from rag.cli.render import ask_cli
 
-    run_ask_cli(_settings(), question, stream=stream, as_json=as_json, top_k=top_k)
+    ask_cli(_settings(), question, stream=stream, as_json=as_json, top_k=top_k)
 
 
 @main.command()
@@ -96,9 +96,9 @@ def gaps(limit: int, as_json: bool) -> None:
 
     Example: rag gaps --limit 20
     """
-    from rag.answer.pipeline import run_gaps_cli
+    from rag.cli.render import gaps_cli
 
-    run_gaps_cli(_settings(), limit=limit, as_json=as_json)
+    gaps_cli(_settings(), limit=limit, as_json=as_json)
 
 
 @main.command()
