@@ -10,7 +10,15 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, cite, cited, failure, locate, reply, text
 
 from rag.answer.claude import ClaudeGenerator
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.events import (
+    DoneEvent,
+    DroppedEvent,
+    ErrorEvent,
+    Event,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
+)
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
 from rag.config import Settings, load_settings
@@ -196,14 +204,17 @@ def test_pipeline_stream_cited_answer_emits_verified_sentences(
 ) -> None:
     fake_anthropic.enqueue(GOOD)
     events = _events(_pipeline(fake_anthropic, corpus_db))
-    assert isinstance(events[0], Meta)
-    sentences = [e.sentence for e in events if isinstance(e, SentenceOut)]
+    assert isinstance(events[0], MetaEvent)
+    sentences = [e.sentence for e in events if isinstance(e, SentenceEvent)]
     assert [s.text for s in sentences] == [
         "Per the user manual, deleted projects stay in the trash for 30 days.",
         "A project manager or an admin can restore a project during that time.",
     ]
     assert all(s.citations and s.citations[0].chunk_id.startswith("user-manual#") for s in sentences)
-    assert events[-1] == Done(status="answered", emitted=2, dropped=0, timings=events[-1].timings)  # type: ignore[union-attr]
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    assert (done.status, done.emitted, done.dropped, done.cut) == ("answered", 2, 0, False)
+    assert done.usage.calls == 1 and done.usage.output_tokens > 0
 
 
 def test_pipeline_stream_unsupported_span_dropped_without_regeneration(
@@ -230,9 +241,9 @@ def test_pipeline_stream_document_index_beyond_issued_is_dropped(
         reply(cited("Deleted projects stay in the trash for 30 days", cite(41, STAY)), text("."))
     )
     events = _events(_pipeline(fake_anthropic, corpus_db))
-    dropped = [e for e in events if isinstance(e, DroppedOut)]
+    dropped = [e for e in events if isinstance(e, DroppedEvent)]
     assert dropped and any("[42]" in d for d in dropped[0].dropped.detail)
-    refusal = next(e for e in events if isinstance(e, Refusal))
+    refusal = next(e for e in events if isinstance(e, RefusalEvent))
     assert refusal.reason == "no_citations"
 
 
@@ -280,7 +291,7 @@ def test_pipeline_stream_cut_after_two_sentences_keeps_them(
     events = _events(_pipeline(fake_anthropic, corpus_db))
     assert [e.name for e in events] == ["meta", "sentence", "sentence", "error", "done"]
     done = events[-1]
-    assert isinstance(done, Done) and done.status == "error" and done.emitted == 2
+    assert isinstance(done, DoneEvent) and done.status == "error" and done.emitted == 2
     assert "2 verified sentence" in done.detail
 
 

@@ -135,15 +135,16 @@ def claim_of(citation: Any) -> Claim:
 
 
 def usage_of(usage: Any, *, retries: int = 0) -> Usage:
-    """The SDK's usage object as our Usage; missing cache counters count as 0."""
+    """The SDK's usage object of one response as our Usage (one call); missing counters count as 0."""
     if usage is None:
-        return Usage(retries=retries)
+        return Usage(retries=retries, calls=1)
     return Usage(
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
         cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         retries=retries,
+        calls=1,
     )
 
 
@@ -166,8 +167,8 @@ def pieces_of(content: Iterable[Any]) -> list[Piece]:
 
 
 def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
-    """Sentences from pieces through the same SentenceBuffer the streaming path uses."""
-    buffer = SentenceBuffer()
+    """Sentences from pieces through the same SentenceBuffer the answer core uses."""
+    buffer = SentenceBuffer(native=True)
     drafts: list[Draft] = []
     for piece in pieces:
         drafts.extend(buffer.feed(piece))
@@ -176,13 +177,18 @@ def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
 
 
 def generation_of(message: Any, *, retries: int = 0) -> Generation:
-    """A `Message` as a Generation: all text blocks concatenated, drafts with native claims, usage."""
+    """A `Message` as a Generation: its text blocks as pieces (with native claims), stop reason, usage."""
     content = list(message.content)
     full = "".join(b.text for b in content if getattr(b, "type", None) == "text")
+    pieces = tuple(pieces_of(content))
     refused = is_refusal(full)
-    drafts = () if refused else drafts_of(pieces_of(content))
     return Generation(
-        drafts=drafts, text=full, usage=usage_of(message.usage, retries=retries), refused=refused
+        drafts=() if refused else drafts_of(pieces),
+        text=full,
+        pieces=pieces,
+        usage=usage_of(message.usage, retries=retries),
+        refused=refused,
+        stop_reason=getattr(message, "stop_reason", None) or "",
     )
 
 
@@ -202,6 +208,7 @@ class ClaudeGenerator:
     """Generator over the Messages API with native citations (create for answers, stream for SSE)."""
 
     name = "claude"
+    native_citations = True
 
     def __init__(
         self,
@@ -280,6 +287,7 @@ class ClaudeGenerator:
         finished = False
         retries = 0
         usage: Any = None
+        stop_reason = ""
         try:
             async with self.async_client().messages.stream(**self.request(question, blocks)) as stream:
                 retries = int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
@@ -314,6 +322,8 @@ class ClaudeGenerator:
                         if index in held:
                             yield Piece(text="".join(held.pop(index)), index=index)
                         yield Piece(index=index + 1)  # the block is complete: its sentences may go
+                    elif kind == "message_delta":
+                        stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
                     elif kind == "message_stop":
                         finished = True
                 usage = stream.current_message_snapshot.usage
@@ -323,7 +333,7 @@ class ClaudeGenerator:
             raise UpstreamUnavailable(
                 "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
             )
-        yield Piece(usage=usage_of(usage, retries=retries))
+        yield Piece(usage=usage_of(usage, retries=retries), stop_reason=stop_reason)
 
 
 class ClaudeCompressor:
@@ -340,15 +350,14 @@ class ClaudeCompressor:
     def __init__(self, settings: Settings, *, client: anthropic.Anthropic | None = None) -> None:
         self.settings = settings
         self.client = client or anthropic.Anthropic(**_client_options(settings))
-        self.usage = Usage()
 
     def compress(self, question: str, blocks: Sequence[Block]) -> Compression:
         if not blocks:
             return compression_of(blocks, blocks)
         with ThreadPoolExecutor(max_workers=min(8, len(blocks)), thread_name_prefix="compress") as pool:
             results = list(pool.map(lambda b: self._one(question, b), blocks))
-        self.usage = sum((u for _, u in results), Usage())
-        return compression_of(blocks, [b for b, _ in results], usage=self.usage)
+        usage = sum((u for _, u in results), Usage())
+        return compression_of(blocks, [b for b, _ in results], usage=usage)
 
     def _one(self, question: str, block: Block) -> tuple[Block, Usage]:
         original = block.chunk.text

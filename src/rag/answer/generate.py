@@ -30,7 +30,11 @@ from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
 class Generator(Protocol):
+    """Writes an answer from numbered blocks. `native_citations`: its citations are structured
+    claims per content block (the only citations then); otherwise `[n]` markers in its text."""
+
     name: str
+    native_citations: bool
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
         """One complete answer. `feedback` holds specific reasons from a failed first draft."""
@@ -171,6 +175,7 @@ class OfflineGenerator:
     """
 
     name = "offline-extractive"
+    native_citations = False
 
     def __init__(
         self,

@@ -3,9 +3,12 @@
 retrieve -> line 1 (retrieval gate) -> assemble -> line 2 (conflicts) -> [compress]
 -> generate -> verify -> one regeneration with specific feedback -> line 3 (grounding gate).
 
-`answer()` returns an `Answer`; `answer_stream()` yields typed events and never
-regenerates (emitted text is never withdrawn). Every ask is written to the ask log,
-and every line-1 refusal to the coverage-gap queue.
+Both routes run one core (`rag.answer.judge`): the front half decides a refusal or the blocks,
+the generator's pieces become events. `answer_stream()` yields the events as they are decided;
+`answer()` folds the same events into an `Answer`, with one visible extra step: a second draft
+with sentence-specific feedback when the first withheld a claim (emitted text is never withdrawn,
+so streaming never regenerates). Every ask is written to the ask log, and every line-1 refusal
+to the coverage-gap queue.
 
 Conflict policy: `present_both` refuses with both statements. `prefer_newest` drops the
 blocks holding the older statements, renumbers the rest 1..n and answers, keeping the
@@ -26,24 +29,23 @@ import anyio
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import detect_conflict
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
     closest_refs,
     conflict_message,
-    grounding_gate,
     retrieval_gate,
     top_score,
 )
 from rag.answer.generate import Generator, OfflineGenerator
+from rag.answer.judge import Judge, fold, pieces_of, run
 from rag.answer.parse import SentenceBuffer
-from rag.answer.prompt import is_refusal
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
-from rag.answer.verify import feedback_lines, verify
+from rag.answer.verify import feedback_lines
 from rag.config import Settings
-from rag.errors import InvalidQuestion, UpstreamUnavailable
+from rag.errors import InvalidQuestion, RagError, UpstreamUnavailable
 from rag.ingest.embeddings import Embedder, make_embedder
 from rag.store.sqlite import Store, open_store
 from rag.types import (
@@ -51,16 +53,12 @@ from rag.types import (
     AskRecord,
     Block,
     ChunkRef,
-    Citation,
     Conflict,
-    Draft,
-    Dropped,
+    DoneStatus,
     RefusalReason,
     Scored,
-    Sentence,
     Statement,
     Usage,
-    Verdict,
 )
 
 STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify", "regenerate", "total")
@@ -210,8 +208,6 @@ class Pipeline:
         message: str,
         *,
         conflict: Conflict | None = None,
-        dropped: tuple[Dropped, ...] = (),
-        usage: Usage | None = None,
     ) -> Answer:
         return Answer(
             question=front.question,
@@ -220,58 +216,115 @@ class Pipeline:
             message=message,
             conflict=conflict,
             closest=_conflict_refs(conflict) if conflict else front.closest,
-            dropped=dropped,
             blocks=front.blocks,
-            usage=usage or Usage(),
             timings=front.timings,
             trace_id=front.trace_id,
         )
 
-    # non-streaming
+    # the answer core, run whole (/ask) or streamed (/ask/stream)
 
-    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer:
-        """A verified answer or a refusal; raises InvalidQuestion, or UpstreamUnavailable from the model."""
-        front = self._front(question, top_k=top_k, trace_id=trace_id)
-        if front.refusal is not None:
-            return self._finish(front, front.refusal, ())
-        q, blocks, timings = front.question, front.blocks, front.timings
-        min_overlap = self.settings.min_overlap
-        with _timed(timings, "generate"):
-            generation = self.generator.generate(q, blocks)
-        usage = front.usage + generation.usage
-        with _timed(timings, "verify"):
-            verdicts = verify(generation.drafts, blocks, min_overlap=min_overlap)
-        history = [_summary(v, "draft 1") for v in verdicts]
-        dropped = [_dropped(v) for v in verdicts if not v.ok]
-        if dropped and not generation.refused:
-            feedback = feedback_lines(verdicts)
-            with _timed(timings, "regenerate"):
-                generation = self.generator.generate(q, blocks, feedback=feedback)
-                verdicts = verify(generation.drafts, blocks, min_overlap=min_overlap)
-            usage = usage + generation.usage
-            history += [_summary(v, "draft 2") for v in verdicts]
-            seen = {d.text for d in dropped}
-            dropped += [_dropped(v) for v in verdicts if not v.ok and v.draft.text not in seen]
-        if generation.refused or not grounding_gate(verdicts):
-            answer = self._refusal(
-                front, "no_citations", NO_CITATIONS_MESSAGE, dropped=tuple(dropped), usage=usage
+    def _meta(self, front: _Front) -> MetaEvent:
+        return MetaEvent(
+            blocks=front.blocks,
+            context_tokens=context_tokens(front.blocks),
+            trace_id=front.trace_id,
+            reranker=self.reranker.name,
+            min_score=self.gate_score,
+        )
+
+    def _judge(self, front: _Front, label: str = "draft 1") -> Judge:
+        return Judge(
+            blocks=front.blocks,
+            min_overlap=self.settings.min_overlap,
+            label=label,
+            buffer=SentenceBuffer(native=self.generator.native_citations),
+        )
+
+    def _ending(self, front: _Front, judge: Judge) -> list[Event]:
+        """After the last piece: the refusal when no sentence verified, then `done`."""
+        events = judge.close()
+        usage = front.usage + judge.usage
+        if not judge.sentences:
+            refusal = self._refusal(front, "no_citations", NO_CITATIONS_MESSAGE)
+            events.append(_refusal_event(refusal))
+            status: DoneStatus = "abstained"
+        else:
+            status = "answered"
+        front.timings["verify"] = round(front.timings.get("verify", 0.0) + judge.verify_ms, 3)
+        events.append(
+            DoneEvent(
+                status=status,
+                emitted=len(judge.sentences),
+                dropped=len(judge.dropped),
+                cut=judge.cut,
+                usage=usage,
+                timings=_stamp(front),
             )
-            return self._finish(front, answer, tuple(history))
-        sentences = tuple(Sentence(text=v.draft.text, citations=v.citations) for v in verdicts if v.ok)
-        answer = Answer(
-            question=q,
-            text=" ".join(s.text for s in sentences),
-            sentences=sentences,
-            citations=unique_citations(sentences),
+        )
+        return events
+
+    def _base(self, front: _Front) -> Answer:
+        """What an answer carries besides its events: the question, closest matches, note, trace id."""
+        return Answer(
+            question=front.question,
             message=front.note,
             conflict=front.conflict,
             closest=front.closest,
-            dropped=tuple(dropped),
-            blocks=blocks,
-            usage=usage,
-            timings=timings,
+            blocks=front.blocks,
+            usage=front.usage,
+            timings=front.timings,
             trace_id=front.trace_id,
         )
+
+    def _pre_refusal(self, front: _Front) -> list[Event]:
+        assert front.refusal is not None
+        refusal = front.refusal
+        return [
+            _refusal_event(refusal),
+            DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(front)),
+        ]
+
+    def _draft(self, front: _Front, label: str, feedback: Sequence[str] = ()) -> tuple[Judge, list[Event]]:
+        """One whole draft through the core: generate, then judge its pieces."""
+        judge = self._judge(front, label)
+        stage = "generate" if label == "draft 1" else "regenerate"
+        with _timed(front.timings, stage):
+            generation = self.generator.generate(front.question, front.blocks, feedback=feedback)
+        return judge, run(judge, pieces_of(generation))
+
+    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer:
+        """A verified answer or a refusal: the core's events folded into an Answer.
+
+        The one step streaming cannot take: when the first draft withheld a sentence that carried a
+        claim, a second draft is asked for with sentence-specific feedback; the second is kept when it
+        has verified sentences or the first has none. If that second call fails, the verified first
+        draft stands, with a note. Raises InvalidQuestion, or UpstreamUnavailable when the model call
+        fails and no verified sentence exists.
+        """
+        front = self._front(question, top_k=top_k, trace_id=trace_id)
+        if front.refusal is not None:
+            return self._finish(front, fold(self._base(front), self._pre_refusal(front)), ())
+        kept, events = self._draft(front, "draft 1")
+        other: Judge | None = None
+        history = list(kept.history)
+        if kept.wants_regeneration:
+            try:
+                second, second_events = self._draft(front, "draft 2", feedback_lines(kept.failed))
+            except RagError as exc:
+                if not kept.sentences:
+                    raise
+                front.note = " ".join(filter(None, (front.note, f"A second draft failed ({exc}).")))
+            else:
+                history += second.history
+                if second.sentences or not kept.sentences:
+                    kept, other, events = second, kept, second_events
+                else:
+                    other = second
+        answer = fold(self._base(front), [self._meta(front), *events, *self._ending(front, kept)])
+        if other is not None:
+            shown = {d.text for d in answer.dropped}
+            earlier = tuple(d for d in other.dropped if d.text not in shown)
+            answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
         return self._finish(front, answer, tuple(history))
 
     def _finish(self, front: _Front, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
@@ -297,113 +350,64 @@ class Pipeline:
             )
         )
 
-    # streaming
-
     async def answer_stream(
         self, question: str, *, top_k: int | None = None, trace_id: str | None = None
     ) -> AsyncIterator[Event]:
-        """Events in wire order: a pre-generation refusal then done; or meta, sentence/dropped..., done.
+        """The core's events as they are decided: a pre-generation refusal then done; or meta,
+        sentence/dropped..., [refusal], done; an error then done when the provider fails.
 
-        No regeneration while streaming. Closing this iterator closes the generator's stream
-        (so the model call stops), and the ask is logged whichever way the stream ends.
+        No regeneration while streaming (emitted text is never withdrawn). Closing this iterator
+        closes the generator's stream (so the model call stops), and the ask is logged whichever
+        way the stream ends.
         """
-        q = validate_question(question, self.settings.max_question_chars)
-        front = await anyio.to_thread.run_sync(lambda: self._front(q, top_k=top_k, trace_id=trace_id))
-        if front.refusal is not None:
-            pre = front.refusal
-            refusal = await anyio.to_thread.run_sync(lambda: self._finish(front, pre, ()))
-            yield _refusal_event(refusal)
-            yield Done(status="abstained", emitted=0, dropped=0, timings=refusal.timings)
-            return
-        blocks, timings = front.blocks, front.timings
-        yield Meta(blocks=blocks, context_tokens=context_tokens(blocks), trace_id=front.trace_id)
-        sentences: list[Sentence] = []
-        dropped: list[Dropped] = []
-        history: list[str] = []
-        usage = front.usage
-        refused = False
-        outcome: Answer | None = None
-        buffer = SentenceBuffer()
-        pieces = self.generator.stream(q, blocks)
-        generating = time.perf_counter()
-
-        def judge(draft: Draft) -> Event | None:
-            nonlocal refused
-            with _timed(timings, "verify"):
-                verdict = verify([draft], blocks, min_overlap=self.settings.min_overlap)[0]
-            history.append(_summary(verdict, "stream"))
-            if verdict.ok:
-                sentences.append(Sentence(text=draft.text, citations=verdict.citations))
-                return SentenceOut(sentence=sentences[-1])
-            if is_refusal(draft.text):
-                refused = True  # the model's own refusal wording: an abstention, not a dropped claim
-                return None
-            dropped.append(_dropped(verdict))
-            return DroppedOut(dropped=dropped[-1])
-
+        front = await anyio.to_thread.run_sync(lambda: self._front(question, top_k=top_k, trace_id=trace_id))
+        seen: list[Event] = []
+        judge = self._judge(front, "stream")
         try:
-            try:
-                async for piece in pieces:
-                    if piece.usage is not None:
-                        usage = usage + piece.usage
-                    for draft in buffer.feed(piece):
-                        event = judge(draft)
-                        if event is not None:
-                            yield event
-                for draft in buffer.flush():
-                    event = judge(draft)
-                    if event is not None:
-                        yield event
-            except UpstreamUnavailable as exc:
-                outcome = self._partial(front, sentences, dropped, usage)
-                yield ErrorEvent(type=exc.type, message=str(exc))
-                yield Done(
-                    status="error",
-                    emitted=len(sentences),
-                    dropped=len(dropped),
-                    detail=f"the model provider failed after {len(sentences)} verified sentence(s) were sent",
-                )
+            if front.refusal is not None:
+                seen.extend(self._pre_refusal(front))
+                for event in seen:
+                    yield event
                 return
-            finally:
-                timings["generate"] = round(
-                    (time.perf_counter() - generating) * 1000 - timings.get("verify", 0), 3
-                )
-                aclose = getattr(pieces, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            if not sentences:
-                outcome = self._refusal(
-                    front, "no_citations", NO_CITATIONS_MESSAGE, dropped=tuple(dropped), usage=usage
-                )
-                yield _refusal_event(outcome)
-                yield Done(status="abstained", emitted=0, dropped=len(dropped), timings=_stamp(front))
-                return
-            outcome = self._partial(front, sentences, dropped, usage)
-            yield Done(status="answered", emitted=len(sentences), dropped=len(dropped), timings=_stamp(front))
+            seen.append(self._meta(front))
+            yield seen[-1]
+            async for event in self._stream_events(front, judge):
+                seen.append(event)
+                yield event
         finally:
-            final = outcome or self._partial(front, sentences, dropped, usage)
+            answer = fold(self._base(front), seen)
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(front, final, tuple(history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(front, answer, tuple(judge.history)))
 
-    def _partial(
-        self, front: _Front, sentences: Sequence[Sentence], dropped: Sequence[Dropped], usage: Usage
-    ) -> Answer:
-        return Answer(
-            question=front.question,
-            text=" ".join(s.text for s in sentences),
-            sentences=tuple(sentences),
-            citations=unique_citations(sentences),
-            message=front.note,
-            conflict=front.conflict,
-            closest=front.closest,
-            dropped=tuple(dropped),
-            blocks=front.blocks,
-            usage=usage,
-            timings=front.timings,
-            trace_id=front.trace_id,
-        )
+    async def _stream_events(self, front: _Front, judge: Judge) -> AsyncIterator[Event]:
+        pieces = self.generator.stream(front.question, front.blocks)
+        generating = time.perf_counter()
+        try:
+            async for piece in pieces:
+                for event in judge.feed(piece):
+                    yield event
+        except UpstreamUnavailable as exc:
+            judge.close(cut=True)
+            yield ErrorEvent(type=exc.type, message=str(exc))
+            yield DoneEvent(
+                status="error",
+                emitted=len(judge.sentences),
+                dropped=len(judge.dropped),
+                cut=True,
+                usage=front.usage + judge.usage,
+                detail=f"the model provider failed after {len(judge.sentences)} verified sentence(s)",
+                timings=_stamp(front),
+            )
+            return
+        finally:
+            front.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
+            aclose = getattr(pieces, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        for event in self._ending(front, judge):
+            yield event
 
 
 def _newest(conflict: Conflict) -> Statement | None:
@@ -440,29 +444,8 @@ def _all_stages(timings: dict[str, float]) -> dict[str, float]:
     return {**{stage: timings.get(stage, 0.0) for stage in STAGES}, **extra}
 
 
-def _dropped(verdict: Verdict) -> Dropped:
-    return Dropped(text=verdict.draft.text, detail=verdict.issues or ("no citation",))
-
-
-def _summary(verdict: Verdict, stage: str) -> str:
-    """One ask-log line per verdict: stage, ok/dropped, claimed numbers, sentence, issues."""
-    claimed = "".join(f"[{c.n}]" for c in verdict.draft.claims) or "[-]"
-    status = "ok" if verdict.ok else "dropped"
-    issues = f" | {'; '.join(verdict.issues)}" if verdict.issues else ""
-    return f"{stage} {status} {claimed} {verdict.draft.text}{issues}"
-
-
-def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
-    """Citations of all sentences in order, each (chunk_id, start, end) once."""
-    seen: dict[tuple[str, int, int], Citation] = {}
-    for s in sentences:
-        for c in s.citations:
-            seen.setdefault((c.chunk_id, c.start, c.end), c)
-    return tuple(seen.values())
-
-
-def _refusal_event(answer: Answer) -> Refusal:
-    return Refusal(
+def _refusal_event(answer: Answer) -> RefusalEvent:
+    return RefusalEvent(
         reason=answer.reason, message=answer.message, closest=answer.closest, conflict=answer.conflict
     )
 

@@ -29,6 +29,7 @@ from rag import __version__
 from rag.answer.events import Event
 from rag.answer.pipeline import build_pipeline, validate_question
 from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
     AnswerOut,
@@ -39,10 +40,10 @@ from rag.api.schemas import (
     HealthOut,
     ReadyOut,
 )
-from rag.api.shapes import answer_json, chunk_json, document_json, error_response, json_response
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
 from rag.errors import RagError, UpstreamUnavailable
+from rag.serialize import answer_json, chunk_json, document_json
 from rag.store.sqlite import Store
 from rag.types import Answer, Chunk, Document
 

@@ -13,16 +13,15 @@ from starlette.types import Receive, Scope, Send
 
 from rag.answer.events import (
     KEEPALIVE,
-    Done,
-    DroppedOut,
+    DoneEvent,
+    DroppedEvent,
     ErrorEvent,
     Event,
-    Meta,
-    Refusal,
-    SentenceOut,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
     encode,
 )
-from rag.api.shapes import encode_event
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -31,22 +30,22 @@ log = logging.getLogger("rag.api")
 
 def note_event(details: dict[str, Any], event: Event) -> None:
     """Add what `event` says to the access-log details (blocks, top score, counts, reason, timings)."""
-    if isinstance(event, Meta):
+    if isinstance(event, MetaEvent):
         scores = [b.score for b in event.blocks]
         details["blocks"] = len(scores)
         details["top_score"] = round(max(scores), 4) if scores else None
-    elif isinstance(event, SentenceOut):
+    elif isinstance(event, SentenceEvent):
         details["emitted"] = details.get("emitted", 0) + 1
-    elif isinstance(event, DroppedOut):
+    elif isinstance(event, DroppedEvent):
         details["dropped"] = details.get("dropped", 0) + 1
-    elif isinstance(event, Refusal):
+    elif isinstance(event, RefusalEvent):
         details["reason"] = event.reason
         if "top_score" not in details:
             scores = [c.score for c in event.closest]
             details["top_score"] = round(max(scores), 4) if scores else None
     elif isinstance(event, ErrorEvent):
         details["error"] = event.type
-    elif isinstance(event, Done):
+    elif isinstance(event, DoneEvent):
         details["stream_status"] = event.status
         details.setdefault("reason", "")
         details["timings"] = event.timings
@@ -86,13 +85,15 @@ async def sse_stream(
                 details["error"] = "internal_error"
                 yield encode(ErrorEvent(type="internal_error", message="internal error while answering"))
                 yield encode(
-                    Done(status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0))
+                    DoneEvent(
+                        status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0)
+                    )
                 )
                 return
             if event is None:
                 return
             note_event(details, event)
-            yield encode_event(event)
+            yield encode(event)
     finally:
         with anyio.CancelScope(shield=True):
             if pending is not None:

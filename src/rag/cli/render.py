@@ -10,10 +10,12 @@ from collections.abc import Sequence
 
 import anyio
 import click
+import orjson
 
 from rag import serialize
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Meta, Refusal, SentenceOut
-from rag.answer.pipeline import Pipeline, build_pipeline, unique_citations
+from rag.answer.events import DoneEvent, DroppedEvent, ErrorEvent, MetaEvent, RefusalEvent, SentenceEvent
+from rag.answer.judge import unique_citations
+from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import Settings
 from rag.store.sqlite import open_store
 from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
@@ -28,7 +30,7 @@ def ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, t
             return
         answer = pipeline.answer(question, top_k=top_k)
         if as_json:
-            click.echo(serialize.dumps(answer, indent=True).decode())
+            click.echo(orjson.dumps(serialize.answer_json(answer), option=orjson.OPT_INDENT_2).decode())
             return
         click.echo(format_answer(answer))
     finally:
@@ -40,20 +42,20 @@ def _stream_cli(pipeline: Pipeline, question: str, top_k: int | None) -> None:
         blocks: tuple[Block, ...] = ()
         cited: list[Sentence] = []
         async for event in pipeline.answer_stream(question, top_k=top_k):
-            if isinstance(event, Meta):
+            if isinstance(event, MetaEvent):
                 blocks = event.blocks
-            elif isinstance(event, SentenceOut):
+            elif isinstance(event, SentenceEvent):
                 cited.append(event.sentence)
                 click.echo(_marked(event.sentence))
-            elif isinstance(event, DroppedOut):
+            elif isinstance(event, DroppedEvent):
                 click.echo(
                     f"  (withheld: {event.dropped.text!r}: {'; '.join(event.dropped.detail)})", err=True
                 )
-            elif isinstance(event, Refusal):
+            elif isinstance(event, RefusalEvent):
                 click.echo(_refusal_text(event.reason, event.message, event.closest, event.conflict))
             elif isinstance(event, ErrorEvent):
                 click.echo(f"error: {event.message}", err=True)
-            elif isinstance(event, Done) and cited:
+            elif isinstance(event, DoneEvent) and cited:
                 click.echo(_sources(blocks, unique_citations(cited)))
 
     anyio.run(run)
