@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.types import ChunkRef, Conflict, RefusalReason, Scored, Statement, Verdict
+from rag.types import ChunkRef, Conflict, RefusalReason, Scored, Sentence, Statement
 
 LOW_RETRIEVAL_MESSAGE = (
     "I couldn't find this in the knowledge base. If it should exist, it may not be indexed yet."
@@ -34,9 +34,9 @@ def retrieval_gate(scored: Sequence[Scored], min_score: float) -> bool:
     return bool(scored) and top_score(scored) >= min_score
 
 
-def grounding_gate(verdicts: Sequence[Verdict]) -> bool:
+def grounding_gate(sentences: Sequence[Sentence]) -> bool:
     """Line 3: True when at least one sentence kept a verified citation."""
-    return any(v.ok for v in verdicts)
+    return any(s.citations for s in sentences)
 
 
 def closest_refs(scored: Sequence[Scored], k: int = 3) -> tuple[ChunkRef, ...]:

@@ -35,6 +35,7 @@ from rag.answer.gates import (
     NO_CITATIONS_MESSAGE,
     closest_refs,
     conflict_message,
+    grounding_gate,
     retrieval_gate,
     top_score,
 )
@@ -244,7 +245,7 @@ class Pipeline:
         """After the last piece: the refusal when no sentence verified, then `done`."""
         events = judge.close()
         usage = front.usage + judge.usage
-        if not judge.sentences:
+        if not grounding_gate(judge.sentences):
             refusal = self._refusal(front, "no_citations", NO_CITATIONS_MESSAGE)
             events.append(_refusal_event(refusal))
             status: DoneStatus = "abstained"
