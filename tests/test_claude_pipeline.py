@@ -273,7 +273,7 @@ def test_pipeline_stream_529_until_spent_sends_error_then_done(
     fake_anthropic.enqueue(failure(529), failure(529), failure(529))
     events = _events(_pipeline(fake_anthropic, corpus_db, model_max_retries=2))
     assert [e.name for e in events] == ["meta", "error", "done"]
-    assert isinstance(events[1], ErrorEvent) and events[1].type == "upstream_unavailable"
+    assert isinstance(events[1], ErrorEvent) and events[1].type == "upstream_overloaded"
     assert events[-1].status == "error"  # type: ignore[union-attr]
 
 
@@ -293,6 +293,39 @@ def test_pipeline_stream_cut_after_two_sentences_keeps_them(
     done = events[-1]
     assert isinstance(done, DoneEvent) and done.status == "error" and done.emitted == 2
     assert "2 verified sentence" in done.detail
+    assert done.cut
+    assert done.usage.calls == 1 and done.usage.input_tokens > 0  # the usage of the cut stream is kept
+
+
+def test_pipeline_max_tokens_reply_never_shows_its_cut_sentence_on_either_route(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    cut = Reply(
+        parts=GOOD.parts[:-1] + (text(". Restored projects come back from the trash f"),),
+        stop_reason="max_tokens",
+    )
+    fake_anthropic.enqueue(cut, cut)
+    pipeline = _pipeline(fake_anthropic, corpus_db)
+    answer = pipeline.answer(QUESTION)
+    events = _events(pipeline)
+    shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
+    assert shown == [s.text for s in answer.sentences]
+    assert not any("come back" in s for s in shown)
+    assert len(shown) == 2
+    assert answer.cut
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.cut and done.status == "answered"
+
+
+def test_document_titles_are_shortened_in_the_request_only() -> None:
+    from rag.answer.prompt import MAX_TITLE_CHARS, document_blocks
+    from rag.types import Block, Chunk
+
+    title = "A very long handbook title " * 20
+    chunk = Chunk(chunk_id="hb#c01", doc_id="hb", title=title, section="", text="Text.")
+    (doc,) = document_blocks([Block(n=1, chunk=chunk, score=0.9, sent_text="Text.")])
+    assert len(doc["title"]) <= MAX_TITLE_CHARS and doc["title"].endswith("…")
+    assert title.strip() in doc["context"]
 
 
 def test_pipeline_stream_sse_error_event_after_first_sentence(
@@ -341,7 +374,7 @@ def test_http_ask_503_with_retry_after_when_claude_stays_overloaded(
         response = http.post("/ask", json={"question": QUESTION})
     assert response.status_code == 503
     assert response.headers["retry-after"] == "4"
-    assert response.json()["error"]["type"] == "upstream_unavailable"
+    assert response.json()["error"]["type"] == "upstream_overloaded"
 
 
 def test_http_ask_stream_answers_through_claude_from_environment(

@@ -59,7 +59,9 @@ class Settings(BaseSettings):
     # models
     generation_model: str = DEFAULT_GENERATION_MODEL
     compression_model: str = DEFAULT_COMPRESSION_MODEL
-    max_tokens: int = Field(1024, ge=16, le=16000)
+    # Output budget per model call. Current models think before answering by default (adaptive
+    # thinking), and thinking tokens count against this budget, so it leaves room for both.
+    max_tokens: int = Field(4096, ge=16, le=16000, description="output tokens per call, thinking included")
     model_timeout: float = Field(60.0, gt=0, description="seconds per model call")
     model_max_retries: int = Field(2, ge=0, le=10, description="SDK retries on 429/5xx/529")
     voyage_embed_model: str = "voyage-3.5"

@@ -37,7 +37,7 @@ from rag.answer.prompt import (
     user_content,
 )
 from rag.config import Settings
-from rag.errors import ConfigError, RagError, UpstreamUnavailable
+from rag.errors import ConfigError, RagError, UpstreamRejected, UpstreamUnavailable
 from rag.text import sentence_spans
 from rag.types import Block, Claim, Draft, Generation, Piece, Usage
 
@@ -89,16 +89,21 @@ def _retry_after(headers: httpx2.Headers | None) -> float | None:
     return None
 
 
+# Provider statuses that retrying cannot fix, as our error types (HTTP 502 to our clients).
+_REJECTED_TYPES = {
+    400: "upstream_bad_request",
+    401: "upstream_auth_failed",
+    403: "upstream_auth_failed",
+    404: "upstream_model_not_found",
+    413: "upstream_request_too_large",
+}
+# Statuses the provider may recover from, as our error types (HTTP 503 with Retry-After).
+_UNAVAILABLE_TYPES = {429: "upstream_rate_limited", 529: "upstream_overloaded"}
+
+
 def translate_error(exc: Exception, *, model: str = "") -> RagError:
-    """One SDK or transport error as our error: ConfigError for keys and models, else UpstreamUnavailable."""
-    if isinstance(exc, anthropic.AuthenticationError):
-        return ConfigError("ANTHROPIC_API_KEY was rejected by the Anthropic API (401); set a valid key")
-    if isinstance(exc, anthropic.PermissionDeniedError):
-        return ConfigError(f"ANTHROPIC_API_KEY is not permitted to use this API (403): {exc.message}")
-    if isinstance(exc, anthropic.NotFoundError):
-        return ConfigError(
-            f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
-        )
+    """One SDK or transport error as our error: UpstreamRejected for a request the provider refuses
+    for good, UpstreamUnavailable for trouble that may pass; each with a specific `type`."""
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         if status in _UPSTREAM_STATUSES or status >= 500:
@@ -107,9 +112,18 @@ def translate_error(exc: Exception, *, model: str = "") -> RagError:
             kind = getattr(exc, "type", None) or f"HTTP {status}"
             where = "mid-stream" if status == 200 else f"status {status}"
             return UpstreamUnavailable(
-                f"the model provider is unavailable ({kind}, {where}) after retries", retry_after=retry_after
+                f"the model provider is unavailable ({kind}, {where}) after retries",
+                retry_after=retry_after,
+                type=_UNAVAILABLE_TYPES.get(status, "upstream_unavailable"),
             )
-        return RagError(f"the Anthropic API rejected the request (status {status}): {exc.message}")
+        type_ = _REJECTED_TYPES.get(status, "upstream_bad_request")
+        if type_ == "upstream_auth_failed":
+            message = f"ANTHROPIC_API_KEY was rejected by the Anthropic API ({status}); set a valid key"
+        elif type_ == "upstream_model_not_found":
+            message = f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
+        else:
+            message = f"the Anthropic API rejected the request (status {status}): {exc.message}"
+        return UpstreamRejected(message, type=type_)
     if isinstance(exc, anthropic.APITimeoutError):
         return UpstreamUnavailable(
             "the model provider timed out after retries", retry_after=DEFAULT_RETRY_AFTER
@@ -263,7 +277,10 @@ class ClaudeGenerator:
                 model=self.settings.generation_model, messages=[{"role": "user", "content": "ping"}]
             )
         except _CLIENT_ERRORS as exc:
-            raise translate_error(exc, model=self.settings.generation_model) from exc
+            error = translate_error(exc, model=self.settings.generation_model)
+            if isinstance(error, UpstreamRejected):
+                raise ConfigError(str(error)) from None
+            raise error from exc
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
         """One answer via `messages.create`; retries taken by the SDK are counted in usage."""
@@ -280,16 +297,19 @@ class ClaudeGenerator:
         Citations of a block are yielded before its text (the API sends them first; when a
         block's text arrives first, that block is held until its citations are in). When a
         block stops, an empty piece with the next index tells the SentenceBuffer the block is
-        complete, so a sentence ending in it need not wait for the next block. Raises
-        UpstreamUnavailable when the stream fails or ends without `message_stop`; closing
-        this generator early closes the HTTP stream.
+        complete, so a sentence ending in it need not wait for the next block. The last piece
+        carries the usage and the stop reason; when the stream fails or ends without
+        `message_stop`, the usage received so far is yielded before UpstreamUnavailable is raised.
+        Closing this generator early closes the HTTP stream.
         """
         finished = False
         retries = 0
         usage: Any = None
         stop_reason = ""
+        opened: Any = None
         try:
             async with self.async_client().messages.stream(**self.request(question, blocks)) as stream:
+                opened = stream
                 retries = int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
                 cited: set[int] = set()
                 claimed: dict[int, int] = {}
@@ -328,12 +348,23 @@ class ClaudeGenerator:
                         finished = True
                 usage = stream.current_message_snapshot.usage
         except _CLIENT_ERRORS as exc:
+            if opened is not None:
+                yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries))
             raise translate_error(exc, model=self.settings.generation_model) from exc
         if not finished:
+            yield Piece(usage=usage_of(usage, retries=retries))
             raise UpstreamUnavailable(
                 "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
             )
         yield Piece(usage=usage_of(usage, retries=retries), stop_reason=stop_reason)
+
+
+def _snapshot_usage(stream: Any) -> Any:
+    """The usage of a stream that failed part-way: what its `message_start` reported, if it came."""
+    try:
+        return stream.current_message_snapshot.usage
+    except (AssertionError, AttributeError, RuntimeError):
+        return None
 
 
 class ClaudeCompressor:

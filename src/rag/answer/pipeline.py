@@ -46,7 +46,7 @@ from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.answer.verify import feedback_lines
 from rag.config import Settings
-from rag.errors import InvalidQuestion, RagError, UpstreamUnavailable
+from rag.errors import InvalidQuestion, RagError
 from rag.ingest.embeddings import Embedder, make_embedder
 from rag.store.sqlite import Store, open_store
 from rag.types import (
@@ -389,7 +389,7 @@ class Pipeline:
             async for piece in pieces:
                 for event in judge.feed(piece):
                     yield event
-        except UpstreamUnavailable as exc:
+        except RagError as exc:  # the provider failed or refused: an error event, never a traceback
             judge.close(cut=True)
             yield ErrorEvent(type=exc.type, message=str(exc))
             yield DoneEvent(

@@ -65,6 +65,7 @@ def block_metadata(block: Block) -> str:
     chunk = block.chunk
     meta = {
         "n": block.n,
+        "title": chunk.title,
         "chunk_id": chunk.chunk_id,
         "doc_id": chunk.doc_id,
         "section": chunk.section,
@@ -72,6 +73,18 @@ def block_metadata(block: Block) -> str:
         "url": chunk.url,
     }
     return orjson.dumps(meta).decode()
+
+
+# The API limits a document title's length (anthropic-wire.md 1.4); longer provenance headers are
+# shortened in the request only (the full title stays in `context` and on every citation).
+MAX_TITLE_CHARS = 200
+
+
+def request_title(header: str) -> str:
+    """`header` as sent to the model: at most MAX_TITLE_CHARS characters, an ellipsis marking a cut."""
+    if len(header) <= MAX_TITLE_CHARS:
+        return header
+    return header[: MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 
 def document_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
@@ -85,7 +98,7 @@ def document_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
         doc: dict[str, Any] = {
             "type": "document",
             "source": {"type": "text", "media_type": "text/plain", "data": block.sent_text},
-            "title": block.header,
+            "title": request_title(block.header),
             "context": block_metadata(block),
             "citations": {"enabled": True},
         }
