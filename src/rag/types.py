@@ -55,11 +55,16 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scored:
-    """A chunk with its relevance in [0, 1]: the reranker's score, which the retrieval gate reads."""
+    """A chunk with its relevance in [0, 1]: the reranker's score, which the retrieval gate reads.
+
+    `scorer` names the reranker that gave `score` (a failed Voyage call leaves the lexical scores),
+    so the gate compares it with that reranker's threshold; `lexical` keeps the raw BM25 score.
+    """
 
     chunk: Chunk
     score: float
     lexical: float = 0.0
+    scorer: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -243,6 +248,8 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""
     cut: bool = False
+    reranker: str = ""
+    min_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

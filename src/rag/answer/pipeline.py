@@ -3,7 +3,7 @@
 retrieve -> line 1 (retrieval gate) -> assemble -> line 2 (conflicts) -> [compress]
 -> generate -> verify -> one regeneration with specific feedback -> line 3 (grounding gate).
 
-Both routes run one core (`rag.answer.judge`): the front half decides a refusal or the blocks,
+Both routes run one core (`rag.answer.judge`): the front half (`plan`) decides a refusal or the blocks,
 the generator's pieces become events. `answer_stream()` yields the events as they are decided;
 `answer()` folds the same events into an `Answer`, with one visible extra step: a second draft
 with sentence-specific feedback when the first withheld a claim (emitted text is never withdrawn,
@@ -33,8 +33,10 @@ from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEv
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
+    Reader,
     closest_refs,
     conflict_message,
+    gate_threshold,
     grounding_gate,
     retrieval_gate,
     top_score,
@@ -85,14 +87,17 @@ def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
 
 
 @dataclass(slots=True, kw_only=True)
-class _Front:
-    """What the pre-generation half decided: a refusal (answer set) or the blocks to generate from."""
+class Plan:
+    """What the front half decided: a refusal (`refusal` set) or the blocks to generate from, with the
+    reranker that scored (`scorer`) and the threshold the gate applied."""
 
     question: str
     trace_id: str
     scored: list[Scored]
     top: float
     closest: tuple[ChunkRef, ...]
+    scorer: str
+    threshold: float
     blocks: tuple[Block, ...] = ()
     conflict: Conflict | None = None
     note: str = ""
@@ -115,17 +120,29 @@ class Pipeline:
     min_score: float | None = None
 
     @property
-    def gate_score(self) -> float:
-        """The retrieval gate's threshold in [0, 1]."""
+    def reader(self) -> Reader:
+        """Who reads the blocks: Claude (native citations) or the offline extractive generator."""
+        return "claude" if self.generator.native_citations else "offline"
+
+    def threshold(self, scorer: str) -> float:
+        """The retrieval gate's threshold in [0, 1] for scores from `scorer`: the override (pipeline,
+        then RAG_MIN_SCORE), else the calibrated value for that scorer and this pipeline's reader."""
         if self.min_score is not None:
             return self.min_score
         if self.settings.min_score is not None:
             return self.settings.min_score
-        return self.reranker.default_min_score
+        return gate_threshold(scorer, self.reader)
 
-    # the shared front half
+    @property
+    def gate_score(self) -> float:
+        """The threshold for the configured reranker (what the gate applies when it does not fail)."""
+        return self.threshold(self.reranker.name)
 
-    def _front(self, question: str, *, top_k: int | None, trace_id: str | None) -> _Front:
+    # the front half, shared
+
+    def plan(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Plan:
+        """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
+        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap)."""
         started = time.perf_counter()
         q = validate_question(question, self.settings.max_question_chars)
         timings: dict[str, float] = {}
@@ -138,40 +155,43 @@ class Pipeline:
                 top_k=top_k or self.settings.top_k,
                 candidates=self.settings.candidates,
             )
-        front = _Front(
+        scorer = scored[0].scorer if scored and scored[0].scorer else self.reranker.name
+        plan = Plan(
             question=q,
             trace_id=trace_id or uuid.uuid4().hex,
             scored=scored,
             top=top_score(scored),
             closest=closest_refs(scored),
+            scorer=scorer,
+            threshold=self.threshold(scorer),
             timings=timings,
             started=started,
         )
-        if not retrieval_gate(scored, self.gate_score):
-            self.store.add_gap(q, front.top, [r.chunk_id for r in front.closest])
-            front.refusal = self._refusal(front, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
-            return front
+        if not retrieval_gate(scored, plan.threshold, q):
+            self.store.add_gap(q, plan.top, [r.chunk_id for r in plan.closest])
+            plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
+            return plan
         with _timed(timings, "assemble"):
             blocks = assemble(scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
         with _timed(timings, "conflicts"):
-            blocks, front.conflict, front.note = self._resolve_conflicts(q, blocks)
-        if front.conflict is not None and not front.note:
-            front.blocks = tuple(blocks)
-            front.refusal = self._refusal(
-                front, "conflicting_sources", conflict_message(front.conflict), conflict=front.conflict
+            blocks, plan.conflict, plan.note = self._resolve_conflicts(q, blocks)
+        if plan.conflict is not None and not plan.note:
+            plan.blocks = tuple(blocks)
+            plan.refusal = self._refusal(
+                plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
             )
-            return front
+            return plan
         if self.compressor is not None:
             with _timed(timings, "compress"):
                 compression = self.compressor.compress(q, blocks)
             blocks = list(compression.blocks)
-            front.usage = compression.usage
+            plan.usage = compression.usage
             # not milliseconds: the context size the compressor saw and left, and the saving in percent
             timings["compress_tokens_before"] = float(compression.tokens_before)
             timings["compress_tokens_after"] = float(compression.tokens_after)
             timings["compress_saving_pct"] = compression.saving_pct
-        front.blocks = tuple(blocks)
-        return front
+        plan.blocks = tuple(blocks)
+        return plan
 
     def _resolve_conflicts(
         self, question: str, blocks: list[Block]
@@ -204,54 +224,56 @@ class Pipeline:
 
     def _refusal(
         self,
-        front: _Front,
+        plan: Plan,
         reason: RefusalReason,
         message: str,
         *,
         conflict: Conflict | None = None,
     ) -> Answer:
         return Answer(
-            question=front.question,
+            question=plan.question,
             abstained=True,
             reason=reason,
             message=message,
             conflict=conflict,
-            closest=_conflict_refs(conflict) if conflict else front.closest,
-            blocks=front.blocks,
-            timings=front.timings,
-            trace_id=front.trace_id,
+            closest=_conflict_refs(conflict) if conflict else plan.closest,
+            blocks=plan.blocks,
+            timings=plan.timings,
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
         )
 
     # the answer core, run whole (/ask) or streamed (/ask/stream)
 
-    def _meta(self, front: _Front) -> MetaEvent:
+    def _meta(self, plan: Plan) -> MetaEvent:
         return MetaEvent(
-            blocks=front.blocks,
-            context_tokens=context_tokens(front.blocks),
-            trace_id=front.trace_id,
-            reranker=self.reranker.name,
-            min_score=self.gate_score,
+            blocks=plan.blocks,
+            context_tokens=context_tokens(plan.blocks),
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
         )
 
-    def _judge(self, front: _Front, label: str = "draft 1") -> Judge:
+    def _judge(self, plan: Plan, label: str = "draft 1") -> Judge:
         return Judge(
-            blocks=front.blocks,
+            blocks=plan.blocks,
             min_overlap=self.settings.min_overlap,
             label=label,
             buffer=SentenceBuffer(native=self.generator.native_citations),
         )
 
-    def _ending(self, front: _Front, judge: Judge) -> list[Event]:
+    def _ending(self, plan: Plan, judge: Judge) -> list[Event]:
         """After the last piece: the refusal when no sentence verified, then `done`."""
         events = judge.close()
-        usage = front.usage + judge.usage
+        usage = plan.usage + judge.usage
         if not grounding_gate(judge.sentences):
-            refusal = self._refusal(front, "no_citations", NO_CITATIONS_MESSAGE)
+            refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
             events.append(_refusal_event(refusal))
             status: DoneStatus = "abstained"
         else:
             status = "answered"
-        front.timings["verify"] = round(front.timings.get("verify", 0.0) + judge.verify_ms, 3)
+        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + judge.verify_ms, 3)
         events.append(
             DoneEvent(
                 status=status,
@@ -259,38 +281,40 @@ class Pipeline:
                 dropped=len(judge.dropped),
                 cut=judge.cut,
                 usage=usage,
-                timings=_stamp(front),
+                timings=_stamp(plan),
             )
         )
         return events
 
-    def _base(self, front: _Front) -> Answer:
+    def _base(self, plan: Plan) -> Answer:
         """What an answer carries besides its events: the question, closest matches, note, trace id."""
         return Answer(
-            question=front.question,
-            message=front.note,
-            conflict=front.conflict,
-            closest=front.closest,
-            blocks=front.blocks,
-            usage=front.usage,
-            timings=front.timings,
-            trace_id=front.trace_id,
+            question=plan.question,
+            message=plan.note,
+            conflict=plan.conflict,
+            closest=plan.closest,
+            blocks=plan.blocks,
+            usage=plan.usage,
+            timings=plan.timings,
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
         )
 
-    def _pre_refusal(self, front: _Front) -> list[Event]:
-        assert front.refusal is not None
-        refusal = front.refusal
+    def _pre_refusal(self, plan: Plan) -> list[Event]:
+        assert plan.refusal is not None
+        refusal = plan.refusal
         return [
             _refusal_event(refusal),
-            DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(front)),
+            DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(plan)),
         ]
 
-    def _draft(self, front: _Front, label: str, feedback: Sequence[str] = ()) -> tuple[Judge, list[Event]]:
+    def _draft(self, plan: Plan, label: str, feedback: Sequence[str] = ()) -> tuple[Judge, list[Event]]:
         """One whole draft through the core: generate, then judge its pieces."""
-        judge = self._judge(front, label)
+        judge = self._judge(plan, label)
         stage = "generate" if label == "draft 1" else "regenerate"
-        with _timed(front.timings, stage):
-            generation = self.generator.generate(front.question, front.blocks, feedback=feedback)
+        with _timed(plan.timings, stage):
+            generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
         return judge, run(judge, pieces_of(generation))
 
     def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer:
@@ -302,50 +326,50 @@ class Pipeline:
         draft stands, with a note. Raises InvalidQuestion, or UpstreamUnavailable when the model call
         fails and no verified sentence exists.
         """
-        front = self._front(question, top_k=top_k, trace_id=trace_id)
-        if front.refusal is not None:
-            return self._finish(front, fold(self._base(front), self._pre_refusal(front)), ())
-        kept, events = self._draft(front, "draft 1")
+        plan = self.plan(question, top_k=top_k, trace_id=trace_id)
+        if plan.refusal is not None:
+            return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
+        kept, events = self._draft(plan, "draft 1")
         other: Judge | None = None
         history = list(kept.history)
         if kept.wants_regeneration:
             try:
-                second, second_events = self._draft(front, "draft 2", feedback_lines(kept.failed))
+                second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
             except RagError as exc:
                 if not kept.sentences:
                     raise
-                front.note = " ".join(filter(None, (front.note, f"A second draft failed ({exc}).")))
+                plan.note = " ".join(filter(None, (plan.note, f"A second draft failed ({exc}).")))
             else:
                 history += second.history
                 if second.sentences or not kept.sentences:
                     kept, other, events = second, kept, second_events
                 else:
                     other = second
-        answer = fold(self._base(front), [self._meta(front), *events, *self._ending(front, kept)])
+        answer = fold(self._base(plan), [self._meta(plan), *events, *self._ending(plan, kept)])
         if other is not None:
             shown = {d.text for d in answer.dropped}
             earlier = tuple(d for d in other.dropped if d.text not in shown)
             answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
-        return self._finish(front, answer, tuple(history))
+        return self._finish(plan, answer, tuple(history))
 
-    def _finish(self, front: _Front, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
-        front.timings["total"] = round((time.perf_counter() - front.started) * 1000, 3)
-        answer = replace(answer, timings=_all_stages(front.timings))
-        self._log(front, answer, verdicts)
+    def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
+        plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
+        answer = replace(answer, timings=_all_stages(plan.timings))
+        self._log(plan, answer, verdicts)
         return answer
 
-    def _log(self, front: _Front, answer: Answer, verdicts: tuple[str, ...]) -> None:
+    def _log(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> None:
         self.store.log_ask(
             AskRecord(
-                trace_id=front.trace_id,
-                question=front.question,
+                trace_id=plan.trace_id,
+                question=plan.question,
                 reason=answer.reason,
                 abstained=answer.abstained,
-                blocks=tuple((b.n, b.chunk.chunk_id) for b in front.blocks),
+                blocks=tuple((b.n, b.chunk.chunk_id) for b in plan.blocks),
                 answer_text=answer.text,
                 citations=answer.citations,
                 verdicts=verdicts,
-                top_score=front.top,
+                top_score=plan.top,
                 usage=answer.usage,
                 timings=dict(answer.timings),
             )
@@ -361,29 +385,29 @@ class Pipeline:
         closes the generator's stream (so the model call stops), and the ask is logged whichever
         way the stream ends.
         """
-        front = await anyio.to_thread.run_sync(lambda: self._front(question, top_k=top_k, trace_id=trace_id))
+        plan = await anyio.to_thread.run_sync(lambda: self.plan(question, top_k=top_k, trace_id=trace_id))
         seen: list[Event] = []
-        judge = self._judge(front, "stream")
+        judge = self._judge(plan, "stream")
         try:
-            if front.refusal is not None:
-                seen.extend(self._pre_refusal(front))
+            if plan.refusal is not None:
+                seen.extend(self._pre_refusal(plan))
                 for event in seen:
                     yield event
                 return
-            seen.append(self._meta(front))
+            seen.append(self._meta(plan))
             yield seen[-1]
-            async for event in self._stream_events(front, judge):
+            async for event in self._stream_events(plan, judge):
                 seen.append(event)
                 yield event
         finally:
-            answer = fold(self._base(front), seen)
+            answer = fold(self._base(plan), seen)
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(front, answer, tuple(judge.history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(judge.history)))
 
-    async def _stream_events(self, front: _Front, judge: Judge) -> AsyncIterator[Event]:
-        pieces = self.generator.stream(front.question, front.blocks)
+    async def _stream_events(self, plan: Plan, judge: Judge) -> AsyncIterator[Event]:
+        pieces = self.generator.stream(plan.question, plan.blocks)
         generating = time.perf_counter()
         try:
             async for piece in pieces:
@@ -397,17 +421,17 @@ class Pipeline:
                 emitted=len(judge.sentences),
                 dropped=len(judge.dropped),
                 cut=True,
-                usage=front.usage + judge.usage,
+                usage=plan.usage + judge.usage,
                 detail=f"the model provider failed after {len(judge.sentences)} verified sentence(s)",
-                timings=_stamp(front),
+                timings=_stamp(plan),
             )
             return
         finally:
-            front.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
+            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
             aclose = getattr(pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
-        for event in self._ending(front, judge):
+        for event in self._ending(plan, judge):
             yield event
 
 
@@ -432,10 +456,10 @@ def _conflict_refs(conflict: Conflict) -> tuple[ChunkRef, ...]:
     return tuple(refs.values())
 
 
-def _stamp(front: _Front) -> dict[str, float]:
+def _stamp(plan: Plan) -> dict[str, float]:
     """The timings so far, with `total` measured up to now."""
-    front.timings["total"] = round((time.perf_counter() - front.started) * 1000, 3)
-    return _all_stages(front.timings)
+    plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
+    return _all_stages(plan.timings)
 
 
 def _all_stages(timings: dict[str, float]) -> dict[str, float]:
