@@ -393,3 +393,22 @@ def test_http_ask_stream_answers_through_claude_from_environment(
     names = [line.removeprefix("event: ") for line in body.splitlines() if line.startswith("event: ")]
     assert names == ["meta", "sentence", "sentence", "done"]
     assert '"status":"answered"' in body
+
+
+def test_answer_usage_carries_calls_and_estimated_cost_from_the_price_table(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    from rag.answer.claude import cost_of
+
+    fake_anthropic.enqueue(GOOD)
+    pipeline = _pipeline(fake_anthropic, corpus_db, model_prices={"claude-sonnet-5-5": (3.0, 15.0)})
+    usage = pipeline.answer(QUESTION).usage
+    assert usage.calls == 1 and usage.output_tokens > 0
+    expected = (
+        usage.input_tokens * 3.0
+        + usage.cache_creation_input_tokens * 3.0 * 1.25
+        + usage.cache_read_input_tokens * 3.0 * 0.1
+        + usage.output_tokens * 15.0
+    ) / 1_000_000
+    assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0
+    assert cost_of(usage, None) == 0.0

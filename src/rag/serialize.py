@@ -115,7 +115,7 @@ def block_json(b: Block) -> dict[str, Any]:
     }
 
 
-def usage_json(u: Usage) -> dict[str, int]:
+def usage_json(u: Usage) -> dict[str, int | float]:
     return {
         "input_tokens": u.input_tokens,
         "output_tokens": u.output_tokens,
@@ -123,6 +123,7 @@ def usage_json(u: Usage) -> dict[str, int]:
         "cache_read_input_tokens": u.cache_read_input_tokens,
         "retries": u.retries,
         "calls": u.calls,
+        "cost_usd": round(u.cost_usd, 6),
     }
 
 

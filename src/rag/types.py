@@ -194,7 +194,8 @@ class Conflict:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
-    """Model usage summed over calls: tokens, SDK retries, and responses received (`calls`)."""
+    """Model usage summed over calls: tokens, SDK retries, responses received (`calls`), and the
+    estimated cost in USD from the configured price table (0 for a model without a price)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -202,6 +203,7 @@ class Usage:
     cache_read_input_tokens: int = 0
     retries: int = 0
     calls: int = 0
+    cost_usd: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -211,6 +213,7 @@ class Usage:
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             retries=self.retries + other.retries,
             calls=self.calls + other.calls,
+            cost_usd=self.cost_usd + other.cost_usd,
         )
 
 

@@ -148,11 +148,29 @@ def claim_of(citation: Any) -> Claim:
     return Claim(n=n, cited_text=getattr(citation, "cited_text", None))
 
 
-def usage_of(usage: Any, *, retries: int = 0) -> Usage:
-    """The SDK's usage object of one response as our Usage (one call); missing counters count as 0."""
+CACHE_WRITE_PRICE = 1.25  # times the input price
+CACHE_READ_PRICE = 0.1
+
+
+def cost_of(usage: Usage, price: tuple[float, float] | None) -> float:
+    """Estimated USD for `usage` at `price` (USD per million input and output tokens); 0 without one."""
+    if price is None:
+        return 0.0
+    input_price, output_price = price
+    tokens_in = (
+        usage.input_tokens
+        + CACHE_WRITE_PRICE * usage.cache_creation_input_tokens
+        + CACHE_READ_PRICE * usage.cache_read_input_tokens
+    )
+    return round((tokens_in * input_price + usage.output_tokens * output_price) / 1_000_000, 8)
+
+
+def usage_of(usage: Any, *, retries: int = 0, price: tuple[float, float] | None = None) -> Usage:
+    """The SDK's usage object of one response as our Usage (one call, priced at `price`); missing
+    counters count as 0."""
     if usage is None:
         return Usage(retries=retries, calls=1)
-    return Usage(
+    counted = Usage(
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
@@ -160,6 +178,7 @@ def usage_of(usage: Any, *, retries: int = 0) -> Usage:
         retries=retries,
         calls=1,
     )
+    return replace(counted, cost_usd=cost_of(counted, price))
 
 
 def pieces_of(content: Iterable[Any]) -> list[Piece]:
@@ -190,7 +209,7 @@ def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     return tuple(drafts)
 
 
-def generation_of(message: Any, *, retries: int = 0) -> Generation:
+def generation_of(message: Any, *, retries: int = 0, price: tuple[float, float] | None = None) -> Generation:
     """A `Message` as a Generation: its text blocks as pieces (with native claims), stop reason, usage."""
     content = list(message.content)
     full = "".join(b.text for b in content if getattr(b, "type", None) == "text")
@@ -200,7 +219,7 @@ def generation_of(message: Any, *, retries: int = 0) -> Generation:
         drafts=() if refused else drafts_of(pieces),
         text=full,
         pieces=pieces,
-        usage=usage_of(message.usage, retries=retries),
+        usage=usage_of(message.usage, retries=retries, price=price),
         refused=refused,
         stop_reason=getattr(message, "stop_reason", None) or "",
     )
@@ -239,6 +258,11 @@ class ClaudeGenerator:
         self._loop_clients: weakref.WeakKeyDictionary[AbstractEventLoop, anthropic.AsyncAnthropic] = (
             weakref.WeakKeyDictionary()
         )
+
+    @property
+    def price(self) -> tuple[float, float] | None:
+        """USD per million (input, output) tokens of the generation model, None when not in the table."""
+        return self.settings.model_prices.get(self.settings.generation_model)
 
     @property
     def client(self) -> anthropic.Anthropic:
@@ -289,7 +313,7 @@ class ClaudeGenerator:
             message = raw.parse()
         except _CLIENT_ERRORS as exc:
             raise translate_error(exc, model=self.settings.generation_model) from exc
-        return generation_of(message, retries=raw.retries_taken)
+        return generation_of(message, retries=raw.retries_taken, price=self.price)
 
     async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
         """Pieces as `messages.stream` delivers them, then one usage piece.
@@ -349,14 +373,14 @@ class ClaudeGenerator:
                 usage = stream.current_message_snapshot.usage
         except _CLIENT_ERRORS as exc:
             if opened is not None:
-                yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries))
+                yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries, price=self.price))
             raise translate_error(exc, model=self.settings.generation_model) from exc
         if not finished:
-            yield Piece(usage=usage_of(usage, retries=retries))
+            yield Piece(usage=usage_of(usage, retries=retries, price=self.price))
             raise UpstreamUnavailable(
                 "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
             )
-        yield Piece(usage=usage_of(usage, retries=retries), stop_reason=stop_reason)
+        yield Piece(usage=usage_of(usage, retries=retries, price=self.price), stop_reason=stop_reason)
 
 
 def _snapshot_usage(stream: Any) -> Any:
@@ -405,7 +429,11 @@ class ClaudeCompressor:
                 "compression of block [%d] failed, keeping it whole: %s", block.n, translate_error(exc)
             )
             return block, Usage()
-        usage = usage_of(message.usage, retries=raw.retries_taken)
+        usage = usage_of(
+            message.usage,
+            retries=raw.retries_taken,
+            price=self.settings.model_prices.get(self.settings.compression_model),
+        )
         reply = "".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
         if reply == COMPRESS_NONE:
             spans = sentence_spans(block.sent_text)

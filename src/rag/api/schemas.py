@@ -109,6 +109,7 @@ class UsageOut(_Out):
     cache_read_input_tokens: int
     retries: int
     calls: int = Field(0, description="Model responses received for this answer.")
+    cost_usd: float = Field(0.0, description="Estimated cost in USD from the configured price table.")
 
 
 class BlockOut(_Out):
