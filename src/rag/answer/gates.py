@@ -25,7 +25,7 @@ Reader = Literal["offline", "claude"]
 #   relevance probabilities, and 0.35 is below every supporting passage we have seen scored.
 GATE_THRESHOLDS: dict[tuple[str, Reader], float] = {
     ("lexical", "offline"): 0.47,
-    ("lexical", "claude"): 0.2,
+    ("lexical", "claude"): 0.24,  # 118 of 122 answerable reach it; docs/gate_claude.md
     ("voyage", "offline"): 0.35,
     ("voyage", "claude"): 0.35,
 }
