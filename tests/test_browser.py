@@ -400,3 +400,23 @@ if __name__ == "__main__":
     parser.add_argument("--question", default=ANSWERABLE)
     cli = parser.parse_args()
     take_screenshot(cli.screenshot, cli.question)
+
+
+def test_page_keeps_paragraphs_and_list_items_of_the_answer(page: Any) -> None:
+    body = (
+        sse("meta", {"blocks": [], "context_tokens": 10, "trace_id": "t"})
+        + sse("sentence", {"text": "Plans differ.", "starts": "", "citations": [CITATION]})
+        + sse("sentence", {"text": "Team: 50 members.", "starts": "item", "citations": [CITATION]})
+        + sse("sentence", {"text": "Business: 300 members.", "starts": "item", "citations": [CITATION]})
+        + sse("sentence", {"text": "Prices are per user.", "starts": "paragraph", "citations": [CITATION]})
+        + sse("done", {"status": "answered", "emitted": 4, "dropped": 0})
+    )
+    page.route(
+        "**/ask/stream",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    ask(page, ANSWERABLE)
+    answer = page.locator("[data-testid=answer]")
+    assert answer.locator("li.answer-item").count() == 2
+    assert answer.locator("p.answer-para").count() == 2
+    assert answer.locator("li.answer-item").first.inner_text().startswith("Team: 50 members.")
