@@ -43,7 +43,7 @@ from rag.api.shapes import answer_json, chunk_json, document_json, error_respons
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
 from rag.errors import RagError, UpstreamUnavailable
-from rag.store.sqlite import Store
+from rag.store import Store
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"

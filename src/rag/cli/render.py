@@ -15,7 +15,7 @@ from rag import serialize
 from rag.answer.events import Done, DroppedOut, ErrorEvent, Meta, Refusal, SentenceOut
 from rag.answer.pipeline import Pipeline, build_pipeline, unique_citations
 from rag.config import Settings
-from rag.store.sqlite import open_store
+from rag.store import open_store
 from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
 
 
