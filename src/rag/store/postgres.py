@@ -209,7 +209,10 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             with self.pool.connection() as conn:
                 yield conn
         except _STORE_FAULTS as exc:
-            raise StoreUnavailable(f"the PostgreSQL store at {self.where} cannot be used: {exc}") from exc
+            # The client reads the reason; only the log names the server.
+            logger.warning("PostgreSQL store at %s failed: %s", self.where, exc)
+            reason = connect_reason(exc) if isinstance(exc, psycopg.Error) else str(exc)
+            raise StoreUnavailable(f"the PostgreSQL store cannot be used: {reason}") from exc
 
     @contextmanager
     def _transaction(self, doc_id: str | None) -> Iterator[psycopg.Connection[Any]]:

@@ -113,6 +113,8 @@ class SqliteStore(SqlStore[_Connection]):
     ) -> None:
         super().__init__()
         self.path = path
+        # Messages name the file, never its folder: they reach HTTP clients, and server paths must not.
+        self.name = Path(path).name or path
         self.busy_timeout = busy_timeout
         self.memory = path in ("", ":memory:")
         self.max_connections = 1 if self.memory else max(1, max_connections)
@@ -168,10 +170,10 @@ class SqliteStore(SqlStore[_Connection]):
             st = os.stat(self.path)
         except FileNotFoundError:
             raise StoreUnavailable(
-                f"the database file {self.path} is missing (deleted or moved); restore it or run `rag ingest`"
+                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
             ) from None
         except OSError as exc:
-            raise StoreUnavailable(f"the database file {self.path} cannot be read: {exc.strerror}") from None
+            raise StoreUnavailable(f"the database file {self.name} cannot be read: {exc.strerror}") from None
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
@@ -182,7 +184,7 @@ class SqliteStore(SqlStore[_Connection]):
         if identity != self._identity:
             self._reopen(identity)
         if not os.access(self.path, os.R_OK):
-            raise StoreUnavailable(f"the database file {self.path} is not readable by this process")
+            raise StoreUnavailable(f"the database file {self.name} is not readable by this process")
 
     def _reopen(self, identity: tuple[int, int] | None) -> None:
         with self._reopening:
@@ -204,16 +206,16 @@ class SqliteStore(SqlStore[_Connection]):
                 self._idle.append(conn)
 
     def _describe(self, exc: sqlite3.Error) -> str:
-        return f"the database {self.path} cannot be used: {exc}"
+        return f"the database {self.name} cannot be used: {exc}"
 
     @contextmanager
     def _connection(self) -> Iterator[_Connection]:
         if self._closed:
-            raise StoreUnavailable(f"the store {self.path} is closed")
+            raise StoreUnavailable(f"the store {self.name} is closed")
         self._follow_file()
         if not self._slots.acquire(timeout=self.busy_timeout):
             raise StoreUnavailable(
-                f"all {self.max_connections} connections to {self.path} stayed busy"
+                f"all {self.max_connections} connections to {self.name} stayed busy"
                 f" for {self.busy_timeout:g} s"
             )
         conn: _Connection | None = None
@@ -247,7 +249,7 @@ class SqliteStore(SqlStore[_Connection]):
     @contextmanager
     def _transaction(self, doc_id: str | None) -> Iterator[_Connection]:
         if not self._writer.acquire(timeout=self.busy_timeout):
-            raise StoreUnavailable(f"another write to {self.path} held the lock for {self.busy_timeout:g} s")
+            raise StoreUnavailable(f"another write to {self.name} held the lock for {self.busy_timeout:g} s")
         try:
             with self._connection() as conn:
                 conn.execute("BEGIN IMMEDIATE")
