@@ -20,7 +20,7 @@ from rag.api.schemas import AnswerOut, ChunkOut, DocumentOut, ErrorOut, HealthOu
 from rag.config import load_settings
 from rag.errors import UpstreamUnavailable
 from rag.serialize import chunk_path, with_links
-from rag.store.sqlite import Store, open_store
+from rag.store import Store, open_store
 from rag.types import Block, Chunk, Generation, Piece, StoreStats
 
 ROOT = Path(__file__).resolve().parent.parent

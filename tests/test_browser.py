@@ -65,7 +65,7 @@ def running_app(db_path: Path) -> Iterator[str]:
     from rag.api import create_app
     from rag.config import load_settings
     from rag.ingest.indexer import ingest_paths
-    from rag.store.sqlite import open_store
+    from rag.store import open_store
 
     # Explicit values, not the environment: this may run before the per-test offline fixture.
     settings = load_settings(

@@ -23,7 +23,7 @@ from rag.answer.pipeline import STAGES, Pipeline, build_pipeline, validate_quest
 from rag.cli.render import format_answer
 from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
-from rag.store.sqlite import SqliteStore, Store
+from rag.store import SqliteStore, Store
 from rag.types import Answer, AskRecord, Block, Generation, Piece, Usage
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"

@@ -18,7 +18,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
-from rag.store.sqlite import open_store
+from rag.store import open_store
 from rag.types import Block, Generation, Piece
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,6 +37,9 @@ class Settings(BaseSettings):
     database_url: str = Field(
         "", description="postgresql://... selects the PostgreSQL store instead of SQLite"
     )
+    db_connect_timeout: float = Field(
+        5.0, ge=1.0, le=60.0, description="seconds to wait for PostgreSQL when connecting"
+    )
 
     # ingest
     chunk_min_tokens: int = Field(120, ge=10, description="chunker: a section is packed to at least this")
@@ -107,6 +110,24 @@ class Settings(BaseSettings):
         description="Voyage API base URL; empty means the SDK's default (tests point it at a loopback fake)",
     )
     mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str) -> str:
+        """Empty (SQLite), a postgresql:// or postgres:// URL, or a libpq `key=value` string."""
+        value = value.strip()
+        if not value:
+            return ""
+        scheme, sep, _ = value.partition("://")
+        if sep and scheme.lower() in ("postgresql", "postgres"):
+            return value
+        if not sep and "=" in value:
+            return value
+        shown = f"a {scheme}:// URL" if sep else "not a URL"
+        raise ValueError(
+            f"{shown} is not a PostgreSQL database: give postgresql://user:password@host:port/dbname,"
+            " or leave it empty for SQLite at RAG_DB"
+        )
 
     @field_validator("mock", mode="before")
     @classmethod

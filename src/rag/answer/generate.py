@@ -24,7 +24,7 @@ from rag.answer.answer_types import (
     type_match,
     type_terms,
 )
-from rag.store.sqlite import Store
+from rag.store import Store
 from rag.text import is_proposal, normalise, sentence_spans, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 

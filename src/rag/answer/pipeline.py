@@ -50,7 +50,7 @@ from rag.answer.verify import feedback_lines
 from rag.config import Settings
 from rag.errors import InvalidQuestion, RagError
 from rag.ingest.embeddings import Embedder, make_embedder
-from rag.store.sqlite import Store, open_store
+from rag.store import Store, open_store
 from rag.types import (
     Answer,
     AskRecord,

@@ -42,9 +42,9 @@ from rag.api.schemas import (
 )
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
-from rag.errors import RagError, UpstreamUnavailable
+from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.serialize import answer_json, chunk_json, document_json
-from rag.store.sqlite import Store
+from rag.store import Store
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -119,6 +119,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         401: "API keys are configured and the request has none or a wrong one",
         404: "Unknown id",
+        410: "A chunk id whose text was replaced or removed (an id never names other text)",
         413: "Request body over 64 KB",
         422: "Empty, whitespace-only or over-long question, body not JSON, wrong types, top_k out of range",
         503: "The model provider stayed unavailable (see Retry-After) or the store is unreachable",
@@ -259,7 +260,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get(
         "/chunks/{chunk_id:path}",
         response_model=None,
-        responses={200: {"model": ChunkOut}, **_errors(401, 404)},
+        responses={200: {"model": ChunkOut}, **_errors(401, 404, 410, 503)},
     )
     async def get_chunk(chunk_id: str) -> Response:
         """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
@@ -269,7 +270,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get(
         "/documents/{doc_id:path}",
         response_model=None,
-        responses={200: {"model": DocumentOut}, **_errors(401, 404)},
+        responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
     async def get_document(doc_id: str) -> Response:
         """A document's metadata and its chunks in order."""
@@ -287,9 +288,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
 
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
     async def readyz() -> Response:
-        """The store answers: document and chunk counts, and the generator and reranker in use."""
+        """The store answers a real query now: document and chunk counts, and the generator and reranker
+        in use; 503 `store_unavailable` when the database is missing, replaced by a broken file,
+        unreadable, corrupt or unreachable."""
         try:
             stats = await run_in_threadpool(qa.store.stats)
+        except StoreUnavailable as exc:
+            return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:
             log.warning("readiness check failed: %s: %s", type(exc).__name__, exc)
             return error_response(

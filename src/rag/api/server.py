@@ -58,7 +58,7 @@ def _check_model_key(settings: Settings) -> None:
 
 def serve(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, workers: int = 1) -> None:
     """Run the API with uvicorn. With `workers > 1` each worker builds its own app, pipeline and store."""
-    from rag.store.sqlite import open_store
+    from rag.store import open_store
 
     store = open_store(settings)
     try:

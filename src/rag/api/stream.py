@@ -22,6 +22,7 @@ from rag.answer.events import (
     SentenceEvent,
     encode,
 )
+from rag.errors import RagError
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -79,11 +80,15 @@ async def sse_stream(
             task, pending = pending, None
             try:
                 event = task.result()
-            except Exception:
+            except Exception as exc:
                 # The status line is already sent: end the stream with an error event, never a trace.
-                log.exception("stream failed (trace %s)", details.get("trace_id", ""))
-                details["error"] = "internal_error"
-                yield encode(ErrorEvent(type="internal_error", message="internal error while answering"))
+                if isinstance(exc, RagError):  # an expected fault (the store is gone): its own type
+                    error = ErrorEvent(type=exc.type, message=str(exc))
+                else:
+                    log.exception("stream failed (trace %s)", details.get("trace_id", ""))
+                    error = ErrorEvent(type="internal_error", message="internal error while answering")
+                details["error"] = error.type
+                yield encode(error)
                 yield encode(
                     DoneEvent(
                         status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0)

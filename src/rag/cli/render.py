@@ -17,7 +17,7 @@ from rag.answer.events import DoneEvent, DroppedEvent, ErrorEvent, MetaEvent, Re
 from rag.answer.judge import unique_citations
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import Settings
-from rag.store.sqlite import open_store
+from rag.store import open_store
 from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
 
 

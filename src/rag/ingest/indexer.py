@@ -23,7 +23,7 @@ from rag.ingest.chunking import chunk_document
 from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
 from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
 from rag.serialize import dumps
-from rag.store.sqlite import Store, open_store
+from rag.store import Store, open_store
 
 __all__ = [
     "IngestReport",
