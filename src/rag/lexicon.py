@@ -19,8 +19,8 @@ QUESTION_FILLERS = HOW_FORMS | frozenset(
     {"still", "happen", "whole", "anoth", "instead", "just", "exact", "actual", "realli", "quick"}
     | {"ever", "current", "typic", "usual", "possibl", "exist"}
 )
-# Stems that ask for a default ("the default", "by default"): answered by a sentence stating one.
-DEFAULT_TERMS = frozenset({"default"})
+# Stems that ask for a default ("the default value", "by default"): a sentence stating one covers them.
+DEFAULT_TERMS = frozenset({"default", "valu"})
 # Stems naming the kind of answer wanted ("deadline", "maximum") rather than its topic: the
 # source states them as figures ("within 30 days", "up to 10"), so they weigh less.
 ANSWER_TYPE_TERMS = frozenset(

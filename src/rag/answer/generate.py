@@ -100,6 +100,7 @@ class _Ask:
     """The question as the ranking reads it: weighted terms, the asked kind, identifiers and names."""
 
     question: str
+    asked: frozenset[str]
     weights: Mapping[str, float]
     total: float
     topic_total: float
@@ -313,6 +314,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         return None
     return _Ask(
         question=question,
+        asked=term_set(question),
         weights=weights,
         total=total,
         topic_total=sum(w for t, w in weights.items() if t not in typed),
@@ -362,6 +364,8 @@ def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
     for pos, p in enumerate(sentences):
         if SEE_ALSO_RE.search(p.text) or ADDRESSED_RE.search(p.text):
             continue  # a pointer elsewhere or words to an assistant: never an answer on its own
+        if term_set(p.text) <= ask.asked:
+            continue  # it only repeats the question's words ("Worker types."): nothing is stated
         fit = _fit(ask, p.text)
         if ask.required and fit <= 0.0:
             continue  # no fact of the asked-for kind: at most a neighbour of the answer

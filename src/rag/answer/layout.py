@@ -218,7 +218,7 @@ def _sentences(text: str) -> list[str]:
 def _answer_worthy(sentence: str, *, listed: bool) -> bool:
     if not sentence or sentence.endswith("?"):
         return False  # a question in the source asks, it does not answer
-    if sentence[-1] in _END_PUNCT or listed or field_name(sentence):
+    if sentence.rstrip("\"'”’)]")[-1:] in tuple(_END_PUNCT) or listed or field_name(sentence):
         return True
     n = len(terms(sentence))
     if sentence.endswith(":"):
