@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from rag.answer.generate import MIN_COVERAGE, OfflineGenerator, cite, wants_quantity
+from rag.answer.generate import MIN_COVERAGE, OfflineGenerator, cite
 from rag.text import term_set
 from rag.types import Block, Chunk, Piece
 
@@ -142,12 +142,6 @@ def test_generate_quantity_question_prefers_sentence_with_figure():
     text = "Board exports are kept by the owner. Board exports are kept for 14 days."
     out = OfflineGenerator(max_sentences=1).generate("How long are board exports kept?", [block(1, text)])
     assert out.drafts[0].text == "Board exports are kept for 14 days."
-
-
-def test_wants_quantity_detects_amount_questions_only():
-    assert wants_quantity("How many seats are included?")
-    assert wants_quantity("What is the upload limit?")
-    assert not wants_quantity("Who approves expense claims?")
 
 
 def test_generate_time_question_takes_figure_sentence_using_neighbour_context():

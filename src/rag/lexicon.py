@@ -1,4 +1,4 @@
-"""The heuristic word lists and patterns of the answer path, in one place.
+"""The heuristic word lists and patterns of text handling and the answer path, in one place.
 
 Plain English and plain document layout only: never a word from one corpus. Word lists of stems
 are Snowball-stemmed (what `rag.text.terms` returns); patterns are compiled once here. Each entry
@@ -8,6 +8,41 @@ says what it is for; the modules that read it are named where it is not obvious.
 from __future__ import annotations
 
 import re
+
+# ---------------------------------------------------------------------------------------------
+# Words and tokens (rag.text)
+
+# Stop words: never content terms of a question, a chunk or a sentence.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this those through
+    to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+    where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
+    you've your yours yourself yourselves also just may might must shall will can could would should
+    get gets got us its via per etc e g i e vs please tell know want need does do one two""".split()
+)
+# Abbreviations after which a period does not end a sentence (lowercase, without the final dot).
+ABBREVIATIONS = frozenset(
+    """e.g i.e etc vs cf approx mr mrs ms dr prof sr jr st no nos fig figs vol eq ref sec al inc ltd corp co
+    dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
+    e.u a.m p.m ph.d""".split()
+)
+# Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
+# fee per year, as "monthly" is per month, which Snowball already maps to "month").
+SAME_STEM = {"annual": "year", "annum": "year"}
+# Sentences that state a proposal, a possibility or a plan rather than what holds now.
+PROPOSAL_RE = re.compile(
+    r"\b(?:propos(?:al|als|ed|es|ing)|suggest(?:s|ed|ion)?|draft|consider(?:s|ed|ing)?"
+    r"|plans?\s+to|planning\s+to|intends?\s+to|if\s+approved)\b",
+    re.IGNORECASE,
+)
+# Modal verbs: a sentence using one supposes rather than states what holds (conflict detection).
+MODAL_RE = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
 
 # ---------------------------------------------------------------------------------------------
 # Question wording

@@ -153,11 +153,6 @@ def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[
     return {t: math.log((n + 1) / (sum(t in ts for ts in texts) + 0.5)) for t in question_terms}
 
 
-def wants_quantity(question: str) -> bool:
-    """True when the question asks for an amount, duration, limit, version or date."""
-    return answer_type(question) in QUANTITY_KINDS
-
-
 def question_terms(question: str) -> list[str]:
     """The question's distinct content terms in order, interrogative fillers removed."""
     out: list[str] = []
