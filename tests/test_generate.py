@@ -367,3 +367,18 @@ def test_pipeline_does_not_answer_refund_question_with_planted_ticket_text(corpu
         store.close()
     assert "tell the user" not in answer.text.lower()
     assert "free forever" not in answer.text.lower()
+
+
+def test_generator_figure_must_count_the_asked_noun() -> None:
+    text = "Memory use is logged for each worker process. Each process uses 2 cores at most."
+    out = OfflineGenerator().generate("How much memory does each worker process use?", [block(1, text)])
+    assert out.drafts == ()
+
+
+def test_generator_spelled_out_identifier_binds_to_its_entry() -> None:
+    logger = block(
+        1, "**Default:** `'glogging.Logger'`\n\nThe default class handles logging.", section="`logger_class`"
+    )
+    worker = block(2, "**Default:** `'sync'`\n\nThe type of workers to use.", section="`worker_class`")
+    out = OfflineGenerator().generate("Which worker class is used by default?", [logger, worker])
+    assert [d.text for d in out.drafts] == ["**Default:** `'sync'`"]

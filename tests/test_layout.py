@@ -83,3 +83,9 @@ def test_field_name_reads_short_label_colon_value_lines_only() -> None:
     assert field_name("**Default:** `30`") == "Default"
     assert field_name("Command line: --timeout INT") == "Command line"
     assert field_name("Workers silent for more than this many seconds are killed: see below") == ""
+
+
+def test_content_tab_title_labels_its_indented_text() -> None:
+    text = '=== "Gevent"\n\n    Handles thousands of concurrent connections.\n'
+    [sentence] = prose(text, section="Worker types")
+    assert sentence.label == "Gevent"

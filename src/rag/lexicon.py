@@ -104,6 +104,14 @@ PERSON_QUESTION_RE = re.compile(r"^\W*who(?:m|se)?\b", re.IGNORECASE)
 HOW_TO_QUESTION_RE = re.compile(
     r"^\W*how\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|we|you|one)\b", re.IGNORECASE
 )
+# The noun phrase a "how many / how much" question counts ("how many free guests"): its last word is
+# the noun a figure must be about. Auxiliaries, articles and prepositions end it.
+MEASURED_NOUN_RE = re.compile(
+    r"\bhow\s+(?:many|much)\s+((?:(?!(?:do|does|did|is|are|was|were|can|could|will|would|should|shall|may"
+    r"|might|must|has|have|had|of|the|a|an|it|they|we|i|you|per|in|on|for|to|at|with|time|more|less|longer)\b)"
+    r"[a-z][\w'-]*\s*){1,3})",
+    re.IGNORECASE,
+)
 # Asking for a default: "what is the default ...", "... by default?", "default value of ...".
 DEFAULT_QUESTION_RE = re.compile(r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b", re.IGNORECASE)
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
@@ -181,6 +189,8 @@ NOT_PLACES = frozenset(MONTHS.split("|")) | {
 
 # Sentences that open by referring back ("It keeps ...", "They ..."): their neighbours name the topic.
 ANAPHOR_RE = re.compile(r"^\W*(?:it|its|they|them|their|he|she|his|her)\b", re.IGNORECASE)
+# Pronouns that refer back to something named nearby ("at most 4 of them").
+PRONOUN_RE = re.compile(r"\b(?:it|its|they|them|their|these|those)\b", re.IGNORECASE)
 # Pointers elsewhere ("See the documentation of X for details.", "Read the design guide.",
 # "For more information, refer to ..."): they name where an answer is, they do not give it.
 SEE_ALSO_RE = re.compile(
@@ -235,6 +245,8 @@ OPTION_RE = re.compile(r"^\s*:[\w -]+:(?:\s|$)")
 UNDERLINE_RE = re.compile(r"^\s*([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
 # A reST simple or grid table border ("====  ======", "+----+----+").
 TABLE_BORDER_RE = re.compile(r"^\s*(?:[=+-]{3,}[\s+]*){2,}$")
+# A content-tab title in MkDocs Material ('=== "Sync"'): a heading for the indented text below it.
+TAB_TITLE_RE = re.compile(r'^\s*===\s+"[^"]+"\s*$')
 # A Markdown admonition header ("!!! note", '??? info "Changed in 19.4"').
 ADMONITION_RE = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w")
 # Interactive sessions: a Python prompt or continuation, a shell prompt.

@@ -26,6 +26,7 @@ from rag.lexicon import (
     DEFAULT_STATEMENT_RE,
     FIGURE_RE,
     HOW_TO_QUESTION_RE,
+    MEASURED_NOUN_RE,
     MONEY_RE,
     NO_CHARGE_RE,
     NOT_PLACES,
@@ -40,7 +41,7 @@ from rag.lexicon import (
     TYPE_NOUN_RE,
     WORD_TOKEN_RE,
 )
-from rag.text import term_set
+from rag.text import term_set, terms
 
 AnswerType = Literal["time", "date", "number", "cause", "place", "person", ""]
 # Types whose answer is a figure or a date: a question of one of these is answered only by a
@@ -67,6 +68,16 @@ def answer_type(question: str) -> AnswerType:
         if matches(question):
             return kind
     return ""
+
+
+def measured_noun(question: str) -> str:
+    """The stem of the noun a "how many / how much" question counts ("threads" in "How many threads
+    does ..."), or "" when it names none ("How much does it cost?") or names the kind of answer."""
+    match = MEASURED_NOUN_RE.search(question)
+    if match is None:
+        return ""
+    stems = terms(match.group(1))
+    return stems[-1] if stems and stems[-1] not in ANSWER_TYPE_TERMS | PRICE_TERMS else ""
 
 
 def asks_default(question: str) -> bool:

@@ -27,6 +27,7 @@ from rag.lexicon import (
     OPTION_RE,
     PROSE_DIRECTIVES,
     SHELL_RE,
+    TAB_TITLE_RE,
     TABLE_BORDER_RE,
     TABLE_RULE_RE,
     TEMPLATE_RE,
@@ -45,7 +46,7 @@ MIN_INTRO_TERMS = 4
 _END_PUNCT = ".!?"
 _SPACE_RE = re.compile(r"\s+")
 _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
-_MARKUP_CHARS_RE = re.compile(r"[`*#]+|(?<!\w)_+|_+(?!\w)")
+_MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +138,7 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
         return "markup"
     if ADMONITION_RE.match(line):
         return "markup"
-    if HEADING_RE.match(line):
+    if HEADING_RE.match(line) or TAB_TITLE_RE.match(line):
         return "heading"
     if stripped.endswith("::"):
         scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
