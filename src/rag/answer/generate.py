@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol
 
 from rag.answer.answer_types import (
@@ -166,6 +167,7 @@ def question_terms(question: str) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=50_000)
 def identifiers(text: str) -> frozenset[str]:
     """The code identifiers `text` names (snake_case, dotted.paths, --flags), normalised: lowercase,
     leading dashes dropped, `-` read as `_` (so `--max-requests` names `max_requests`)."""
@@ -345,11 +347,15 @@ def _spelled(identifier: str) -> str:
 
 def _topic_terms(ask: _Ask, text: str) -> frozenset[str]:
     """The question terms `text` names outside inline code, plus those of code naming an asked identifier."""
+    return term_set(_without_code(text, ask.identifiers)) & ask.weights.keys()
 
-    def keep(match: re.Match[str]) -> str:
-        return match.group(0) if identifiers(match.group(0)) & ask.identifiers else " "
 
-    return term_set(INLINE_CODE_RE.sub(keep, text)) & ask.weights.keys()
+@lru_cache(maxsize=50_000)
+def _without_code(text: str, keep: frozenset[str]) -> str:
+    """`text` with its inline code spans blanked, except those naming an identifier in `keep`."""
+    if "`" not in text:
+        return text
+    return INLINE_CODE_RE.sub(lambda m: m.group(0) if identifiers(m.group(0)) & keep else " ", text)
 
 
 def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
@@ -363,7 +369,7 @@ def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
     chunk = block.chunk
     names_missing = bool(ask.names - term_set(f"{chunk.title} {chunk.section} {chunk.text}"))
     for pos, p in enumerate(sentences):
-        if SEE_ALSO_RE.search(p.text) or ADDRESSED_RE.search(p.text):
+        if _never_an_answer(p.text):
             continue  # a pointer elsewhere or words to an assistant: never an answer on its own
         if term_set(p.text) <= ask.asked:
             continue  # it only repeats the question's words ("Worker types."): nothing is stated
@@ -394,6 +400,12 @@ def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
             fit=fit,
             names_missing=names_missing,
         )
+
+
+@lru_cache(maxsize=50_000)
+def _never_an_answer(sentence: str) -> bool:
+    """A pointer elsewhere ("See the documentation of X for details.") or text addressing an assistant."""
+    return bool(SEE_ALSO_RE.search(sentence) or ADDRESSED_RE.search(sentence))
 
 
 def _fit(ask: _Ask, sentence: str) -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from rag.lexicon import (
@@ -73,8 +74,10 @@ class _Scan:
     doctest: bool = False
 
 
-def prose(text: str, section: str = "") -> list[Prose]:
-    """The answer-worthy sentences of `text`, in order, each with its label (see the module doc)."""
+@lru_cache(maxsize=20_000)
+def prose(text: str, section: str = "") -> tuple[Prose, ...]:
+    """The answer-worthy sentences of `text`, in order, each with its label (see the module doc).
+    Cached: the same chunks are read question after question."""
     lines = text.split("\n")
     kinds = classify(lines)
     labels = _labels(lines, kinds, _leaf(section))
@@ -83,7 +86,7 @@ def prose(text: str, section: str = "") -> list[Prose]:
         entry = " ".join(paragraph)
         for sentence in _sentences("\n".join(paragraph)):
             out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry))
-    return out
+    return tuple(out)
 
 
 def classify(lines: Sequence[str]) -> list[LineKind]:
