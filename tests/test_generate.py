@@ -382,3 +382,16 @@ def test_generator_spelled_out_identifier_binds_to_its_entry() -> None:
     worker = block(2, "**Default:** `'sync'`\n\nThe type of workers to use.", section="`worker_class`")
     out = OfflineGenerator().generate("Which worker class is used by default?", [logger, worker])
     assert [d.text for d in out.drafts] == ["**Default:** `'sync'`"]
+
+
+def test_generator_count_question_needs_a_figure_next_to_what_it_counts() -> None:
+    text = "A residential parking permit costs $72 per year. Each household may hold up to 2 permits."
+    out = OfflineGenerator().generate("How many parking permits can one household get?", [block(1, text)])
+    assert [d.text for d in out.drafts] == ["Each household may hold up to 2 permits."]
+    priced = "A residential parking permit costs $72 per year for one household."
+    assert (
+        OfflineGenerator()
+        .generate("How many parking permits can one household get?", [block(1, priced)])
+        .drafts
+        == ()
+    )

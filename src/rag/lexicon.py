@@ -112,6 +112,14 @@ MEASURED_NOUN_RE = re.compile(
     r"[a-z][\w'-]*\s*){1,3})",
     re.IGNORECASE,
 )
+# A count question ("how many ..."): answered by a figure next to what it counts.
+COUNT_QUESTION_RE = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# A figure and the few words after it ("50 members", "4 of them", "3 guests per paid seat").
+COUNTED_RE = re.compile(
+    r"(?<![\w.])(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty"
+    r"|hundred|dozen)\b((?:\W+\w+){1,3})",
+    re.IGNORECASE,
+)
 # Asking for a default: "what is the default ...", "... by default?", "default value of ...".
 DEFAULT_QUESTION_RE = re.compile(r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b", re.IGNORECASE)
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.

@@ -32,6 +32,8 @@ from rag.lexicon import (
     ADDRESSED_RE,
     ANAPHOR_RE,
     CAPITALISED_RE,
+    COUNT_QUESTION_RE,
+    COUNTED_RE,
     DEFAULT_TERMS,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
@@ -106,6 +108,7 @@ class _Ask:
     question: str
     asked: frozenset[str]
     measured: str
+    counts: bool
     weights: Mapping[str, float]
     total: float
     topic_total: float
@@ -317,6 +320,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         question=question,
         asked=term_set(question),
         measured=measured_noun(question),
+        counts=bool(COUNT_QUESTION_RE.search(question)),
         weights=weights,
         total=total,
         topic_total=sum(w for t, w in weights.items() if t not in typed),
@@ -427,6 +431,8 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
     local = r.own | r.label | r.entry | r.near | r.title
     if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
         return False
+    if not (r.own - ask.typed) and not p.field and not p.label.endswith("?") and not r.near:
+        return False  # it names nothing the question asks about, and no question heading stands above it
     if ask.measured and ask.measured not in _measured_context(ask, r):
         return False  # a figure about something else than the asked "how many <noun>"
     if ask.identifiers:
@@ -443,11 +449,23 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
-    """Where the noun a figure counts may be named: the sentence, a field line's entry, and the
-    neighbours when the sentence refers back with a pronoun ("at most 4 of them")."""
+    """Where the noun a figure is about may be named: a field line's entry; for a count question the
+    words right after a figure ("50 members", "4 of them"); else the sentence, and its neighbours
+    when it refers back with a pronoun."""
     p = r.sentence
-    found = term_set(f"{p.text} {p.entry if p.field else ''}")
+    if p.field:
+        return term_set(f"{p.text} {p.entry}")
+    if ask.counts:
+        # a count is a figure next to what it counts: "up to 50 members", "at most 4 of them"
+        counted = any(_counts(m.group(1), ask.measured) for m in COUNTED_RE.finditer(p.text))
+        return frozenset({ask.measured}) if counted else frozenset()
+    found = term_set(p.text)
     return found | r.near if PRONOUN_RE.search(p.text) else found
+
+
+def _counts(following: str, noun: str) -> bool:
+    """True when the words after a figure name the counted noun, or refer back to it."""
+    return noun in terms(following) or bool(PRONOUN_RE.search(following))
 
 
 def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
