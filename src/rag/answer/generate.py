@@ -437,15 +437,21 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
         return False  # a figure about something else than the asked "how many <noun>"
     if ask.identifiers:
         named = identifiers(p.text)
-        if named - ask.identifiers and not named & ask.identifiers:
+        if named - ask.identifiers and not any(_names_all(p.text, frozenset({i})) for i in ask.identifiers):
             return False  # it states the fact for another option, setting or function
-        context = f"{p.text} {p.label} {p.entry if p.field else ''}"
-        if not ask.identifiers <= identifiers(context):
+        if not _names_all(f"{p.text} {p.label} {p.entry if p.field else ''}", ask.identifiers):
             return False  # the asked identifier is neither in the sentence nor in its label or entry
-    # the block lacks the question's name and the sentence (or field entry) names another: another
-    # subject's fact
+    # the block lacks the question's name and the sentence (or field entry) names another, or is a
+    # field line (it states its own entry's setting): another subject's fact
     named = _names(f"{p.text} {p.entry if p.field else ''}")
-    return not (r.names_missing and named - ask.weights.keys() - ask.names)
+    return not (r.names_missing and (p.field or named - ask.weights.keys() - ask.names))
+
+
+def _names_all(text: str, wanted: frozenset[str]) -> bool:
+    """True when `text` names every identifier in `wanted`, as code or spelled out in words."""
+    words = f" {normalise(text)} "
+    named = identifiers(text)
+    return all(i in named or f" {_spelled(i)} " in words for i in wanted)
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
