@@ -426,25 +426,53 @@ def _fit(ask: _Ask, sentence: str) -> float:
 
 
 def _bound(ask: _Ask, r: _Reading) -> bool:
-    """The sentence is about the asked subject (see the class doc)."""
-    p = r.sentence
+    """The sentence is about the asked subject (see the class doc): every binding check holds."""
+    return (
+        _covers_topic(ask, r)
+        and _counts_the_measured(ask, r)
+        and _names_asked_identifiers(ask, r)
+        and not _other_subject(ask, r)
+    )
+
+
+def _covers_topic(ask: _Ask, r: _Reading) -> bool:
+    """Its local context covers MIN_BINDING of the topic mass, and it names something asked itself
+    unless it is a field line, leans on a neighbour, or stands under a question heading."""
     local = r.own | r.label | r.entry | r.near | r.title
     if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
         return False
-    if not (r.own - ask.typed) and not p.field and not p.label.endswith("?") and not r.near:
-        return False  # it names nothing the question asks about, and no question heading stands above it
-    if ask.measured and ask.measured not in _measured_context(ask, r):
-        return False  # a figure about something else than the asked "how many <noun>"
-    if ask.identifiers:
-        named = identifiers(p.text)
-        if named - ask.identifiers and not any(_names_all(p.text, frozenset({i})) for i in ask.identifiers):
-            return False  # it states the fact for another option, setting or function
-        if not _names_all(f"{p.text} {p.label} {p.entry if p.field else ''}", ask.identifiers):
-            return False  # the asked identifier is neither in the sentence nor in its label or entry
-    # the block lacks the question's name and the sentence (or field entry) names another, or is a
-    # field line (it states its own entry's setting): another subject's fact
-    named = _names(f"{p.text} {p.entry if p.field else ''}")
-    return not (r.names_missing and (p.field or named - ask.weights.keys() - ask.names))
+    p = r.sentence
+    return bool(r.own - ask.typed) or bool(p.field) or p.label.endswith("?") or bool(r.near)
+
+
+def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
+    """For "how many / how much <noun>", its figure is about that noun."""
+    return not ask.measured or ask.measured in _measured_context(ask, r)
+
+
+def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
+    """It (or its label or field entry) names every asked identifier, and names no other identifier
+    without an asked one: otherwise it states the fact for another option, setting or function."""
+    if not ask.identifiers:
+        return True
+    p = r.sentence
+    if identifiers(p.text) - ask.identifiers and not any(
+        _names_all(p.text, frozenset({i})) for i in ask.identifiers
+    ):
+        return False
+    return _names_all(f"{p.text} {p.label} {p.entry if p.field else ''}", ask.identifiers)
+
+
+def _other_subject(ask: _Ask, r: _Reading) -> bool:
+    """The block never mentions a name the question mentions, and the sentence (or its field entry)
+    names another, or it is a field line stating its own entry's setting: another subject's fact
+    ("Business" for "Team", "Earth" for "Saturn")."""
+    if not r.names_missing:
+        return False
+    p = r.sentence
+    return bool(p.field) or bool(
+        _names(f"{p.text} {p.entry if p.field else ''}") - ask.weights.keys() - ask.names
+    )
 
 
 def _names_all(text: str, wanted: frozenset[str]) -> bool:
