@@ -27,7 +27,7 @@ from starlette.exceptions import HTTPException
 
 from rag import __version__
 from rag.answer.events import Event
-from rag.answer.pipeline import build_pipeline, validate_question
+from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
@@ -44,7 +44,7 @@ from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.serialize import answer_json, chunk_json, document_json
-from rag.store import Store
+from rag.store.base import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -74,7 +74,7 @@ class QAService(Protocol):
     """What the API needs from `rag.pipeline.Pipeline` (tests inject their own implementations)."""
 
     @property
-    def store(self) -> Store: ...
+    def store(self) -> StoreReader: ...
 
     @property
     def generator(self) -> _Named: ...
@@ -177,16 +177,16 @@ def _protected(path: str) -> bool:
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
     """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given)."""
-    owned = pipeline is None
+    built: Pipeline | None = None
     if pipeline is None:
-        pipeline = build_pipeline(settings)
+        built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        if owned:
-            qa.store.close()
+        if built is not None:
+            built.store.close()
 
     app = FastAPI(
         title="rag",
