@@ -23,11 +23,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from rag.answer.figures import missing_figures
 from rag.answer.parse import strip_markers
-from rag.answer.quantities import Quantity, find_quantities, same_value
 from rag.text import sentence_spans, term_set
 from rag.types import Block, Citation, Claim, Draft, Verdict
 
@@ -36,11 +35,6 @@ NO_CITATION = "no citation"
 NOTHING_TO_VERIFY = "nothing substantive to verify"
 
 _WS_RE = re.compile(r"\s+")
-# A figure the sentence states: digits not glued to a preceding letter ("v2" is a name, not a figure).
-_FIGURE_RE = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)")
-# Any digit run in the evidence, however it is attached ("v2.3", "2FA", "2026-05-12").
-_SOURCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
 def locate_span(cited_text: str, chunk_text: str) -> tuple[int, int] | None:
@@ -167,7 +161,7 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             continue
         passed.append((block, spans, evidence))
 
-    missing = _missing_figures(draft.text, [evidence for _, _, evidence in passed])
+    missing = missing_figures(draft.text, [evidence for _, _, evidence in passed])
     if missing:
         label = "figure" if len(missing) == 1 else "figures"
         issues.extend(
@@ -216,52 +210,3 @@ def _best_sentence(
         if share > best_share:
             best, best_share = (start, end), share
     return best if best is not None else (0, length)
-
-
-def _canonical(number: str) -> str | None:
-    try:
-        value = Decimal(number).normalize()
-    except InvalidOperation:
-        return None
-    return format(value, "f")
-
-
-def _source_numbers(text: str) -> set[str]:
-    found: set[str] = set()
-    for match in _SOURCE_NUMBER_RE.finditer(text):
-        raw = match.group()
-        if _THOUSANDS_RE.fullmatch(raw):
-            parts = [raw.replace(",", "")]
-        else:
-            pieces = re.split(r"[.,]", raw)
-            parts = pieces + [f"{a}.{b}" for a, b in zip(pieces, pieces[1:], strict=False)]
-        for part in parts:
-            canonical = _canonical(part)
-            if canonical is not None:
-                found.add(canonical)
-    return found
-
-
-def _missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
-    """Figures stated in `sentence` that no evidence text contains, as written or as an equal quantity."""
-    figures = [m for m in _FIGURE_RE.finditer(sentence)]
-    if not figures or not evidence:
-        return []
-    numbers: set[str] = set()
-    for text in evidence:
-        numbers |= _source_numbers(text)
-    stated: list[Quantity] | None = None
-    source_quantities: list[Quantity] | None = None
-    missing: list[str] = []
-    for match in figures:
-        if _canonical(match.group().replace(",", "")) in numbers:
-            continue
-        if stated is None:
-            stated = find_quantities(sentence)
-            source_quantities = [q for text in evidence for q in find_quantities(text)]
-        holder = next((q for q in stated if q.start <= match.start() < q.end), None)
-        if holder is not None and any(same_value(holder, q) for q in source_quantities or ()):
-            continue
-        if match.group() not in missing:
-            missing.append(match.group())
-    return missing
