@@ -240,3 +240,41 @@ def test_sentence_buffer_native_holds_sentence_that_may_continue_after_block_clo
     assert buffer.feed(Piece(index=1)) == []  # "v2." may continue as "v2.5"
     buffer.feed(Piece(index=1, text="5 with fixes."))
     assert [d.text for d in buffer.flush()] == ["The current release is v2.5 with fixes."]
+
+
+_WRAPPERS = [("", ""), ('"', '"'), ("“", "”"), ("'", "'"), ("(", ")"), ("**", "**"), ("*", "*"), ("_", "_")]
+_RUNS = {"[1]": (1,), "[1][2]": (1, 2), "[1, 3]": (1, 3), "[2-3]": (2, 3), "[2]": (2,)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    wrapper=st.sampled_from(_WRAPPERS),
+    run=st.sampled_from(sorted(_RUNS)),
+    position=st.sampled_from(["inside", "after_close", "after_stop", "after_stop_emphasis"]),
+    space=st.sampled_from(["", " "]),
+    stop_inside=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+)
+def test_parse_inline_markers_after_quotes_brackets_and_emphasis_in_every_position(
+    wrapper: tuple[str, str], run: str, position: str, space: str, stop_inside: bool, cuts: list[int]
+) -> None:
+    opening, closing = wrapper
+    stop_in, stop_out = (".", "") if stop_inside and closing else ("", ".")
+    if position == "inside":
+        core = f"{opening}at any time {run}{stop_in}{closing}{stop_out}"
+    elif position == "after_close":
+        core = f"{opening}at any time{stop_in}{closing}{space}{run}{stop_out}"
+    elif position == "after_stop":
+        core = f"{opening}at any time{stop_in}{closing}{stop_out or ''}{space}{run}"
+        if not stop_out:
+            core += "." if space else ""
+    else:
+        core = f"{opening}at any time{stop_in}{closing}{stop_out}**{run}**"
+    text = f"Refunds are available {core} Uploads stop at 250 MB [4]."
+    drafts = parse_inline(text)
+    assert [d.claims for d in drafts] == [_claims(*_RUNS[run]), _claims(4)], text
+    first = drafts[0].text
+    assert "[" not in first and "]" not in first, text
+    assert first.startswith("Refunds are available") and "at any time" in first
+    assert "**" not in first.replace(f"{opening}at", "").replace(f"{closing}", "") or opening == "**"
+    assert _stream([Piece(text=part) for part in _split(text, cuts)]) == list(drafts)

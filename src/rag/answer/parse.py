@@ -24,13 +24,24 @@ MAX_RANGE = 50
 _NUM = r"[1-9]\d{0,2}"
 _ITEM = rf"{_NUM}(?:\s*[-–—]\s*{_NUM})?"
 _MARKER = rf"\[\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*\]"
-MARKER_RUN_RE = re.compile(rf"(?P<space>\s*)(?P<run>(?:{_MARKER})+)")
+# A run of markers, possibly wrapped in emphasis ("**[1]**") that goes with it.
+MARKER_RUN_RE = re.compile(
+    rf"(?P<space>\s*)(?P<open>\*{{1,3}}|_{{1,3}})?(?P<run>(?:{_MARKER})+)(?(open)(?P=open))"
+)
 _MARKER_ONE_RE = re.compile(_MARKER)
 _ITEM_RE = re.compile(rf"(?P<lo>{_NUM})(?:\s*[-–—]\s*(?P<hi>{_NUM}))?")
 _CLAUSE_END = frozenset(".,;:!?")
 _LEAD_RE = re.compile(r"^(?:\s*(?:#{1,6}|[-*+•>])\s+)+")
 _ENUMERATOR_RE = re.compile(r"(?:\d{1,3}|[a-zA-Z])[.)]")
 _HAS_WORD_RE = re.compile(r"\w")
+# A "sentence" that is only markers and closing punctuation: the tail of the one before
+# (`"at any time." [1].`).
+_TAIL_RE = re.compile(rf"(?:\s*[*_]{{0,3}}(?:{_MARKER})+[*_]{{0,3}})+\s*[.!?]*[\"'”’)\]*_]*")
+# Terminal punctuation, then closing quotes, brackets, emphasis and marker runs, then space: a sentence
+# end the splitter misses when emphasis is among them ("**30 days.**", "30 days.**[1]**").
+_WRAPPED_END_RE = re.compile(rf"[.!?](?:[\"'”’)\]*_]|\s*{_MARKER})+(?=\s)")
+# A sentence whose closing quote or bracket follows its own full stop needs no second one: `"at any time.".`
+_DOUBLE_STOP_RE = re.compile(r"(?<=[.!?][\"'”’)\]])\.$")
 # What may still turn into trailing markers of the sentence before: whitespace and (partial) [n] runs.
 _PENDING_RE = re.compile(r"\s*(?:\[[\d\s,–—-]*\]?\s*)*")
 _NON_SPACE_RE = re.compile(r"\S")
@@ -42,11 +53,38 @@ _FIRM_END_RE = re.compile(r"[^\W\d_]{2,}[.!?]+[\"'”’)\]]*$")
 def parse_inline(text: str) -> tuple[Draft, ...]:
     """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
     drafts = []
-    for start, end in sentence_spans(text):
+    for start, end in _sentence_spans(text):
         draft = _draft(text[start:end])
         if draft is not None:
             drafts.append(draft)
     return tuple(drafts)
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """`text.sentence_spans`, with a span that holds only markers and closing punctuation joined to the
+    sentence before it (the splitter cuts `"at any time." [1].` after the closing quote)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _wrapped_cuts(text, sentence_spans(text)):
+        if spans and _TAIL_RE.fullmatch(text, start, end) and not text[spans[-1][1] : start].count("\n"):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _wrapped_cuts(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        for match in _WRAPPED_END_RE.finditer(text, start, end):
+            if not any(c in "*_" for c in match.group()):
+                continue
+            out.append((start, match.end()))
+            start = match.end()
+            while start < end and text[start].isspace():
+                start += 1
+        if start < end:
+            out.append((start, end))
+    return out
 
 
 def citation_numbers(marker_run: str) -> tuple[int, ...] | None:
@@ -85,7 +123,7 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
 
 def _draft(sentence: str, extra: tuple[Claim, ...] = ()) -> Draft | None:
     text, numbers = strip_markers(sentence)
-    text = _LEAD_RE.sub("", text).strip()
+    text = _DOUBLE_STOP_RE.sub("", _LEAD_RE.sub("", text).strip())
     if not _HAS_WORD_RE.search(text) or _ENUMERATOR_RE.fullmatch(text):
         return None
     claims: list[Claim] = [Claim(n=n) for n in numbers]
@@ -148,7 +186,7 @@ class SentenceBuffer:
     def _drain(self, *, final: bool) -> list[Draft]:
         text = self._text
         out: list[Draft] = []
-        spans = [span for span in sentence_spans(text) if span[0] >= self._done]
+        spans = [span for span in _sentence_spans(text) if span[0] >= self._done]
         for i, (start, end) in enumerate(spans):
             following = spans[i + 1][0] if i + 1 < len(spans) else None
             if not final:
