@@ -82,7 +82,7 @@ def _collect(
 
 
 def _drafts(pieces: Sequence[Piece]) -> tuple[Draft, ...]:
-    buffer = SentenceBuffer()
+    buffer = SentenceBuffer(native=True)
     out: list[Draft] = []
     for piece in pieces:
         out.extend(buffer.feed(piece))
@@ -343,7 +343,7 @@ def test_stream_sentence_ready_before_the_message_ends(fake_anthropic: FakeAnthr
     fake_anthropic.enqueue(CITED_ANSWER)
 
     async def run() -> tuple[int, int]:
-        buffer = SentenceBuffer()
+        buffer = SentenceBuffer(native=True)
         seen = first_draft_at = 0
         async for piece in _generator(fake_anthropic).stream("Q?", BLOCKS):
             seen += 1

@@ -167,7 +167,7 @@ def pieces_of(content: Iterable[Any]) -> list[Piece]:
 
 def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     """Sentences from pieces through the same SentenceBuffer the streaming path uses."""
-    buffer = SentenceBuffer()
+    buffer = SentenceBuffer(native=True)
     drafts: list[Draft] = []
     for piece in pieces:
         drafts.extend(buffer.feed(piece))
@@ -202,6 +202,7 @@ class ClaudeGenerator:
     """Generator over the Messages API with native citations (create for answers, stream for SSE)."""
 
     name = "claude"
+    native_citations = True  # the SentenceBuffer takes citations from the API's objects only
 
     def __init__(
         self,

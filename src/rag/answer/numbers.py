@@ -4,7 +4,9 @@ Recognised (each a `Number` with end-exclusive offsets into the given text):
 - digits: "30", "1,200", "2.5", with a scale word "1.5 million", a half "2 and a half", "2½";
 - cardinal words: "ninety", "twenty-five", "twenty five", "three hundred and forty-two",
   "two thousand five hundred", "a hundred", "a dozen", "two dozen", "half a dozen";
-- fractions: "two and a half", "one and a quarter", "half an", "a third", "two-thirds", "three quarters", "½";
+- fractions: "two and a half", "one and a quarter", "half an", "a third of", "two-thirds", "three quarters",
+  "½" ("a quarter" alone is a period: "once a quarter");
+- multiplicatives: "twice" (2), "thrice" (3);
 - ordinals: "third", "twenty-first", "hundredth", "3rd", "21st" (`ordinal=True`). "second" is an ordinal
   only after "the", "every" or "each" (otherwise it is the unit of time).
 Not numbers: vague amounts ("dozens", "hundreds of", "a couple"), "one" inside words. The parser was
@@ -38,6 +40,8 @@ _DENOMINATORS = {
     "half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4, "fourths": 4,
     "fifth": 5, "fifths": 5, "sixth": 6, "sixths": 6, "eighth": 8, "eighths": 8, "tenth": 10, "tenths": 10,
 }  # fmt: skip
+# Multiplicatives: "twice a year" states 2 as "two times a year" does ("once" is too often "as soon as").
+_TIMES = {"twice": 2.0, "thrice": 3.0}
 _VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅛": 0.125}
 _ORDINAL_SECOND_AFTER = frozenset({"the", "every", "each"})
 _A = frozenset({"a", "an", "one"})
@@ -54,7 +58,11 @@ _TOKEN_RE = re.compile(
 _NUMBER_WORD_RE = re.compile(
     r"\b(?:"
     + "|".join(
-        sorted([*_UNITS, *_TENS, *_ORDINALS, "hundred", "dozen", "half", "a", "an"], key=len, reverse=True)
+        sorted(
+            [*_UNITS, *_TENS, *_ORDINALS, *_TIMES, "hundred", "dozen", "half", "a", "an"],
+            key=len,
+            reverse=True,
+        )
     )
     + r")\b|\d|[½¼¾⅓⅔⅛]",
     re.IGNORECASE,
@@ -152,6 +160,8 @@ def _parse_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] | N
         return _article_at(tokens, i, text)
     if word == "half":
         return _half_at(tokens, i, text, 0.0, token.start)
+    if word in _TIMES:
+        return _number(text, token.start, token.end, _TIMES[word]), i + 1
     if word in _UNITS or word in _TENS or word == "hundred" or word in _ORDINALS:
         if word == "second" and _word(tokens, i - 1) not in _ORDINAL_SECOND_AFTER:
             return None
@@ -195,8 +205,13 @@ def _article_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] |
         return _cardinal_words_at(tokens, i, text)
     if nxt is not None and after == "dozen":
         return _number(text, start, tokens[nxt].end, 12.0), nxt + 1
-    if nxt is not None and after in _DENOMINATORS and not after.endswith("s"):
-        return _number(text, start, tokens[nxt].end, 1 / _DENOMINATORS[after]), nxt + 1
+    if (
+        nxt is not None
+        and after in _DENOMINATORS
+        and not after.endswith("s")
+        and _word(tokens, nxt + 1) == "of"
+    ):
+        return _number(text, start, tokens[nxt].end, 1 / _DENOMINATORS[after]), nxt + 1  # "a third of"
     if word == "one":
         return _cardinal_words_at(tokens, i, text)
     return None

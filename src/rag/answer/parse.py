@@ -9,6 +9,11 @@ Markers are removed from the sentence text together with the whitespace before t
 
 Native contract: pieces carry claims per content block; the claims of a block attach to every
 sentence that overlaps the block's character range (an empty block attaches to the sentence it follows).
+Only those claims are citations: `[n]` typed in the text is not one. Such markers are still taken out
+of the sentence (a reader would take them for citations), but they claim nothing, so a sentence the
+API did not cite is withheld as uncited.
+
+The contract is chosen by the caller (`SentenceBuffer(native=...)`), never guessed from the pieces.
 """
 
 from __future__ import annotations
@@ -121,12 +126,12 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(numbers)
 
 
-def _draft(sentence: str, extra: tuple[Claim, ...] = ()) -> Draft | None:
+def _draft(sentence: str, extra: tuple[Claim, ...] = (), *, native: bool = False) -> Draft | None:
     text, numbers = strip_markers(sentence)
     text = _DOUBLE_STOP_RE.sub("", _LEAD_RE.sub("", text).strip())
     if not _HAS_WORD_RE.search(text) or _ENUMERATOR_RE.fullmatch(text):
         return None
-    claims: list[Claim] = [Claim(n=n) for n in numbers]
+    claims: list[Claim] = [] if native else [Claim(n=n) for n in numbers]
     for claim in extra:
         if claim not in claims:
             claims.append(claim)
@@ -139,19 +144,22 @@ class _Segment:
     start: int
     end: int
     claims: list[Claim] = field(default_factory=list)
+    claims_first: bool = False  # its citations arrived before any of its text (the usual wire order)
 
 
 class SentenceBuffer:
     """Accumulates streamed pieces and returns each sentence as soon as it is complete.
 
     A sentence is complete when the splitter cuts after it and non-space text that cannot be a
-    citation marker follows (or at `flush`). Fed the same inline text in any piece sizes, the drafts
-    equal `parse_inline(text)`. In native mode (any piece with claims or a content-block index other
-    than 0, or `native=True`), a sentence that overlaps the still-open content block is held until the
-    block ends, because a block's citations may arrive after its text.
+    citation marker follows (or at `flush`). Inline (`native=False`): fed the same text in any piece
+    sizes, the drafts equal `parse_inline(text)`; a piece with claims is a contract error. Native
+    (`native=True`): claims come only from pieces; a sentence that overlaps the still-open content
+    block is held until the block ends, because a block's citations may arrive after its text, unless
+    that block's citations arrived before its text (the usual order on the wire): then a sentence
+    inside it is released as soon as it ends.
     """
 
-    def __init__(self, *, native: bool = False) -> None:
+    def __init__(self, *, native: bool) -> None:
         self._text = ""
         self._done = 0  # sentences starting before this offset have been returned
         self._segments: list[_Segment] = []
@@ -163,15 +171,18 @@ class SentenceBuffer:
         return self._text
 
     def feed(self, piece: Piece) -> list[Draft]:
-        """Append one piece; return the sentences it completed, in order."""
-        if piece.claims or piece.index != 0:
-            self._native = True
+        """Append one piece; return the sentences it completed, in order. Raises ValueError for a
+        piece with claims in an inline buffer."""
+        if piece.claims and not self._native:
+            raise ValueError("a piece with native claims was fed to an inline-contract SentenceBuffer")
         position = len(self._text)
         current = self._segments[-1] if self._segments else None
         same_block = current is not None and current.index == piece.index
         if current is None or not same_block:
             current = _Segment(index=piece.index, start=position, end=position)
             self._segments.append(current)
+        if piece.claims:
+            current.claims_first = not self._text[current.start : current.end].strip()
         current.claims.extend(piece.claims)
         self._text += piece.text
         current.end = len(self._text)
@@ -191,14 +202,19 @@ class SentenceBuffer:
             following = spans[i + 1][0] if i + 1 < len(spans) else None
             if not final:
                 pending = _PENDING_RE.match(text, end)
-                if self._native and self._open_overlaps(end):
+                in_open_block = self._native and self._open_overlaps(end)
+                # an open block whose citations came first: its sentences go as soon as they end
+                if in_open_block and not self._segments[-1].claims_first:
                     break
-                at_closed_block_end = self._native and following is None and self._firm_end(start, end)
+                at_closed_block_end = (
+                    self._native and not in_open_block and following is None and self._firm_end(start, end)
+                )
                 if not at_closed_block_end and (
                     pending is None or pending.end() == len(text) or following is None
                 ):
                     break
-            draft = _draft(text[start:end], self._native_claims(start, end, following))
+            claims = self._native_claims(start, end, following) if self._native else ()
+            draft = _draft(text[start:end], claims, native=self._native)
             self._done = end
             if draft is not None:
                 out.append(draft)

@@ -323,7 +323,8 @@ class Pipeline:
         usage = front.usage
         refused = False
         outcome: Answer | None = None
-        buffer = SentenceBuffer()
+        # the contract is the generator's: native citations (Claude) or inline [n] markers
+        buffer = SentenceBuffer(native=getattr(self.generator, "native_citations", False))
         pieces = self.generator.stream(q, blocks)
         generating = time.perf_counter()
 

@@ -141,6 +141,17 @@ class _Passed:
     spans: tuple[tuple[int, int], ...]
     evidence: str  # the text the sentence's figures are checked against
     sentence: str  # the sentence as judged (a lead-in naming this block set aside)
+    texts: tuple[str, ...] = ()  # the cited spans' text (native claims)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unsupported:
+    """A block whose spans were found but do not support the sentence on their own."""
+
+    block: Block
+    spans: tuple[tuple[int, int], ...]
+    texts: tuple[str, ...]
+    issues: tuple[str, ...]
 
 
 def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float) -> Verdict:
@@ -152,6 +163,7 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
 
     issues: list[str] = []
     passed: list[_Passed] = []
+    unsupported: list[_Unsupported] = []
     for n, claims in _group(draft.claims):
         block = by_n.get(n)
         if block is None:
@@ -159,23 +171,37 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             continue
         quoted = [c for c in claims if c.cited_text is not None]
         result = (
-            _native(draft.text, block, quoted) if quoted else _inline(draft.text, block, common, min_overlap)
+            _native(draft.text, block, quoted, common)
+            if quoted
+            else _inline(draft.text, block, common, min_overlap)
         )
         if isinstance(result, _Passed):
             passed.append(result)
+        elif isinstance(result, _Unsupported):
+            unsupported.append(result)
         else:
             issues.extend(result)
+    if not passed and len(unsupported) > 1:
+        passed = _merged(draft.text, unsupported, common)
     if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
 
     if passed:
         sentence = min((p.sentence for p in passed), key=len)
         missing = missing_figures(sentence, [p.evidence for p in passed])
+        if missing and unsupported and all(p.texts for p in passed):
+            # a figure may come from a block that does not support the sentence alone (merged spans)
+            parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
+            together = _merged(draft.text, parts, common)
+            if together and not missing_figures(together[0].sentence, [together[0].evidence]):
+                passed, missing = together, []
         if missing:
             label = "figure" if len(missing) == 1 else "figures"
             issues.extend(f"[{p.block.n}] does not contain the {label} {', '.join(missing)}" for p in passed)
             passed = []
 
+    kept = {p.block.n for p in passed}
+    issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
     citations = tuple(
         Citation(
             n=p.block.n,
@@ -192,7 +218,9 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
     return Verdict(draft=draft, citations=citations, issues=tuple(issues))
 
 
-def _native(sentence: str, block: Block, claims: Sequence[Claim]) -> _Passed | list[str]:
+def _native(
+    sentence: str, block: Block, claims: Sequence[Claim], common: frozenset[str]
+) -> _Passed | _Unsupported | list[str]:
     """The block's cited spans located in the original chunk and judged against the sentence."""
     n, chunk_text = block.n, block.chunk.text
     issues: list[str] = []
@@ -209,10 +237,25 @@ def _native(sentence: str, block: Block, claims: Sequence[Claim]) -> _Passed | l
     if not usable:
         return [*issues, f"[{n}] {ADDRESSED}"]
     texts = [chunk_text[s:e] for s, e in usable]
-    judgement = judge(sentence, texts, block)
+    judgement = judge(sentence, texts, [block], common=common)
     if judgement.issue:
-        return [*issues, judgement.issue]
-    return _Passed(block, tuple(usable), " ".join(texts), judgement.core)
+        return _Unsupported(block, tuple(usable), tuple(texts), (*issues, judgement.issue))
+    return _Passed(block, tuple(usable), " ".join(texts), judgement.core, tuple(texts))
+
+
+def _merged(sentence: str, parts: Sequence[_Unsupported], common: frozenset[str]) -> list[_Passed]:
+    """A sentence that merges spans of several blocks, none enough alone, judged against all of them:
+    when they support it together, each block whose spans share a term with the sentence passes."""
+    texts = [t for u in parts for t in u.texts]
+    judgement = judge(sentence, texts, [u.block for u in parts], common=common)
+    if judgement.issue:
+        return []
+    wanted = term_set(judgement.core)
+    return [
+        _Passed(u.block, u.spans, " ".join(texts), judgement.core, u.texts)
+        for u in parts
+        if wanted & term_set(" ".join(u.texts))
+    ]
 
 
 def _inline(sentence: str, block: Block, common: frozenset[str], min_overlap: float) -> _Passed | list[str]:
@@ -223,7 +266,11 @@ def _inline(sentence: str, block: Block, common: frozenset[str], min_overlap: fl
     if share < min_overlap:
         return [f"[{n}] has only {share:.2f} substantive overlap with this sentence"]
     evidence = _without_addressed(chunk_text)
-    if _share(wanted, term_set(evidence)) < min_overlap:
+    if _share(wanted, term_set(evidence)) < min_overlap or (
+        evidence != chunk_text
+        and missing_figures(sentence, [evidence])
+        and not missing_figures(sentence, [chunk_text])
+    ):
         return [f"[{n}] {ADDRESSED}"]
     exact = locate_span(sentence, chunk_text)
     if exact is not None and not overlaps_addressed(chunk_text, *exact):
