@@ -71,7 +71,7 @@ def test_find_numbers_reads_ordinals(text: str, value: float) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["someone", "wait a second", "hundreds of users", "dozens of them", "an hour"]
+    "text", ["someone", "wait a second", "hundreds of users", "dozens of them", "once an hour"]
 )
 def test_find_numbers_ignores_vague_amounts_and_words_inside_words(text: str) -> None:
     assert find_numbers(text) == []
@@ -107,6 +107,14 @@ def test_missing_figures_withholds_a_number_word_that_changes_the_value() -> Non
         ("One of the admins approves it.", "An admin approves it.", []),
         ("Export takes 15 minutes.", "After 15 attempts the export takes 30 minutes.", ["15"]),
         ("Released on March 18, 2026.", "Updated 2026-03-18.", []),
+        (
+            "Lumio emails the owner a month before expiry.",
+            "Lumio emails the owner a week before expiry.",
+            ["a month"],
+        ),
+        ("Lumio emails the owner a week before expiry.", "Lumio emails the owner 7 days before expiry.", []),
+        ("Reports are sent once a week.", "Reports are sent every Monday.", []),
+        ("For a rotation, first add the new key.", "Add the new key, then remove the old one.", []),
     ],
 )
 def test_missing_figures_compares_quantities_in_any_spelling(

@@ -28,6 +28,8 @@ from rag.text import STOP_WORDS
 _SOURCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _NOUN_AFTER_RE = re.compile(r"[ \u00a0-]([a-z][a-z-]*)")
+_WORD_BEFORE_RE = re.compile(r"([A-Za-z]+)[ \u00a0]+$")
+_DETERMINERS = frozenset("the a an its your their our his her each every this that these those my".split())
 
 
 def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
@@ -39,11 +41,13 @@ def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
     source = [_Evidence.of(text) for text in evidence]
     missing: list[str] = []
     for number in stated:
-        if (
-            not any(e.states(number, _holder(quantities, number)) for e in source)
-            and number.text not in missing
-        ):
-            missing.append(number.text)
+        holder = _holder(quantities, number)
+        if any(e.states(number, holder) for e in source):
+            continue
+        # "a" alone says nothing: name the quantity it starts ("a month")
+        written = holder.text if holder is not None and number.text.lower() in ("a", "an") else number.text
+        if written not in missing:
+            missing.append(written)
     return missing
 
 
@@ -55,8 +59,11 @@ def _is_figure(sentence: str, number: Number) -> bool:
     if number.ordinal:
         if not number.spelled:
             return True
+        # "the third attempt", "your first day"; not "First, open Settings" nor "first add the key"
         after = _NOUN_AFTER_RE.match(sentence, number.end)
-        return after is not None and after.group(1) not in STOP_WORDS
+        before = _WORD_BEFORE_RE.search(sentence, 0, number.start)
+        determined = before is not None and before.group(1).lower() in _DETERMINERS
+        return determined and after is not None and after.group(1) not in STOP_WORDS
     if number.spelled and number.value == 1 and number.text.lower() in ("one", "a", "an"):
         return any(q.start <= number.start < q.end for q in find_quantities(sentence))
     return True

@@ -42,6 +42,8 @@ _DENOMINATORS = {
 }  # fmt: skip
 # Multiplicatives: "twice a year" states 2 as "two times a year" does ("once" is too often "as soon as").
 _TIMES = {"twice": 2.0, "thrice": 3.0}
+_PERIODS = frozenset({"minute", "hour", "day", "week", "fortnight", "month", "year"})
+_RATE_WORDS = frozenset({"once", "twice", "thrice", "times", "per", "every", "each", "than", "half", "in"})
 _VULGAR = {"½": 0.5, "¼": 0.25, "¾": 0.75, "⅓": 1 / 3, "⅔": 2 / 3, "⅛": 0.125}
 _ORDINAL_SECOND_AFTER = frozenset({"the", "every", "each"})
 _A = frozenset({"a", "an", "one"})
@@ -214,7 +216,18 @@ def _article_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] |
         return _number(text, start, tokens[nxt].end, 1 / _DENOMINATORS[after]), nxt + 1  # "a third of"
     if word == "one":
         return _cardinal_words_at(tokens, i, text)
+    if nxt is not None and word in ("a", "an") and after in _PERIODS and _counts_one(tokens, i):
+        return _number(text, start, tokens[i].end, 1.0), i + 1  # "a week before expiry": one week
     return None
+
+
+def _counts_one(tokens: list[_Token], i: int) -> bool:
+    """True when "a" before a unit of time is one of it ("a week before"), not a frequency ("once a
+    week", "$8 a month", "per a year")."""
+    if i == 0:
+        return True
+    before = tokens[i - 1]
+    return before.kind == "word" and before.text.lower() not in _RATE_WORDS and tokens[i].gap.strip() == ""
 
 
 def _half_at(tokens: list[_Token], i: int, text: str, base: float, start: int) -> tuple[Number, int] | None:

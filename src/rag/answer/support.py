@@ -75,7 +75,7 @@ _NEGATION_RE = re.compile(
 _BOUND_RE = re.compile(r"\bno (?:more|less|fewer|later|earlier|sooner|longer) than\b", re.IGNORECASE)
 _CLAUSE_RE = re.compile(
     r"[,;:.!?()\[\]—–]+|\b(?:and|or|but|so|then|while|whereas|although|though|however|because|since|when"
-    r"|whenever|if|unless|until|after|before|which|who|where|once)\b",
+    r"|whenever|if|unless|until)\b",
     re.IGNORECASE,
 )
 MIN_CLAUSE_SHARE = 0.5
@@ -94,7 +94,33 @@ _SCOPE_GROUPS = (
     {"except", "excluding"},
     {"including", "even"},
 )
-_SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS)
+# Opposites: a sentence that says one where its span says the other, and not the first, reverses it.
+_OPPOSITES = (
+    ("still", "no longer"),
+    ("always", "never"),
+    ("including", "excluding"),
+    ("includes", "excludes"),
+    ("include", "exclude"),
+    ("allowed", "forbidden"),
+    ("allowed", "prohibited"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("enabled", "disabled"),
+    ("visible", "hidden"),
+    ("public", "private"),
+    ("before", "after"),
+    ("at least", "at most"),
+    ("minimum", "maximum"),
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("automatically", "manually"),
+    ("immediately", "later"),
+    ("upgrade", "downgrade"),
+    ("upgrades", "downgrades"),
+)
+# Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
+_SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
+_SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS) - _SCOPE_EQUIVALENTS_ONLY
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +197,10 @@ def judge(
     widened = _new_scope(core, evidence)
     if widened:
         return Judgement(f"[{n}] adds {widened!r}, which changes the scope of its cited span", coverage, core)
+    reversed_ = _opposite(core, evidence)
+    if reversed_:
+        said, source = reversed_
+        return Judgement(f"[{n}] says {said!r} where its cited span says {source!r}", coverage, core)
     flipped = _negation_flip(core, evidence)
     if flipped:
         return Judgement(f"[{n}] {flipped} its cited span", coverage, core)
@@ -239,6 +269,20 @@ def _new_name(sentence: str, known: frozenset[str]) -> str:
 _NAME_RE = re.compile(r"(?<=[\s(\"'“‘/])[A-Z][A-Za-z]+")
 
 
+def _opposite(sentence: str, evidence: str) -> tuple[str, str] | None:
+    """(what the sentence says, what the span says) for a pair of opposites the sentence reverses."""
+    said, source = f" {' '.join(_words(sentence))} ", f" {' '.join(_words(evidence))} "
+    for a, b in _OPPOSITES:
+        for x, y in ((a, b), (b, a)):
+            if f" {x} " in said and f" {y} " in source and f" {x} " not in source and f" {y} " not in said:
+                return x, y
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _PLAIN_WORD_RE.findall(text)]
+
+
 def _new_scope(sentence: str, evidence: str) -> str:
     """A scope word of the sentence that neither the span nor an equivalent in it has; "" if none."""
     said = {w.lower() for w in _PLAIN_WORD_RE.findall(sentence)}
@@ -267,17 +311,25 @@ def _clauses(text: str) -> list[tuple[frozenset[str], int]]:
 def _negation_flip(sentence: str, evidence: str) -> str:
     """ "negates" / "drops the negation of" when a sentence clause and the span clause it restates
     (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise."""
-    source = _clauses(evidence)
-    for found, cues in _clauses(sentence):
-        if len(found) < MIN_CLAUSE_TERMS:
-            continue  # "The Workload view": too little to say which span clause it restates
-        parities = {
-            cues_e % 2
-            for terms_e, cues_e in source
-            if len(found & terms_e) >= 2 and len(found & terms_e) >= MIN_CLAUSE_SHARE * len(found)
-        }
-        if parities and cues % 2 not in parities:
-            return "negates" if cues % 2 else "drops the negation of"
+    said, source = _clauses(sentence), _clauses(evidence)
+
+    def restates(found: frozenset[str], other: frozenset[str]) -> bool:
+        shared = len(found & other)
+        return shared >= 2 and shared >= MIN_CLAUSE_SHARE * len(found)
+
+    for terms_e, cues_e in source:
+        if len(terms_e) < MIN_CLAUSE_TERMS:
+            continue
+        restating = [(found, cues) for found, cues in said if restates(found, terms_e)]
+        covered = frozenset().union(*(found for found, _ in restating)) & terms_e
+        if len(covered) < MIN_CLAUSE_SHARE * len(terms_e):
+            continue  # the sentence does not restate this clause of the span (a partial answer)
+        if sum(c for _, c in restating) % 2 == cues_e % 2 or any(c % 2 == cues_e % 2 for _, c in restating):
+            continue
+        # each restating clause of the sentence may still say what another clause of the span says
+        if all(any(restates(f, t) and c % 2 == ce % 2 for t, ce in source) for f, c in restating):
+            continue
+        return "negates" if cues_e % 2 == 0 else "drops the negation of"
     return ""
 
 
@@ -316,10 +368,10 @@ def _neighbours(seq: list[str], at: int, reach: int = SWAP_REACH) -> set[str]:
 
 def _figure_terms(text: str) -> list[str]:
     """Content terms in order, with each number as one term ("$1,000" -> "1000")."""
-    return terms(_NUMBER_GLUE_RE.sub(lambda m: m.group().replace(",", ""), text))
+    return terms(_NUMBER_GLUE_RE.sub(lambda m: re.sub(r"[,:.-]", "", m.group()), text))
 
 
-_NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+")
+_NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
 
 
 _PASSIVE_RE = re.compile(

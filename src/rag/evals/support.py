@@ -113,14 +113,21 @@ def support_metrics(outcomes: Sequence[SupportOutcome]) -> dict[str, Any]:
     }
 
 
-def run_support(
-    *, min_overlap: float, split: str | None = None, path: str = SUPPORT_SET, limit: int | None = None
-) -> dict[str, Any]:
-    """The support report for one split ("dev", "test") or all, as a JSON-ready dict."""
+def run_support(*, min_overlap: float, path: str = SUPPORT_SET, limit: int | None = None) -> dict[str, Any]:
+    """The support report, overall and per split (tune on "dev", report "test"), as a JSON-ready dict."""
     corpus = str(repo_root() / CORPUS)
-    cases = [c for c in load_support(path, limit=limit) if split is None or c.split == split]
-    outcomes = [judge_case(c, min_overlap=min_overlap, corpus=corpus) for c in cases]
-    return {"set": "support", "split": split or "all", **support_metrics(outcomes)}
+    outcomes = [
+        judge_case(c, min_overlap=min_overlap, corpus=corpus) for c in load_support(path, limit=limit)
+    ]
+    splits = sorted({o.case.split for o in outcomes})
+    return {
+        "set": "support",
+        **support_metrics(outcomes),
+        "by_split": {
+            split: {k: v for k, v in support_metrics([o for o in outcomes if o.case.split == split]).items()}
+            for split in splits
+        },
+    }
 
 
 def outcomes_for(split: str | None, *, min_overlap: float) -> list[SupportOutcome]:
