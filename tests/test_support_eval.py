@@ -4,9 +4,13 @@ Floors sit just under the figures measured when the checks were calibrated on th
 docs/eval.md); a change that loses faithful sentences or lets harmful edits through fails here.
 """
 
+import os
+
 import pytest
 
-from rag.evals.datasets import load_support, repo_root
+from rag.config import load_settings
+from rag.evals.datasets import EXTERNAL_FILES, external_dir, load_attribution, load_support, repo_root
+from rag.evals.external import run_attribution
 from rag.evals.support import judge_case, outcomes_for, run_support, support_metrics
 
 
@@ -47,3 +51,13 @@ def test_support_a_faithful_lead_in_case_is_kept() -> None:
     case = next(c for c in load_support() if c.kind == "lead_in" and c.split == "dev")
     outcome = judge_case(case, min_overlap=0.42, corpus=str(repo_root() / "fixtures/corpus"))
     assert outcome.kept, outcome.issues
+
+
+_ATTRIBUTION = external_dir(os.environ.get("RAG_EVAL_EXTERNAL_DIR", "")) / EXTERNAL_FILES["attribution"]
+
+
+@pytest.mark.skipif(not _ATTRIBUTION.is_file(), reason="shared/eval-external is not present")
+def test_attribution_bench_accuracy_stays_at_or_above_its_floor() -> None:
+    cases = load_attribution(_ATTRIBUTION.parent)
+    report = run_attribution(load_settings(mock=True, anthropic_api_key="", voyage_api_key=""), cases)
+    assert report["overall"]["accuracy"] >= 0.70
