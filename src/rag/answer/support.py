@@ -339,19 +339,22 @@ def _swapped(sentence: str, evidence: str) -> tuple[str, str] | None:
     "$110 for domestic, $75 for international"); None when there are none."""
     said, source = _figure_terms(sentence), _figure_terms(evidence)
     once = [t for t in dict.fromkeys(said) if said.count(t) == 1 and source.count(t) == 1]
-    anchors = [t for t in once if t in _anchors(sentence) or t in _anchors(evidence)]
-    if len(once) < 4 or len(anchors) < 2:
+    if len(once) < 4:
         return None
-    near_said = {t: _neighbours(said, said.index(t)) & set(once) for t in once}
-    near_source = {t: _neighbours(source, source.index(t)) & set(once) for t in once}
-    for i, a in enumerate(anchors):
-        for b in anchors[i + 1 :]:
-            if a in near_source[b] or b in near_source[a]:
-                continue
-            a_takes = (near_said[a] & near_source[b]) - near_source[a] - {a, b}
-            b_takes = (near_said[b] & near_source[a]) - near_source[b] - {a, b}
-            if a_takes and b_takes:
-                return a, b
+    named = _anchors(sentence) | _anchors(evidence)
+    for reach, anchors in ((SWAP_REACH, [t for t in once if t in named]), (1, once)):
+        near_said = {t: _neighbours(said, said.index(t), reach) & set(once) for t in once}
+        near_source = {t: _neighbours(source, source.index(t), reach) & set(once) for t in once}
+        for i, a in enumerate(anchors):
+            for b in anchors[i + 1 :]:
+                if a in near_source[b] or b in near_source[a]:
+                    continue
+                a_takes = (near_said[a] & near_source[b]) - near_source[a] - {a, b}
+                b_takes = (near_said[b] & near_source[a]) - near_source[b] - {a, b}
+                # names and values may keep a neighbour; other words must have traded all of theirs
+                kept = reach == 1 and bool(near_said[a] & near_source[a] or near_said[b] & near_source[b])
+                if a_takes and b_takes and not kept:
+                    return a, b
     return None
 
 
