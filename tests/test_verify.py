@@ -364,3 +364,13 @@ def test_verify_a_true_sentence_beside_planted_text_is_kept() -> None:
     )
     assert verdict.ok
     assert verdict.citations[0].cited_text == "Refunds are available within 14 days of purchase."
+
+
+@settings(max_examples=150, deadline=None)
+@given(start=st.integers(-100, 200), length=st.integers(-5, 60))
+def test_verify_native_offsets_of_any_value_never_raise_and_stay_verbatim(start: int, length: int) -> None:
+    blocks = [_block(1, REPEATED, sent_text=REPEATED[20:])]
+    claim = Claim(n=1, cited_text="Exports run nightly.", start=start, end=start + length)
+    (verdict,) = verify([_draft("Exports run nightly.", claim)], blocks, min_overlap=0.42)
+    for citation in verdict.citations:
+        assert REPEATED[citation.start : citation.end] == citation.cited_text == "Exports run nightly."

@@ -289,7 +289,13 @@ def locate_claim(claim: Claim, block: Block) -> tuple[int, int] | None:
         return None
     chunk_text, sent = block.chunk.text, block.sent_text
     start, end = claim.start, claim.end
-    if start is not None and end is not None and cited and sent[start:end] == cited:
+    if (
+        start is not None
+        and end is not None
+        and 0 <= start <= end <= len(sent)
+        and cited
+        and sent[start:end] == cited
+    ):
         if sent == chunk_text:
             return start, end
         occurrence = _occurrences(sent, cited).index(start)
