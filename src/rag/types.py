@@ -91,10 +91,16 @@ class Block:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
-    """An unverified citation as the generator wrote it: a block number, and a span if any."""
+    """An unverified citation as the generator wrote it: a block number, and a span if any.
+
+    `start`/`end` (native contract: the API's `start_char_index`/`end_char_index`) are end-exclusive
+    offsets of `cited_text` in the text SENT for block n (`Block.sent_text`), when the provider gives them.
+    """
 
     n: int
     cited_text: str | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

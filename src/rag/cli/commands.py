@@ -136,7 +136,9 @@ def demo(host: str, port: int) -> None:
 @main.command(name="eval")
 @click.option("--set", "dataset", default="fixtures/eval/golden.jsonl", show_default=True)
 @click.option("--sweep", type=click.Choice(["min_score", "min_overlap"]), default=None)
-@click.option("--external", type=click.Choice(["squad2", "attribution", "conflicts"]), default=None)
+@click.option(
+    "--external", type=click.Choice(["squad2", "attribution", "conflicts", "support"]), default=None
+)
 @click.option("--limit", type=int, default=None, help="Only the first N items (external sets).")
 @click.option("--out", default="docs", show_default=True, help="Where plots and tables are written.")
 @click.option("--json", "as_json", is_flag=True)

@@ -285,6 +285,10 @@ def run_external(settings: Settings, name: str, *, limit: int | None = None) -> 
         return {"set": name, **run_attribution(settings, load_attribution(directory, limit=limit))}
     if name == "conflicts":
         return {"set": name, **run_conflicts(load_conflicts(directory, limit=limit))}
+    if name == "support":
+        from rag.evals.support import run_support
+
+        return run_support(min_overlap=settings.min_overlap, limit=limit)
     from rag.errors import ConfigError
 
     raise ConfigError(f"unknown external set {name!r}")
@@ -327,6 +331,20 @@ def echo_external(report: dict[str, Any]) -> None:
                 f"  {group:<24} {c['n']:>4} {_fmt(c['precision']):>6} {_fmt(c['recall']):>6} "
                 f"{_fmt(c['f1']):>6} {_fmt(c['accuracy']):>6}"
             )
+    elif name == "support":
+        click.echo(
+            f"support: {report['items']} (sentence, cited span) pairs from fixtures/support/claims.jsonl"
+        )
+        click.echo(f"  {'split':<10} {'n':>4} {'faithful kept':>14} {'harmful withheld':>17} {'acc':>6}")
+        for split, c in {"all": report, **report["by_split"]}.items():
+            click.echo(
+                f"  {split:<10} {c['items']:>4} {_fmt(c['faithful_kept']):>14} "
+                f"{_fmt(c['harmful_withheld']):>17} {_fmt(c['accuracy']):>6}"
+            )
+        click.echo(
+            "  by kind (all splits): "
+            + ", ".join(f"{k} {_fmt(v['correct'])}" for k, v in report["by_kind"].items())
+        )
     else:
         click.echo(f"conflicts: {report['items']} RAMDocs items")
         click.echo(
