@@ -21,7 +21,7 @@ from rag.config import Settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
-from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
+from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document, read_document
 from rag.serialize import dumps
 from rag.store.sqlite import Store, open_store
 
@@ -75,18 +75,17 @@ class IngestReport:
 
 
 def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path."""
+    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path.
+
+    Every file is listed, supported or not, so the ingest can report each one it skips and why.
+    """
     found: list[tuple[Path, Path]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             for file in sorted(path.rglob("*")):
                 relative = file.relative_to(path).parts
-                if (
-                    file.is_file()
-                    and file.suffix.lower() in SUPPORTED_SUFFIXES
-                    and not any(part.startswith(".") for part in relative)
-                ):
+                if file.is_file() and not any(part.startswith(".") for part in relative):
                     found.append((file, path))
         else:
             found.append((path, path.parent))
@@ -130,7 +129,10 @@ def ingest_paths(
         shown = str(file)
         try:
             if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise IngestError(shown, f"unsupported file type {file.suffix or '(none)'!r}")
+                supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
+                raise IngestError(
+                    shown, f"unsupported file type {file.suffix or '(none)'!r} (supported: {supported})"
+                )
             try:
                 raw = file.read_bytes()
             except OSError as exc:
@@ -142,11 +144,12 @@ def ingest_paths(
                 unchanged += 1
                 seen.setdefault(known[0], shown)
                 continue
-            doc = parse_document(raw, file, root=root, content_hash=digest)
+            parsed = read_document(raw, file, root=root, content_hash=digest)
+            doc = parsed.document
             if doc.doc_id in seen:
                 raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
             seen[doc.doc_id] = shown
-            chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens)
+            chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens, layout=parsed.layout)
             vectors = None
             if embedder is not None and chunks:
                 try:

@@ -1,0 +1,87 @@
+"""Word (.docx) with python-docx: paragraphs, headings, lists and tables as Markdown-like text.
+
+Headings become '#' lines (so chunking sees the sections), list paragraphs "- " items, and
+tables "| a | b |" rows with a header rule under the first row, in body order. The title is the
+core-properties title, else the first "Title"-styled paragraph, else the first heading.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from typing import Any
+
+from rag.errors import IngestError
+
+_HEADING_STYLE_RE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
+_SPACES_RE = re.compile(r"\s+")
+
+
+def _style_name(paragraph: Any) -> str:
+    style = getattr(paragraph, "style", None)
+    return str(getattr(style, "name", "") or "")
+
+
+def _is_list(paragraph: Any, style: str) -> bool:
+    if "list" in style.lower():
+        return True
+    ppr = paragraph._p.pPr  # numbering set directly on the paragraph, without a list style
+    return ppr is not None and ppr.numPr is not None
+
+
+def _cell(text: str) -> str:
+    return _SPACES_RE.sub(" ", text).strip().replace("|", "\\|")
+
+
+def parse_docx(raw: bytes, where: str) -> tuple[str, str]:
+    """(title, text) of a .docx file; the title is "" when the document has none."""
+    from docx import Document as open_docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    try:
+        word = open_docx(io.BytesIO(raw))
+        core_title = str(word.core_properties.title or "").strip()
+        items = list(word.iter_inner_content())
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
+    except Exception as exc:  # lxml and python-docx raise their own types on damaged parts
+        raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
+    blocks: list[str] = []
+    styled_title = first_heading = ""
+    for item in items:
+        if isinstance(item, Paragraph):
+            text = _SPACES_RE.sub(" ", item.text).strip()
+            if not text:
+                continue
+            style = _style_name(item)
+            heading = _HEADING_STYLE_RE.match(style)
+            if style.lower() == "title":
+                styled_title = styled_title or text
+                blocks.append(f"# {text}")
+            elif heading:
+                first_heading = first_heading or text
+                blocks.append(f"{'#' * min(6, int(heading.group(1)))} {text}")
+            elif _is_list(item, style):
+                # consecutive items form one block; a blank line only before the first
+                if blocks and blocks[-1].startswith("- "):
+                    blocks[-1] += f"\n- {text}"
+                else:
+                    blocks.append(f"- {text}")
+            else:
+                blocks.append(text)
+        elif isinstance(item, Table):
+            rows = [[_cell(cell.text) for cell in row.cells] for row in item.rows]
+            rows = [row for row in rows if any(row)]
+            if not rows:
+                continue
+            lines = ["| " + " | ".join(rows[0]) + " |"]
+            if len(rows) > 1:
+                lines.append("|" + "---|" * len(rows[0]))
+            lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
+            blocks.append("\n".join(lines))
+    text = "\n\n".join(blocks)
+    if not text.strip():
+        raise IngestError(where, "DOCX has no text")
+    return core_title or styled_title or first_heading, text + "\n"
