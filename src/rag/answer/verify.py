@@ -184,6 +184,7 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             cited_text=block.chunk.text[s:e],
             start=s,
             end=e,
+            page=block.chunk.page,
         )
         for block, spans, _ in passed
         for s, e in spans

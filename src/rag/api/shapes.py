@@ -55,6 +55,7 @@ def citation_json(c: Citation) -> dict[str, Any]:
         "cited_text": c.cited_text,
         "start": c.start,
         "end": c.end,
+        "page": c.page,
     }
 
 

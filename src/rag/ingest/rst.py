@@ -104,6 +104,12 @@ def _heading_lines(lines: list[str], underline: int) -> tuple[int, int] | None:
 def _find_heading(lines: list[str], hint: int, title: str) -> tuple[int, int] | None:
     """Locate a section title near docutils' line number `hint` (1-based line of its underline)."""
     key = normalise(title).replace(" ", "")[:12]
+    if not hint:  # docutils gives no line for some titles (a promoted subtitle): the first match
+        for underline in range(1, len(lines)):
+            found = _heading_lines(lines, underline)
+            if found and key in normalise(lines[underline - 1]).replace(" ", ""):
+                return found
+        return None
     target = hint - 1
     nearby = sorted(range(max(1, target - 3), min(len(lines), target + 4)), key=lambda n: abs(n - target))
     for underline in nearby:
@@ -146,17 +152,19 @@ def parse_rst(text: str, where: str) -> RstParse:
     lines = text.split("\n")
     starts = _line_starts(text)
     # headings: (first char of the heading, char after it, depth, title) in document order
-    headings: list[tuple[int, int, int, str]] = []
+    headings: list[tuple[int, int, float, str]] = []
     title = str(tree.get("title") or "").strip()
-    for title_node in tree.findall(nodes.title):
+    for title_node in tree.findall(lambda n: isinstance(n, nodes.title | nodes.subtitle)):
         parent = title_node.parent
-        depth = 0
+        if not isinstance(parent, nodes.section | nodes.document):
+            continue  # topic, sidebar, admonition titles are not sections
+        # a document subtitle was the lone section under the title: the sections after it are its
+        # children, so it sits between depth 0 (title) and depth 1
+        depth = 0.5 if isinstance(title_node, nodes.subtitle) else 0.0
         ancestor = parent
         while isinstance(ancestor, nodes.section):
             depth += 1
             ancestor = ancestor.parent
-        if not isinstance(parent, nodes.section | nodes.document):
-            continue  # topic, sidebar, admonition titles are not sections
         text_of = title_node.astext().strip()
         found = _find_heading(lines, title_node.line or 0, text_of)
         if found is None:
@@ -167,7 +175,7 @@ def parse_rst(text: str, where: str) -> RstParse:
         title = next((h[3] for h in headings), "")
     headings.sort()
     regions: list[Region] = []
-    path: list[tuple[int, str]] = []
+    path: list[tuple[float, str]] = []
     title_key = normalise(title)
     start = 0
     for h_start, h_end, depth, name in headings:
