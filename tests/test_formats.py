@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import Settings, load_settings
+from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.indexer import ingest_paths
 from rag.ingest.readers import Parsed, read_document
@@ -220,3 +223,55 @@ def test_each_format_ask_cites_a_span_the_chunk_endpoint_serves_with_its_page(
     start = chunk["start_char"] + citation["start"]
     whole = store.get_document(doc_id).text
     assert whole[start : start + len(citation["cited_text"])] == citation["cited_text"]
+
+
+def test_read_document_rst_with_an_rfc822_header_block_takes_its_title(tmp_path: Path) -> None:
+    (tmp_path / "ep-7.rst").write_text(
+        "EP: 7\nTitle: Faster builds\nStatus: Draft\n\nAbstract\n========\n\nBuilds get faster.\n"
+    )
+    assert _read("ep-7.rst", tmp_path).document.title == "Faster builds"
+
+
+_RST_LINE = st.one_of(
+    st.sampled_from(
+        [
+            "",
+            "Title",
+            "=====",
+            "-----",
+            "~~~",
+            "Example::",
+            "::",
+            "    code = 1",
+            "  indented text",
+            ".. note::",
+            ".. code-block:: python",
+            ".. setting:: NAME",
+            ".. _label:",
+            ":Default: ``100``",
+            ">>> 1 + 1",
+            "$ make html",
+            "* item",
+            "#. numbered",
+            "term",
+            "    definition.",
+            "+-----+",
+            "| a b |",
+            "`broken role",
+        ]
+    ),
+    st.text(alphabet="ab .:=-`*_|\n", max_size=40),
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(lines=st.lists(_RST_LINE, max_size=30), max_tokens=st.sampled_from([20, 60, 220]))
+def test_any_rst_parses_or_is_skipped_and_chunk_offsets_stay_exact(lines: list[str], max_tokens: int) -> None:
+    raw = "\n".join(lines).encode()
+    try:
+        parsed = read_document(raw, Path("/r/x.rst"), root=Path("/r"))
+    except IngestError:
+        return
+    chunks = _chunks(parsed, max_tokens=max_tokens)
+    _assert_offsets_exact(parsed, chunks)
+    assert all(c.text for c in chunks)

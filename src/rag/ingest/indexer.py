@@ -129,10 +129,7 @@ def ingest_paths(
         shown = str(file)
         try:
             if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                supported = ", ".join(sorted(SUPPORTED_SUFFIXES))
-                raise IngestError(
-                    shown, f"unsupported file type {file.suffix or '(none)'!r} (supported: {supported})"
-                )
+                raise IngestError(shown, f"unsupported file type {file.suffix or '(none)'!r}")
             try:
                 raw = file.read_bytes()
             except OSError as exc:

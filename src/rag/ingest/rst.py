@@ -77,6 +77,20 @@ def looks_like_rst(text: str) -> bool:
     return len(rst_signals(text)) >= 2
 
 
+_HEADER_LINE_RE = re.compile(r"^([A-Z][\w-]*):[ \t]+(\S.*)$")
+
+
+def _header_title(lines: list[str]) -> str:
+    """The `Title:` of an RFC 822-style header block opening the file (PEPs and similar), or ""."""
+    for line in lines:
+        match = _HEADER_LINE_RE.match(line)
+        if not match:
+            return ""
+        if match.group(1).lower() == "title":
+            return match.group(2).strip()
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class RstParse:
     title: str
@@ -171,8 +185,7 @@ def parse_rst(text: str, where: str) -> RstParse:
             continue
         first, last = found
         headings.append((starts[first], starts[last] + len(lines[last]), depth, text_of))
-    if not title:
-        title = next((h[3] for h in headings), "")
+    title = title or _header_title(lines) or next((h[3] for h in headings), "")
     headings.sort()
     regions: list[Region] = []
     path: list[tuple[float, str]] = []

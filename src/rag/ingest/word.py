@@ -18,9 +18,25 @@ _HEADING_STYLE_RE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 _SPACES_RE = re.compile(r"\s+")
 
 
-def _style_name(paragraph: Any) -> str:
-    style = getattr(paragraph, "style", None)
-    return str(getattr(style, "name", "") or "")
+class _StyleNames:
+    """Paragraph style names by style id, looked up once per id (python-docx's `paragraph.style`
+    scans every style of the document for each unstyled paragraph)."""
+
+    def __init__(self, word: Any) -> None:
+        self._word = word
+        self._names: dict[str, str] = {}
+
+    def __call__(self, paragraph: Any) -> str:
+        ppr = paragraph._p.pPr
+        style_id = ppr.pStyle.val if ppr is not None and ppr.pStyle is not None else None
+        if style_id is None:
+            return ""
+        if style_id not in self._names:
+            from docx.enum.style import WD_STYLE_TYPE
+
+            style = self._word.part.styles.get_by_id(style_id, WD_STYLE_TYPE.PARAGRAPH)
+            self._names[style_id] = str(getattr(style, "name", "") or "")
+        return self._names[style_id]
 
 
 def _is_list(paragraph: Any, style: str) -> bool:
@@ -44,6 +60,7 @@ def parse_docx(raw: bytes, where: str) -> tuple[str, str]:
         word = open_docx(io.BytesIO(raw))
         core_title = str(word.core_properties.title or "").strip()
         items = list(word.iter_inner_content())
+        style_name = _StyleNames(word)
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
     except Exception as exc:  # lxml and python-docx raise their own types on damaged parts
@@ -55,7 +72,7 @@ def parse_docx(raw: bytes, where: str) -> tuple[str, str]:
             text = _SPACES_RE.sub(" ", item.text).strip()
             if not text:
                 continue
-            style = _style_name(item)
+            style = style_name(item)
             heading = _HEADING_STYLE_RE.match(style)
             if style.lower() == "title":
                 styled_title = styled_title or text
