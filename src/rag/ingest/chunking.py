@@ -187,11 +187,13 @@ def _units(
             continue
         for s, e in sentence_spans(text[pos:c_start]):
             add(s + pos, e + pos, False)
+        pos = c_end
         while c_start < c_end and text[c_start].isspace():
             c_start += 1
+        while c_end > c_start and text[c_end - 1].isspace():
+            c_end -= 1
         if c_end > c_start:
             add(c_start, c_end, True)
-        pos = c_end
     for s, e in sentence_spans(text[pos:end]):
         add(s + pos, e + pos, False)
     return units, frozenset(glued)
