@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 
 from docutils import nodes
 from docutils.core import publish_doctree
@@ -97,12 +98,9 @@ class RstParse:
     layout: Layout
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for i, char in enumerate(text):
-        if char == "\n":
-            starts.append(i + 1)
-    return starts
+def _line_starts(lines: list[str]) -> list[int]:
+    """Offset of each line's first character in the text the lines were split from."""
+    return [0, *accumulate(len(line) + 1 for line in lines[:-1])]
 
 
 def _heading_lines(lines: list[str], underline: int) -> tuple[int, int] | None:
@@ -164,7 +162,7 @@ def parse_rst(text: str, where: str) -> RstParse:
     except (SystemMessage, ValueError, TypeError, AttributeError, IndexError) as exc:
         raise IngestError(where, f"unparseable reStructuredText: {exc}") from None
     lines = text.split("\n")
-    starts = _line_starts(text)
+    starts = _line_starts(lines)
     # headings: (first char of the heading, char after it, depth, title) in document order
     headings: list[tuple[int, int, float, str]] = []
     title = str(tree.get("title") or "").strip()
@@ -186,7 +184,7 @@ def parse_rst(text: str, where: str) -> RstParse:
         first, last = found
         headings.append((starts[first], starts[last] + len(lines[last]), depth, text_of))
     title = title or _header_title(lines) or next((h[3] for h in headings), "")
-    headings.sort()
+    headings = sorted({h[0]: h for h in headings}.values())  # one entry per heading in the source
     regions: list[Region] = []
     path: list[tuple[float, str]] = []
     title_key = normalise(title)
