@@ -129,9 +129,14 @@ def test_read_document_pdf_keeps_the_page_of_every_chunk_and_the_metadata_title(
     assert not any("Approval requests" in c.text for c in page_two)
 
 
-def test_read_document_pdf_heading_lines_do_not_run_into_the_next_sentence() -> None:
-    text = _read("handbook.pdf").document.text
-    assert "Equipment returns" in split_sentences(text)
+def test_read_document_pdf_heading_lines_become_sections_and_never_run_into_the_next_sentence() -> None:
+    parsed = _read("handbook.pdf")
+    assert "Equipment returns" in split_sentences(parsed.document.text)
+    chunks = _chunks(parsed, max_tokens=40)
+    assert [(c.page, c.section) for c in chunks][0] == (1, "Travel approvals")
+    assert {c.section for c in chunks if c.page == 2} == {"Equipment returns"}
+    # the title line is provenance, in no chunk
+    assert not any(c.text.startswith("Field Office Handbook") for c in chunks)
 
 
 def test_read_document_docx_headings_lists_and_tables_become_markdown_like_text() -> None:
