@@ -3,6 +3,7 @@ format through ingest -> ask (offline) -> citation -> chunk endpoint -> the cite
 
 from __future__ import annotations
 
+import io
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,6 +186,24 @@ def test_ingest_pdf_without_text_is_skipped_with_reason(store: SqliteStore, tmp_
     (tmp_path / "scans" / "scan.pdf").write_bytes(gen.pdf_bytes("Scan", [[], []]))
     report = ingest_paths(store, [tmp_path / "scans"], settings=load_settings())
     assert [s.reason for s in report.skipped] == ["PDF has no extractable text (2 pages; scanned images?)"]
+
+
+def _encrypted(user_password: str) -> bytes:
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(FORMATS / "handbook.pdf"))
+    writer.encrypt(user_password=user_password, owner_password="owner", algorithm="RC4-128")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_read_document_pdf_with_a_user_password_is_refused_and_one_without_is_read(tmp_path: Path) -> None:
+    (tmp_path / "locked.pdf").write_bytes(_encrypted("secret"))
+    (tmp_path / "open.pdf").write_bytes(_encrypted(""))
+    with pytest.raises(IngestError, match="encrypted PDF"):
+        _read("locked.pdf", tmp_path)
+    assert _read("open.pdf", tmp_path).document.title == "Field Office Handbook"
 
 
 # --- each format end to end ---------------------------------------------------------------------
