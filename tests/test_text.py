@@ -138,3 +138,18 @@ def test_tokens_of_prose_are_unchanged_by_identifier_handling() -> None:
         "use", "e", "g", "the", "well", "known", "u", "s", "office", "v2", "3", "costs", "0", "67",
         "don't", "stop", "the", "json", "api", "is", "ok",
     ]  # fmt: skip
+
+
+def test_prose_sentence_spans_leave_out_sentences_that_are_or_hold_code() -> None:
+    from rag.text import prose_sentence_spans
+
+    text = (
+        "The default is 300 seconds.\n\nFor example::\n\n    CACHE_SECONDS = 60\n\n"
+        "Check it:\n>>> cache.ttl\n60\n\nShorter lifetimes cost more work."
+    )
+    assert [text[s:e] for s, e in prose_sentence_spans(text)] == [
+        "The default is 300 seconds.",
+        "For example::",
+        "Check it:",
+        "Shorter lifetimes cost more work.",
+    ]

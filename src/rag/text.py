@@ -46,9 +46,10 @@ ABBREVIATIONS = frozenset(
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets and citation markers),
 # then whitespace. Markers like "[1]" or "[1, 3]" after the stop belong to the sentence before.
 _END_RE = re.compile(r"""[.!?]+["'”’)\]]*(?:\s*\[\d+(?:\s*[,–-]\s*\d+)*\])*(?=\s+|$)""")
-# Blank lines, list items, headings, table rows and field-list lines (":Default: 100") start a block.
+# Blank lines, list items, headings, doctest prompts, table rows and field-list lines (":Default: 100")
+# start a block.
 _BLOCK_BREAK_RE = re.compile(
-    r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})\s)|\n(?=[ \t]*\|)|\n(?=[ \t]*:\w[\w .-]*:(?:\s|$))"
+    r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6}|>>>)\s)|\n(?=[ \t]*\|)|\n(?=[ \t]*:\w[\w .-]*:(?:\s|$))"
 )
 
 # Snowball stemmer objects keep per-call state and are not thread-safe: one per thread
@@ -374,6 +375,13 @@ def _next_flagged(flagged: list[bool], lines: list[str], i: int) -> bool:
     return i < len(lines) and flagged[i]
 
 
-def in_code(spans: list[tuple[int, int]], start: int, end: int) -> bool:
-    """True when [start, end) lies inside one of `code_spans`' ranges."""
-    return any(s <= start and end <= e for s, e in spans)
+def touches_code(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """True when [start, end) overlaps one of the `code_spans` ranges `spans`: a sentence that is,
+    or holds, code (context, never an answer sentence)."""
+    return any(s < end and start < e for s, e in spans)
+
+
+def prose_sentence_spans(text: str) -> list[tuple[int, int]]:
+    """`sentence_spans(text)` without the sentences that touch code (see `code_spans`)."""
+    code = code_spans(text)
+    return [(s, e) for s, e in sentence_spans(text) if not touches_code(code, s, e)]
