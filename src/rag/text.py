@@ -154,9 +154,11 @@ def identifier_forms(identifier: str) -> list[str]:
     component_parts = [_parts(c) for c in components]
     if len(components) == 1:
         parts = component_parts[0]
+        if len(parts) < 2:
+            return []
         if "_" in name or "-" in name:
             forms.append("".join(parts))
-        elif len(parts) > 1:
+        else:
             forms.extend(parts)
     else:
         for i in range(min(len(components), _MAX_DOTTED) - 1):
