@@ -4,6 +4,7 @@ format through ingest -> ask (offline) -> citation -> chunk endpoint -> the cite
 from __future__ import annotations
 
 import io
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -299,3 +300,19 @@ def test_any_rst_parses_or_is_skipped_and_chunk_offsets_stay_exact(lines: list[s
     chunks = _chunks(parsed, max_tokens=max_tokens)
     _assert_offsets_exact(parsed, chunks)
     assert all(c.text for c in chunks)
+
+
+def test_pdf_answer_streamed_over_sse_carries_the_page_in_each_sentence_citation(
+    formats_app: tuple[TestClient, Store],
+) -> None:
+    client, _ = formats_app
+    question = "How long can borrowed survey equipment be kept after a project ends?"
+    raw = client.post("/ask/stream", json={"question": question}).content.decode()
+    sentences = [
+        json.loads(line.removeprefix("data: "))
+        for block in raw.split("\n\n")
+        if block.startswith("event: sentence")
+        for line in block.split("\n")
+        if line.startswith("data: ")
+    ]
+    assert sentences and all(c["page"] == 2 for s in sentences for c in s["citations"])
