@@ -316,3 +316,17 @@ def test_pdf_answer_streamed_over_sse_carries_the_page_in_each_sentence_citation
         if line.startswith("data: ")
     ]
     assert sentences and all(c["page"] == 2 for s in sentences for c in s["citations"])
+
+
+def test_read_document_docx_nested_list_items_are_indented_under_their_parent(tmp_path: Path) -> None:
+    from docx import Document as new_docx
+
+    word = new_docx()
+    word.add_heading("Packing list", level=1)
+    word.add_paragraph("Tools", style="List Bullet")
+    word.add_paragraph("Spare batteries", style="List Bullet 2")
+    word.add_paragraph("Maps", style="List Bullet")
+    word.save(str(tmp_path / "packing.docx"))
+    doc = _read("packing.docx", tmp_path).document
+    assert doc.title == "Packing list"
+    assert "- Tools\n  - Spare batteries\n- Maps" in doc.text

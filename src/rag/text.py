@@ -275,7 +275,7 @@ def split_sentences(text: str) -> list[str]:
 # reST directives whose body is code or program output, not prose (docutils' and Sphinx's names).
 CODE_DIRECTIVES = frozenset(
     """code code-block sourcecode literalinclude parsed-literal doctest testcode testoutput testsetup
-    testcleanup highlight console prompt productionlist ipython jinja""".split()
+    testcleanup highlight console prompt productionlist ipython jinja snippet""".split()
 )
 _FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _DIRECTIVE_RE = re.compile(r"^\s*\.\.\s+([A-Za-z][\w:+.-]*)::")

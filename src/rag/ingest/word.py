@@ -39,11 +39,19 @@ class _StyleNames:
         return self._names[style_id]
 
 
-def _is_list(paragraph: Any, style: str) -> bool:
+_LIST_LEVEL_RE = re.compile(r"list.*?(\d)$", re.IGNORECASE)
+
+
+def _list_level(paragraph: Any, style: str) -> int | None:
+    """0-based nesting level of a list paragraph ("List Bullet 2" -> 1, numbering level), else None."""
+    ppr = paragraph._p.pPr  # numbering set on the paragraph itself, with or without a list style
+    numbered = ppr is not None and ppr.numPr is not None
+    if numbered and ppr.numPr.ilvl is not None and ppr.numPr.ilvl.val is not None:
+        return int(ppr.numPr.ilvl.val)
     if "list" in style.lower():
-        return True
-    ppr = paragraph._p.pPr  # numbering set directly on the paragraph, without a list style
-    return ppr is not None and ppr.numPr is not None
+        level = _LIST_LEVEL_RE.search(style)
+        return int(level.group(1)) - 1 if level else 0
+    return 0 if numbered else None
 
 
 def _cell(text: str) -> str:
@@ -80,12 +88,13 @@ def parse_docx(raw: bytes, where: str) -> tuple[str, str]:
             elif heading:
                 first_heading = first_heading or text
                 blocks.append(f"{'#' * min(6, int(heading.group(1)))} {text}")
-            elif _is_list(item, style):
+            elif (level := _list_level(item, style)) is not None:
                 # consecutive items form one block; a blank line only before the first
-                if blocks and blocks[-1].startswith("- "):
-                    blocks[-1] += f"\n- {text}"
+                line = f"{'  ' * min(level, 8)}- {text}"
+                if blocks and blocks[-1].lstrip().startswith("- "):
+                    blocks[-1] += f"\n{line}"
                 else:
-                    blocks.append(f"- {text}")
+                    blocks.append(line)
             else:
                 blocks.append(text)
         elif isinstance(item, Table):
