@@ -352,3 +352,18 @@ def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, s
             t.join(timeout=30)
     assert errors == [] and len(report.added) == 40
     store.close()
+
+
+def test_ingest_paths_same_name_in_two_formats_keeps_both_documents(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe Markdown guide.")
+    (docs / "guide.txt").write_text("The plain text guide.")
+    report = ingest_paths(store, [docs], settings=settings)
+    assert sorted(report.added) == ["guide", "guide-txt"] and report.skipped == ()
+    (docs / "guide.txt").write_text("The plain text guide, edited.")
+    again = ingest_paths(store, [docs], settings=settings)
+    assert again.updated == ("guide-txt",) and again.unchanged == 1
+    assert store.get_document("guide").text.startswith("# Guide")

@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,13 @@ from rag.config import Settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
-from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document, read_document
+from rag.ingest.readers import (
+    SUPPORTED_SUFFIXES,
+    content_hash,
+    derive_doc_id,
+    parse_document,
+    read_document,
+)
 from rag.serialize import dumps
 from rag.store.sqlite import Store, open_store
 
@@ -92,6 +98,15 @@ def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
     return found
 
 
+def _taken(doc_id: str, source: str, seen: dict[str, str], stored: dict[str, tuple[str, str]]) -> bool:
+    """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
+    whose source file still exists elsewhere."""
+    if doc_id in seen:
+        return True
+    other = stored.get(doc_id, ("", ""))[1]
+    return bool(other) and other != source and Path(other).exists()
+
+
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
     path = Path(source)
     return any(path == root or root in path.parents for root in roots)
@@ -143,6 +158,9 @@ def ingest_paths(
                 continue
             parsed = read_document(raw, file, root=root, content_hash=digest)
             doc = parsed.document
+            if _taken(doc.doc_id, source, seen, stored) and doc.doc_id == derive_doc_id(file, root):
+                # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
+                doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
             if doc.doc_id in seen:
                 raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
             seen[doc.doc_id] = shown

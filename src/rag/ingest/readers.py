@@ -150,13 +150,15 @@ def slugify(value: str) -> str:
     return _SLUG_RE.sub("-", value.lower()).strip("-")
 
 
-def derive_doc_id(path: Path, root: Path) -> str:
-    """Stable id: the slugified path relative to the ingest root, without extension ("a/B.md" -> "a-b")."""
+def derive_doc_id(path: Path, root: Path, *, keep_suffix: bool = False) -> str:
+    """Stable id: the slugified path relative to the ingest root, without extension ("a/B.md" -> "a-b"),
+    or with it when `keep_suffix` ("a/B.pdf" -> "a-b-pdf", for a name two files share)."""
     try:
         relative = path.relative_to(root)
     except ValueError:
         relative = Path(path.name)
-    return slugify(str(relative.with_suffix(""))) or slugify(path.name) or "document"
+    shown = relative if keep_suffix else relative.with_suffix("")
+    return slugify(str(shown)) or slugify(path.name) or "document"
 
 
 def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int) -> str:
