@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from itertools import accumulate
-
 from functools import cache
+from itertools import accumulate
 from typing import Any
 
 from docutils import nodes
