@@ -181,10 +181,13 @@ def test_ingest_folder_reports_broken_pdf_and_docx_and_unsupported_files_with_re
 
 
 def test_ingest_pdf_without_text_is_skipped_with_reason(store: SqliteStore, tmp_path: Path) -> None:
-    import benchmarks.formats_gen as gen
+    from pypdf import PdfWriter
 
+    writer = PdfWriter()
+    writer.add_blank_page(612, 792)
+    writer.add_blank_page(612, 792)
     (tmp_path / "scans").mkdir()
-    (tmp_path / "scans" / "scan.pdf").write_bytes(gen.pdf_bytes("Scan", [[], []]))
+    writer.write(tmp_path / "scans" / "scan.pdf")
     report = ingest_paths(store, [tmp_path / "scans"], settings=load_settings())
     assert [s.reason for s in report.skipped] == ["PDF has no extractable text (2 pages; scanned images?)"]
 
