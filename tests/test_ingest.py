@@ -155,7 +155,10 @@ def test_ingest_paths_folder_adds_supported_files_recursively(
 ) -> None:
     report = ingest_paths(store, [corpus], settings=settings)
     assert sorted(report.added) == ["admin", "guides-getting-started", "page"]
-    assert report.skipped == () and report.chunks_written == store.stats().chunks > 0
+    assert [(Path(s.path).name, s.reason.split(" (")[0]) for s in report.skipped] == [
+        ("image.png", "unsupported file type '.png'")
+    ]
+    assert report.chunks_written == store.stats().chunks > 0
     chunks = store.document_chunks("admin")
     assert [c.section for c in chunks] == ["", "Limits"]
     doc = store.get_document("admin")
@@ -218,6 +221,7 @@ def test_ingest_paths_bad_files_reported_and_rest_ingested(
         "binary.txt": "binary",
         "latin1.md": "not",
         "blank.md": "empty",
+        "image.png": "unsupported",
     }
     assert len(report.added) == 3
 
@@ -228,7 +232,7 @@ def test_ingest_paths_file_turned_bad_keeps_stored_version(
     ingest_paths(store, [corpus], settings=settings)
     (corpus / "admin.md").write_bytes(b"\xff\xfe broken")
     report = ingest_paths(store, [corpus], settings=settings, prune=True)
-    assert len(report.skipped) == 1 and report.pruned == ()
+    assert [Path(s.path).name for s in report.skipped] == ["admin.md", "image.png"] and report.pruned == ()
     assert store.get_document("admin").title == "Admin guide"
 
 
@@ -259,7 +263,7 @@ def test_ingest_paths_reports_progress_per_file(store: SqliteStore, corpus: Path
     ingest_paths(
         store, [corpus], settings=settings, progress=lambda done, total, _: calls.append((done, total))
     )
-    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 class _Embedder:
@@ -299,7 +303,8 @@ def test_cli_ingest_then_chunk_prints_summary_and_provenance(corpus: Path) -> No
     runner = CliRunner()
     first = runner.invoke(main, ["ingest", str(corpus)])
     assert first.exit_code == 0, first.output
-    assert "3 added, 0 updated, 0 unchanged, 0 skipped" in first.output
+    assert "3 added, 0 updated, 0 unchanged, 1 skipped" in first.output
+    assert "image.png: unsupported file type '.png'" in first.output
     second = runner.invoke(main, ["ingest", str(corpus), "--json"])
     assert json.loads(second.output)["unchanged"] == 3
     shown = runner.invoke(main, ["chunk", "admin#c01"])
@@ -347,3 +352,18 @@ def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, s
             t.join(timeout=30)
     assert errors == [] and len(report.added) == 40
     store.close()
+
+
+def test_ingest_paths_same_name_in_two_formats_keeps_both_documents(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe Markdown guide.")
+    (docs / "guide.txt").write_text("The plain text guide.")
+    report = ingest_paths(store, [docs], settings=settings)
+    assert sorted(report.added) == ["guide", "guide-txt"] and report.skipped == ()
+    (docs / "guide.txt").write_text("The plain text guide, edited.")
+    again = ingest_paths(store, [docs], settings=settings)
+    assert again.updated == ("guide-txt",) and again.unchanged == 1
+    assert store.get_document("guide").text.startswith("# Guide")

@@ -123,7 +123,7 @@ class Citation:
     cited_text: str
     start: int
     end: int
-    page: int | None = None
+    page: int | None = None  # the chunk's 1-based page in a paged source (PDF), else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -211,6 +211,7 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             cited_text=p.block.chunk.text[s:e],
             start=s,
             end=e,
+            page=p.block.chunk.page,
         )
         for p in passed
         for s, e in p.spans

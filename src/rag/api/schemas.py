@@ -48,7 +48,7 @@ class CitationOut(_Out):
     cited_text: str = Field(description="Verbatim substring of the original chunk text.")
     start: int = Field(description="Offset of cited_text in the chunk text.")
     end: int = Field(description="End-exclusive offset of cited_text in the chunk text.")
-    page: int | None = Field(None, description="The page of a PDF source, else null.")
+    page: int | None = Field(default=None, description="1-based page of the cited chunk (PDF), else null.")
 
 
 class SentenceOut(_Out):

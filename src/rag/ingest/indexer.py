@@ -11,7 +11,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,13 @@ from rag.config import Settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
-from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
+from rag.ingest.readers import (
+    SUPPORTED_SUFFIXES,
+    content_hash,
+    derive_doc_id,
+    parse_document,
+    read_document,
+)
 from rag.serialize import dumps
 from rag.store import Store, open_store
 
@@ -75,22 +81,30 @@ class IngestReport:
 
 
 def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path."""
+    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path.
+
+    Every file is listed, supported or not, so the ingest can report each one it skips and why.
+    """
     found: list[tuple[Path, Path]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             for file in sorted(path.rglob("*")):
                 relative = file.relative_to(path).parts
-                if (
-                    file.is_file()
-                    and file.suffix.lower() in SUPPORTED_SUFFIXES
-                    and not any(part.startswith(".") for part in relative)
-                ):
+                if file.is_file() and not any(part.startswith(".") for part in relative):
                     found.append((file, path))
         else:
             found.append((path, path.parent))
     return found
+
+
+def _taken(doc_id: str, source: str, seen: dict[str, str], stored: dict[str, tuple[str, str]]) -> bool:
+    """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
+    whose source file still exists elsewhere."""
+    if doc_id in seen:
+        return True
+    other = stored.get(doc_id, ("", ""))[1]
+    return bool(other) and other != source and Path(other).exists()
 
 
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
@@ -142,11 +156,15 @@ def ingest_paths(
                 unchanged += 1
                 seen.setdefault(known[0], shown)
                 continue
-            doc = parse_document(raw, file, root=root, content_hash=digest)
+            parsed = read_document(raw, file, root=root, content_hash=digest)
+            doc = parsed.document
+            if _taken(doc.doc_id, source, seen, stored) and doc.doc_id == derive_doc_id(file, root):
+                # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
+                doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
             if doc.doc_id in seen:
                 raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
             seen[doc.doc_id] = shown
-            chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens)
+            chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens, layout=parsed.layout)
             vectors = None
             if embedder is not None and chunks:
                 try:
