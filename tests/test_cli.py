@@ -159,4 +159,3 @@ def test_make_run_installs_only_the_service_and_shows_progress() -> None:
 def test_make_test_installs_the_test_extras() -> None:
     installs = [line for line in _dry_run("test").splitlines() if "pip install" in line]
     assert any(".[test,dev]" in line for line in installs)
-

@@ -160,19 +160,57 @@ def gaps(limit: int, as_json: bool) -> None:
         click.echo(render.gaps_table(found, describe_database(settings)))
 
 
+def _serve(settings: Settings, *, host: str, port: int, workers: int, limits: Any = None) -> None:
+    from rag.api.server import Limits, preflight, serve
+
+    checked = preflight(settings)
+    limits = limits or Limits()
+    database = describe_database(settings)
+    click.echo(
+        render.serve_banner(
+            checked, settings, database=database, host=host, port=port, workers=workers, limits=limits
+        )
+    )
+    serve(settings, host=host, port=port, workers=workers, limits=limits)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
-@click.option("--workers", default=1, type=int, show_default=True)
+@click.option("--workers", default=1, type=click.IntRange(1, 64), show_default=True)
+@click.option(
+    "--request-timeout",
+    default=10.0,
+    type=click.FloatRange(0.1, 3600),
+    show_default=True,
+    help="Seconds from a request's first byte until its headers and body must have arrived (else 408).",
+)
+@click.option(
+    "--max-connections",
+    default=512,
+    type=click.IntRange(1, 100_000),
+    show_default=True,
+    help="Open connections per worker; more are answered 503 and closed.",
+)
+@click.option(
+    "--keep-alive",
+    default=5.0,
+    type=click.FloatRange(0.1, 3600),
+    show_default=True,
+    help="Seconds an idle keep-alive connection stays open.",
+)
 @_friendly
-def serve(host: str, port: int, workers: int) -> None:
+def serve(
+    host: str, port: int, workers: int, request_timeout: float, max_connections: int, keep_alive: float
+) -> None:
     """Serve the HTTP API and the web page.
 
     Example: rag serve --port 8000 --workers 2
     """
-    from rag.api import serve as run_server
+    from rag.api.server import Limits
 
-    run_server(_settings(), host=host, port=port, workers=workers)
+    limits = Limits(request_timeout=request_timeout, max_connections=max_connections, keep_alive=keep_alive)
+    _serve(_settings(), host=host, port=port, workers=workers, limits=limits)
 
 
 @main.command()
@@ -184,11 +222,9 @@ def demo(host: str, port: int) -> None:
 
     Example: rag demo
     """
-    from rag.api import serve as run_server
-
     settings = _settings()
     _ingest(settings, ("fixtures/corpus",), prune=False, as_json=False)
-    run_server(settings, host=host, port=port, workers=1)
+    _serve(settings, host=host, port=port, workers=1)
 
 
 @main.command(name="eval")

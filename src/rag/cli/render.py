@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rag.types import Answer, Block, Chunk, ChunkRef, Citation, Conflict, Gap, Sentence
+
+if TYPE_CHECKING:
+    from rag.api.server import Limits, Preflight
+    from rag.config import Settings
 
 # Without a terminal, ingest progress is one plain line every this many files.
 PROGRESS_EVERY = 500
@@ -125,3 +129,44 @@ class IngestProgress:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
+
+
+def serve_banner(
+    checked: Preflight,
+    settings: Settings,
+    *,
+    database: str,
+    host: str,
+    port: int,
+    workers: int,
+    limits: Limits,
+) -> str:
+    """What `rag serve` prints before it starts: the store, the model, the URLs and curl examples."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{shown}:{port}"
+    auth = " -H 'Authorization: Bearer $RAG_KEY'" if settings.api_key_list else ""
+    stats = checked.stats
+    lines = []
+    if checked.model_warning:
+        lines.append(
+            f"  warning: the model provider could not be reached yet ({checked.model_warning}); "
+            "asks will get 503"
+        )
+    elif checked.model:
+        lines.append(f"  model:     {checked.model} (key accepted)")
+    lines.append(
+        f"Serving {stats.documents} documents ({stats.chunks} chunks) from {database} on {base} "
+        f"with {workers} worker(s)"
+    )
+    if stats.chunks == 0:
+        lines.append("  the store is empty: every question will be refused; run `rag ingest PATH` first")
+    lines += [
+        f"  web page:  {base}/",
+        f"  API docs:  {base}/docs",
+        f"  try:       curl -s {base}/ask -H 'Content-Type: application/json'{auth}"
+        ' -d \'{"question": "your question here"}\'',
+        f"  stream:    curl -N '{base}/ask/stream?q=your+question+here'{auth}",
+        f"  limits:    requests must arrive within {limits.request_timeout:g} s; "
+        f"at most {limits.max_connections} connections per worker",
+    ]
+    return "\n".join(lines)
