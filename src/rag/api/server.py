@@ -14,6 +14,7 @@ import asyncio
 import functools
 import logging
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,8 @@ class Limits:
 class BoundedH11Protocol(H11Protocol):
     """uvicorn's h11 protocol with a request read deadline and a cap on open connections."""
 
+    _last_refusal_logged = 0.0  # refusals are logged at most once a second, not once per connection
+
     def __init__(self, *args: Any, request_timeout: float, max_connections: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.request_timeout = request_timeout
@@ -69,9 +72,14 @@ class BoundedH11Protocol(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         if len(self.connections) > self.max_connections:
-            log.warning(
-                "refused a connection: %d open, the limit is %d", len(self.connections), self.max_connections
-            )
+            now = time.monotonic()
+            if now - BoundedH11Protocol._last_refusal_logged >= 1.0:
+                BoundedH11Protocol._last_refusal_logged = now
+                log.warning(
+                    "refusing connections: %d open, the limit is %d",
+                    len(self.connections),
+                    self.max_connections,
+                )
             transport.write(BUSY_RESPONSE)
             transport.close()
             return
