@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -206,3 +207,33 @@ def test_ask_odd_questions_on_postgres_get_an_answer_or_422(pg_client: TestClien
             assert response.status_code in (200, 422), (question[:20], path, response.text)
             if path == "/ask/stream" and response.status_code == 200:
                 assert stream_events(response.text).count("done") == 1
+
+
+class _LogFails:
+    """A store whose ask-log write fails (it runs after the stream's `done`); the rest delegated."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def log_ask(self, record: Any) -> None:
+        raise UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed")
+
+
+def test_stream_never_sends_anything_after_done(corpus_db: str) -> None:
+    from dataclasses import replace
+
+    from rag.answer.pipeline import build_pipeline
+
+    config = load_settings(db=corpus_db, mock=True, api_keys="", anthropic_api_key="")
+    pipeline = build_pipeline(config)
+    app = create_app(config, pipeline=replace(pipeline, store=_LogFails(pipeline.store)))
+    try:
+        with TestClient(app, raise_server_exceptions=False) as test_client:
+            response = test_client.post("/ask/stream", json={"question": ANSWERABLE})
+    finally:
+        pipeline.store.close()
+    events = stream_events(response.text)
+    assert events[-1] == "done" and events.count("done") == 1 and "error" not in events

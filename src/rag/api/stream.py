@@ -69,6 +69,7 @@ async def sse_stream(
     """
     iterator = aiter(events)
     pending: asyncio.Task[Event | None] | None = None
+    sent_done = False
     try:
         while True:
             if pending is None:
@@ -84,6 +85,8 @@ async def sse_stream(
                 # The status line is already sent: end the stream with an error event, never a trace.
                 log.exception("stream failed (trace %s)", details.get("trace_id", ""))
                 details["error"] = "internal_error"
+                if sent_done:
+                    return  # the client has its whole answer; `done` is always the last event
                 yield encode(ErrorEvent(type="internal_error", message="internal error while answering"))
                 yield encode(
                     Done(status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0))
@@ -92,6 +95,7 @@ async def sse_stream(
             if event is None:
                 return
             note_event(details, event)
+            sent_done = sent_done or isinstance(event, Done)
             yield encode_event(event)
     finally:
         with anyio.CancelScope(shield=True):
