@@ -237,3 +237,12 @@ def test_stream_never_sends_anything_after_done(corpus_db: str) -> None:
         pipeline.store.close()
     events = stream_events(response.text)
     assert events[-1] == "done" and events.count("done") == 1 and "error" not in events
+
+
+def test_docs_page_is_public_while_the_schema_needs_the_key(corpus_db: str) -> None:
+    app = create_app(load_settings(db=corpus_db, mock=True, api_keys="k1", anthropic_api_key=""))
+    with TestClient(app) as keyed:
+        assert keyed.get("/docs").status_code == 200
+        assert keyed.get("/openapi.json").status_code == 401
+        assert keyed.get("/openapi.json", headers={"Authorization": "Bearer k1"}).status_code == 200
+        assert keyed.head("/readyz").status_code == 401

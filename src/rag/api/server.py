@@ -34,7 +34,10 @@ log = logging.getLogger("rag.api")
 def _raw_error(status: str, type_: str, message: str, extra: bytes = b"") -> bytes:
     """A complete `{"error": ...}` response written straight to the socket (outside any request)."""
     body = orjson.dumps({"error": {"type": type_, "message": message}})
-    head = f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\n"
+    head = (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\nx-content-type-options: nosniff\r\n"
+        "connection: close\r\n"
+    )
     return head.encode() + extra + f"content-length: {len(body)}\r\n\r\n".encode() + body
 
 
