@@ -159,3 +159,29 @@ def test_make_run_installs_only_the_service_and_shows_progress() -> None:
 def test_make_test_installs_the_test_extras() -> None:
     installs = [line for line in _dry_run("test").splitlines() if "pip install" in line]
     assert any(".[test,dev]" in line for line in installs)
+
+
+@pytest.mark.postgres
+def test_rag_ask_on_empty_postgres_names_the_url_without_credentials(tmp_path: Path) -> None:
+    import uuid
+    from urllib.parse import quote, urlsplit
+
+    url = os.environ.get("RAG_TEST_DATABASE_URL", "")
+    if not url:
+        pytest.skip("RAG_TEST_DATABASE_URL is not set")
+    psycopg = pytest.importorskip("psycopg")
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        sep = "&" if "?" in url else "?"
+        scoped = f"{url}{sep}options={quote(f'-csearch_path={schema},public')}"
+        result = run("ask", ANSWERED, db=tmp_path / "unused.db", RAG_DATABASE_URL=scoped)
+    finally:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    parts = urlsplit(url)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert f"postgresql://{parts.hostname}:{parts.port}{parts.path} holds no documents" in lines[0]
+    assert f":{parts.password}@" not in lines[0] and "@" not in lines[0] and "search_path" not in lines[0]
