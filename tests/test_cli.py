@@ -37,6 +37,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("cli") / "filled.db"
     result = run("ingest", str(CORPUS), db=db)
     assert result.returncode == 0, result.stderr
+    assert f"database: {db}" in result.stdout
     return db
 
 

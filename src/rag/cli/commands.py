@@ -77,7 +77,7 @@ def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: b
         return
     for item in report.skipped:
         click.echo(f"skipped {item.path}: {item.reason}", err=True)
-    click.echo(report.summary())
+    click.echo(f"{report.summary()}; database: {describe_database(settings)}")
 
 
 @main.command()
