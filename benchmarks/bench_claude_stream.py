@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 import anthropic  # noqa: E402
 from fake_anthropic import FakeAnthropic, Reply, cited, locate, text  # noqa: E402
 
-from rag.answer.events import Done, SentenceOut  # noqa: E402
+from rag.answer.events import DoneEvent, SentenceEvent  # noqa: E402
 from rag.answer.pipeline import build_pipeline  # noqa: E402
 from rag.config import load_settings  # noqa: E402
 from rag.ingest.indexer import ingest_paths  # noqa: E402
@@ -95,7 +95,7 @@ async def one_run(
     started = time.perf_counter()
     async for event in pipeline.answer_stream(question):
         now = time.perf_counter()
-        if isinstance(event, SentenceOut):
+        if isinstance(event, SentenceEvent):
             cut_lat.append((now - recorder.arrivals[-1][0]) * 1000)
             body = event.sentence.text.rstrip(".")
             at = recorder.text.find(body, searched)
@@ -104,7 +104,7 @@ async def one_run(
                 searched = end
                 last_char = next(t for t, length in recorder.arrivals if length >= end)
                 char_lat.append((now - last_char) * 1000)
-        elif isinstance(event, Done) and event.status != "answered":
+        elif isinstance(event, DoneEvent) and event.status != "answered":
             raise RuntimeError(f"benchmark question was not answered: {question!r}: {event}")
     return cut_lat, char_lat, time.perf_counter() - started
 

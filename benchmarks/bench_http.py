@@ -36,7 +36,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
-from rag.store.sqlite import open_store
+from rag.store import open_store
 from rag.types import Block, Generation, Piece
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,3 +25,19 @@ def test_answer_type_reads_lead_time_and_type_nouns():
     assert not asks_price(
         "Which costs can volunteers claim?", answer_type("Which costs can volunteers claim?")
     )
+
+
+def test_how_to_question_asks_for_a_procedure_not_an_amount():
+    assert answer_type("How can I change the number of workers while it runs?") == ""
+    assert answer_type("How many workers can I run?") == "number"
+
+
+def test_default_questions_and_statements_are_read_from_wording():
+    from rag.answer.answer_types import asks_default, states_default
+
+    assert asks_default("Which worker class is used by default?")
+    assert asks_default("What is the default value of max_fields?")
+    assert not asks_default("Which worker classes are there?")
+    assert states_default("**Default:** `30`")
+    assert states_default("By default this value is 100.")
+    assert not states_default("Set it to 100 for larger headers.")

@@ -17,10 +17,10 @@ from rag.answer.generate import Generator
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.api.schemas import AnswerOut, ChunkOut, DocumentOut, ErrorOut, HealthOut, ReadyOut
-from rag.api.shapes import chunk_path, with_links
 from rag.config import load_settings
 from rag.errors import UpstreamUnavailable
-from rag.store.sqlite import Store, open_store
+from rag.serialize import chunk_path, with_links
+from rag.store import Store, open_store
 from rag.types import Block, Chunk, Generation, Piece, StoreStats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,8 @@ KEY = "s3cret-key"
 
 class UnavailableGenerator:
     """A provider that stays down: both contracts raise UpstreamUnavailable."""
+
+    native_citations = False
 
     name = "unavailable"
 

@@ -65,7 +65,7 @@ def running_app(db_path: Path) -> Iterator[str]:
     from rag.api import create_app
     from rag.config import load_settings
     from rag.ingest.indexer import ingest_paths
-    from rag.store.sqlite import open_store
+    from rag.store import open_store
 
     # Explicit values, not the environment: this may run before the per-test offline fixture.
     settings = load_settings(
@@ -440,3 +440,23 @@ def test_docs_page_renders_the_api_reference_offline(browser: Any, base_url: str
     assert {"/ask", "/ask/stream", "/chunks/{chunk_id}", "/readyz"} <= set(paths)
     assert outside == []
     assert [m for m in console if "Content Security Policy" in m] == []
+
+
+def test_page_keeps_paragraphs_and_list_items_of_the_answer(page: Any) -> None:
+    body = (
+        sse("meta", {"blocks": [], "context_tokens": 10, "trace_id": "t"})
+        + sse("sentence", {"text": "Plans differ.", "starts": "", "citations": [CITATION]})
+        + sse("sentence", {"text": "Team: 50 members.", "starts": "item", "citations": [CITATION]})
+        + sse("sentence", {"text": "Business: 300 members.", "starts": "item", "citations": [CITATION]})
+        + sse("sentence", {"text": "Prices are per user.", "starts": "paragraph", "citations": [CITATION]})
+        + sse("done", {"status": "answered", "emitted": 4, "dropped": 0})
+    )
+    page.route(
+        "**/ask/stream",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    ask(page, ANSWERABLE)
+    answer = page.locator("[data-testid=answer]")
+    assert answer.locator("li.answer-item").count() == 2
+    assert answer.locator("p.answer-para").count() == 2
+    assert answer.locator("li.answer-item").first.inner_text().startswith("Team: 50 members.")

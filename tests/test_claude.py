@@ -17,7 +17,7 @@ from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import REFUSAL_TEXT, SYSTEM_PROMPT
 from rag.answer.verify import verify
 from rag.config import Settings, load_settings
-from rag.errors import ConfigError, UpstreamUnavailable
+from rag.errors import ConfigError, UpstreamRejected, UpstreamUnavailable
 from rag.types import Block, Chunk, Draft, Piece, Usage
 
 UPLOADS = (
@@ -276,10 +276,11 @@ def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anth
     assert generation.usage.retries == 1
 
 
-def test_generate_rejected_key_raises_config_error(fake_anthropic: FakeAnthropic) -> None:
+def test_generate_rejected_key_raises_upstream_auth_failed(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.enqueue(failure(401, retry_after_ms=None))
-    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY was rejected"):
+    with pytest.raises(UpstreamRejected, match="ANTHROPIC_API_KEY was rejected") as caught:
         _generator(fake_anthropic).generate("Q?", BLOCKS)
+    assert caught.value.type == "upstream_auth_failed" and caught.value.status == 502
 
 
 def test_generator_without_key_raises_config_error() -> None:
@@ -431,7 +432,9 @@ def test_stream_ending_without_message_stop_raises_upstream_unavailable(
     fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, cut_after=99))
     pieces, error = _until_error(_generator(fake_anthropic))
     assert isinstance(error, UpstreamUnavailable)
-    assert pieces and all(p.usage is None for p in pieces)
+    assert pieces and all(p.usage is None for p in pieces[:-1])
+    last = pieces[-1].usage  # what the stream used before it broke is still reported
+    assert last is not None and last.calls == 1 and last.input_tokens > 0
 
 
 def test_stream_closed_early_closes_the_http_stream(fake_anthropic: FakeAnthropic) -> None:

@@ -10,7 +10,15 @@ import pytest
 from fake_anthropic import FakeAnthropic, Reply, cite, cited, failure, locate, reply, text
 
 from rag.answer.claude import ClaudeGenerator
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.events import (
+    DoneEvent,
+    DroppedEvent,
+    ErrorEvent,
+    Event,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
+)
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
 from rag.config import Settings, load_settings
@@ -196,14 +204,17 @@ def test_pipeline_stream_cited_answer_emits_verified_sentences(
 ) -> None:
     fake_anthropic.enqueue(GOOD)
     events = _events(_pipeline(fake_anthropic, corpus_db))
-    assert isinstance(events[0], Meta)
-    sentences = [e.sentence for e in events if isinstance(e, SentenceOut)]
+    assert isinstance(events[0], MetaEvent)
+    sentences = [e.sentence for e in events if isinstance(e, SentenceEvent)]
     assert [s.text for s in sentences] == [
         "Per the user manual, deleted projects stay in the trash for 30 days.",
         "A project manager or an admin can restore a project during that time.",
     ]
     assert all(s.citations and s.citations[0].chunk_id.startswith("user-manual#") for s in sentences)
-    assert events[-1] == Done(status="answered", emitted=2, dropped=0, timings=events[-1].timings)  # type: ignore[union-attr]
+    done = events[-1]
+    assert isinstance(done, DoneEvent)
+    assert (done.status, done.emitted, done.dropped, done.cut) == ("answered", 2, 0, False)
+    assert done.usage.calls == 1 and done.usage.output_tokens > 0
 
 
 def test_pipeline_stream_unsupported_span_dropped_without_regeneration(
@@ -230,9 +241,9 @@ def test_pipeline_stream_document_index_beyond_issued_is_dropped(
         reply(cited("Deleted projects stay in the trash for 30 days", cite(41, STAY)), text("."))
     )
     events = _events(_pipeline(fake_anthropic, corpus_db))
-    dropped = [e for e in events if isinstance(e, DroppedOut)]
+    dropped = [e for e in events if isinstance(e, DroppedEvent)]
     assert dropped and any("[42]" in d for d in dropped[0].dropped.detail)
-    refusal = next(e for e in events if isinstance(e, Refusal))
+    refusal = next(e for e in events if isinstance(e, RefusalEvent))
     assert refusal.reason == "no_citations"
 
 
@@ -262,7 +273,7 @@ def test_pipeline_stream_529_until_spent_sends_error_then_done(
     fake_anthropic.enqueue(failure(529), failure(529), failure(529))
     events = _events(_pipeline(fake_anthropic, corpus_db, model_max_retries=2))
     assert [e.name for e in events] == ["meta", "error", "done"]
-    assert isinstance(events[1], ErrorEvent) and events[1].type == "upstream_unavailable"
+    assert isinstance(events[1], ErrorEvent) and events[1].type == "upstream_overloaded"
     assert events[-1].status == "error"  # type: ignore[union-attr]
 
 
@@ -280,8 +291,41 @@ def test_pipeline_stream_cut_after_two_sentences_keeps_them(
     events = _events(_pipeline(fake_anthropic, corpus_db))
     assert [e.name for e in events] == ["meta", "sentence", "sentence", "error", "done"]
     done = events[-1]
-    assert isinstance(done, Done) and done.status == "error" and done.emitted == 2
+    assert isinstance(done, DoneEvent) and done.status == "error" and done.emitted == 2
     assert "2 verified sentence" in done.detail
+    assert done.cut
+    assert done.usage.calls == 1 and done.usage.input_tokens > 0  # the usage of the cut stream is kept
+
+
+def test_pipeline_max_tokens_reply_never_shows_its_cut_sentence_on_either_route(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    cut = Reply(
+        parts=GOOD.parts[:-1] + (text(". Restored projects come back from the trash f"),),
+        stop_reason="max_tokens",
+    )
+    fake_anthropic.enqueue(cut, cut)
+    pipeline = _pipeline(fake_anthropic, corpus_db)
+    answer = pipeline.answer(QUESTION)
+    events = _events(pipeline)
+    shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
+    assert shown == [s.text for s in answer.sentences]
+    assert not any("come back" in s for s in shown)
+    assert len(shown) == 2
+    assert answer.cut
+    done = events[-1]
+    assert isinstance(done, DoneEvent) and done.cut and done.status == "answered"
+
+
+def test_document_titles_are_shortened_in_the_request_only() -> None:
+    from rag.answer.prompt import MAX_TITLE_CHARS, document_blocks
+    from rag.types import Block, Chunk
+
+    title = "A very long handbook title " * 20
+    chunk = Chunk(chunk_id="hb#c01", doc_id="hb", title=title, section="", text="Text.")
+    (doc,) = document_blocks([Block(n=1, chunk=chunk, score=0.9, sent_text="Text.")])
+    assert len(doc["title"]) <= MAX_TITLE_CHARS and doc["title"].endswith("…")
+    assert title.strip() in doc["context"]
 
 
 def test_pipeline_stream_sse_error_event_after_first_sentence(
@@ -330,7 +374,7 @@ def test_http_ask_503_with_retry_after_when_claude_stays_overloaded(
         response = http.post("/ask", json={"question": QUESTION})
     assert response.status_code == 503
     assert response.headers["retry-after"] == "4"
-    assert response.json()["error"]["type"] == "upstream_unavailable"
+    assert response.json()["error"]["type"] == "upstream_overloaded"
 
 
 def test_http_ask_stream_answers_through_claude_from_environment(
@@ -349,3 +393,22 @@ def test_http_ask_stream_answers_through_claude_from_environment(
     names = [line.removeprefix("event: ") for line in body.splitlines() if line.startswith("event: ")]
     assert names == ["meta", "sentence", "sentence", "done"]
     assert '"status":"answered"' in body
+
+
+def test_answer_usage_carries_calls_and_estimated_cost_from_the_price_table(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    from rag.answer.claude import cost_of
+
+    fake_anthropic.enqueue(GOOD)
+    pipeline = _pipeline(fake_anthropic, corpus_db, model_prices={"claude-sonnet-5-5": (3.0, 15.0)})
+    usage = pipeline.answer(QUESTION).usage
+    assert usage.calls == 1 and usage.output_tokens > 0
+    expected = (
+        usage.input_tokens * 3.0
+        + usage.cache_creation_input_tokens * 3.0 * 1.25
+        + usage.cache_read_input_tokens * 3.0 * 0.1
+        + usage.output_tokens * 15.0
+    ) / 1_000_000
+    assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0
+    assert cost_of(usage, None) == 0.0

@@ -10,7 +10,7 @@ from rag.answer.gates import (
     grounding_gate,
     retrieval_gate,
 )
-from rag.types import Chunk, Citation, Conflict, Draft, Scored, Statement, Verdict
+from rag.types import Chunk, Citation, Conflict, Scored, Sentence, Statement
 
 
 def scored(cid: str, score: float) -> Scored:
@@ -49,10 +49,10 @@ def test_retrieval_gate_nothing_retrieved_refuses():
 
 
 def test_grounding_gate_no_verified_sentence_refuses():
-    failed = Verdict(draft=Draft(text="x"), citations=(), issues=("cited a nonexistent chunk number [9]",))
-    assert not grounding_gate([failed])
+    assert not grounding_gate([])
+    assert not grounding_gate([Sentence(text="x", citations=())])
     cite = Citation(n=1, chunk_id="a#c01", title="a", url="", cited_text="x", start=0, end=1)
-    assert grounding_gate([failed, Verdict(draft=Draft(text="x"), citations=(cite,), issues=())])
+    assert grounding_gate([Sentence(text="x", citations=()), Sentence(text="y", citations=(cite,))])
 
 
 def test_closest_refs_returns_k_best_distinct_by_score():

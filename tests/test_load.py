@@ -18,7 +18,7 @@ import pytest
 
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
-from rag.store.sqlite import open_store
+from rag.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"

@@ -9,13 +9,21 @@ from typing import Any
 import pytest
 
 from rag.answer.compress import Compression, compression_of
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.events import (
+    DoneEvent,
+    DroppedEvent,
+    ErrorEvent,
+    Event,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
+)
 from rag.answer.generate import OfflineGenerator
 from rag.answer.pipeline import STAGES, Pipeline, build_pipeline, validate_question
 from rag.cli.render import format_answer
 from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
-from rag.store.sqlite import SqliteStore, Store
+from rag.store import SqliteStore, Store
 from rag.types import Answer, AskRecord, Block, Generation, Piece, Usage
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
@@ -49,6 +57,8 @@ class RecordingStore:
 class CountingGenerator:
     """Wraps a generator and counts its calls; records the feedback each call received."""
 
+    native_citations = False
+
     name = "counting"
 
     def __init__(self, inner: Any) -> None:
@@ -74,6 +84,8 @@ class CountingGenerator:
 
 class FailingGenerator:
     """Streams one good sentence, then the provider fails."""
+
+    native_citations = False
 
     name = "failing"
 
@@ -256,11 +268,11 @@ def test_pipeline_without_compression_reports_no_compression_figures(corpus_db: 
 def test_stream_answerable_events_meta_sentences_done(corpus_db: str) -> None:
     pipeline, store, _ = make(corpus_db)
     evs = events(pipeline, ANSWERABLE)
-    assert isinstance(evs[0], Meta)
-    assert isinstance(evs[-1], Done) and evs[-1].status == "answered"
-    sentences = [e for e in evs if isinstance(e, SentenceOut)]
+    assert isinstance(evs[0], MetaEvent)
+    assert isinstance(evs[-1], DoneEvent) and evs[-1].status == "answered"
+    sentences = [e for e in evs if isinstance(e, SentenceEvent)]
     assert sentences and evs[-1].emitted == len(sentences)
-    assert all(isinstance(e, SentenceOut | DroppedOut) for e in evs[1:-1])
+    assert all(isinstance(e, SentenceEvent | DroppedEvent) for e in evs[1:-1])
     for e in sentences:
         for c in e.sentence.citations:
             assert store.get_chunk(c.chunk_id).text[c.start : c.end] == c.cited_text
@@ -270,35 +282,35 @@ def test_stream_answerable_events_meta_sentences_done(corpus_db: str) -> None:
 def test_stream_off_topic_refusal_then_done_only(corpus_db: str) -> None:
     pipeline, _, counting = make(corpus_db)
     evs = events(pipeline, OFF_TOPIC)
-    assert [type(e) for e in evs] == [Refusal, Done]
-    assert isinstance(evs[0], Refusal) and evs[0].reason == "low_retrieval_score"
-    assert isinstance(evs[1], Done) and evs[1].status == "abstained"
+    assert [type(e) for e in evs] == [RefusalEvent, DoneEvent]
+    assert isinstance(evs[0], RefusalEvent) and evs[0].reason == "low_retrieval_score"
+    assert isinstance(evs[1], DoneEvent) and evs[1].status == "abstained"
     assert counting.calls == 0
 
 
 def test_stream_conflict_refusal_then_done_only(corpus_db: str) -> None:
     pipeline, _, _ = make(corpus_db)
     evs = events(pipeline, CONFLICT)
-    assert [type(e) for e in evs] == [Refusal, Done]
-    assert isinstance(evs[0], Refusal) and evs[0].reason == "conflicting_sources"
+    assert [type(e) for e in evs] == [RefusalEvent, DoneEvent]
+    assert isinstance(evs[0], RefusalEvent) and evs[0].reason == "conflicting_sources"
     assert evs[0].conflict is not None
 
 
 def test_stream_near_miss_meta_then_no_citations_refusal(corpus_db: str) -> None:
     pipeline, _, _ = make(corpus_db)
     evs = events(pipeline, NEAR_MISS)
-    assert isinstance(evs[0], Meta)
-    assert isinstance(evs[-2], Refusal) and evs[-2].reason == "no_citations"
-    assert isinstance(evs[-1], Done) and evs[-1].status == "abstained" and evs[-1].emitted == 0
-    assert not any(isinstance(e, SentenceOut) for e in evs)
+    assert isinstance(evs[0], MetaEvent)
+    assert isinstance(evs[-2], RefusalEvent) and evs[-2].reason == "no_citations"
+    assert isinstance(evs[-1], DoneEvent) and evs[-1].status == "abstained" and evs[-1].emitted == 0
+    assert not any(isinstance(e, SentenceEvent) for e in evs)
 
 
 def test_stream_fabrication_dropped_without_regeneration(corpus_db: str) -> None:
     pipeline, _, counting = make(corpus_db, fabricate="nonexistent")
     evs = events(pipeline, ANSWERABLE)
-    dropped = [e for e in evs if isinstance(e, DroppedOut)]
+    dropped = [e for e in evs if isinstance(e, DroppedEvent)]
     assert len(dropped) == 1 and "nonexistent" in " ".join(dropped[0].dropped.detail)
-    assert isinstance(evs[-1], Done) and evs[-1].status == "answered" and evs[-1].dropped == 1
+    assert isinstance(evs[-1], DoneEvent) and evs[-1].status == "answered" and evs[-1].dropped == 1
     assert counting.calls == 1
 
 
@@ -307,8 +319,8 @@ def test_stream_provider_failure_error_then_done_with_emitted_count(corpus_db: s
     evs = events(pipeline, ANSWERABLE)
     assert isinstance(evs[-2], ErrorEvent) and evs[-2].type == "upstream_unavailable"
     done = evs[-1]
-    assert isinstance(done, Done) and done.status == "error"
-    emitted = sum(isinstance(e, SentenceOut) for e in evs)
+    assert isinstance(done, DoneEvent) and done.status == "error"
+    emitted = sum(isinstance(e, SentenceEvent) for e in evs)
     assert done.emitted == emitted and str(emitted) in done.detail
     assert store.asks[-1].question == ANSWERABLE
 
@@ -323,7 +335,7 @@ def test_stream_consumer_stops_early_closes_generator_and_logs(corpus_db: str) -
         return out
 
     got = asyncio.run(first_two())
-    assert isinstance(got[0], Meta)
+    assert isinstance(got[0], MetaEvent)
     assert counting.closed
     assert store.asks[-1].trace_id == "early"
 

@@ -73,6 +73,7 @@ def test_document_blocks_context_is_json_provenance() -> None:
     meta = [json.loads(d["context"]) for d in document_blocks(BLOCKS)]
     assert meta[0] == {
         "n": 1,
+        "title": "Guide 1",
         "chunk_id": "doc-001#c01",
         "doc_id": "doc-001",
         "section": "Guide 1 > Limits",

@@ -1,8 +1,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rag.answer.gates import GATE_THRESHOLDS
 from rag.answer.rerank import (
-    DEFAULT_LEXICAL_MIN_SCORE,
     LexicalReranker,
     _term_set,
     english_idf,
@@ -45,14 +45,14 @@ def test_lexical_rerank_answering_chunk_beats_chunk_sharing_only_common_words() 
     common = _cand("b#c00", CORPUS[1], lexical=6.0)  # more BM25 from repeating "projects"
     ranked = LexicalReranker().rerank(question, [common, answer], df=_df(CORPUS), n_chunks=len(CORPUS))
     assert [s.chunk.chunk_id for s in ranked] == ["a#c00", "b#c00"]
-    assert ranked[0].score >= DEFAULT_LEXICAL_MIN_SCORE > ranked[1].score
+    assert ranked[0].score >= GATE_THRESHOLDS[("lexical", "offline")] > ranked[1].score
 
 
 def test_lexical_rerank_question_with_key_terms_absent_from_corpus_scores_low() -> None:
     question = "What is the capital of Australia for projects?"
     cand = _cand("b#c00", CORPUS[1], lexical=3.0)
     (scored,) = LexicalReranker().rerank(question, [cand], df=_df(CORPUS), n_chunks=len(CORPUS))
-    assert scored.score < DEFAULT_LEXICAL_MIN_SCORE
+    assert scored.score < GATE_THRESHOLDS[("lexical", "offline")]
 
 
 def test_lexical_rerank_title_and_section_terms_count_as_covered() -> None:
@@ -98,7 +98,7 @@ def test_lexical_rerank_everyday_words_absent_from_corpus_do_not_sink_answering_
     rerank = LexicalReranker().rerank
     (everyday,) = rerank("How long does the free trial really last?", [cand], df=df, n_chunks=100)
     (specific,) = rerank("How long does the free trial last on Kubernetes?", [cand], df=df, n_chunks=100)
-    assert everyday.score >= DEFAULT_LEXICAL_MIN_SCORE
+    assert everyday.score >= GATE_THRESHOLDS[("lexical", "offline")]
     assert specific.score < everyday.score
 
 
@@ -107,7 +107,7 @@ def test_lexical_rerank_off_topic_question_sharing_only_everyday_words_scores_lo
     cand = _cand("w#c00", "Point the hose at the water tank of the project.", lexical=2.0)
     question = "What is the boiling point of water in Fahrenheit?"
     (scored,) = LexicalReranker().rerank(question, [cand], df=df, n_chunks=100)
-    assert scored.score < DEFAULT_LEXICAL_MIN_SCORE
+    assert scored.score < GATE_THRESHOLDS[("lexical", "offline")]
 
 
 @settings(max_examples=200, deadline=None)

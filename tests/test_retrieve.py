@@ -3,7 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.answer.rerank import DEFAULT_LEXICAL_MIN_SCORE, LexicalReranker
+from rag.answer.gates import GATE_THRESHOLDS
+from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import candidates_for, retrieve, rrf, search_terms
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
@@ -79,7 +80,7 @@ def test_retrieve_fts_syntax_in_question_never_raises(small_store: SqliteStore) 
 def test_retrieve_bundled_corpus_trash_question_finds_thirty_day_retention(corpus_store: SqliteStore) -> None:
     top = _ask(corpus_store, "How long do deleted projects stay in the trash?")[0]
     assert "30 days" in top.chunk.text and "trash" in top.chunk.text
-    assert top.score >= DEFAULT_LEXICAL_MIN_SCORE
+    assert top.score >= GATE_THRESHOLDS[("lexical", "offline")]
 
 
 def test_retrieve_bundled_corpus_upload_limit_finds_both_conflicting_documents(
@@ -91,4 +92,4 @@ def test_retrieve_bundled_corpus_upload_limit_finds_both_conflicting_documents(
 
 def test_retrieve_bundled_corpus_off_topic_question_scores_below_gate(corpus_store: SqliteStore) -> None:
     results = _ask(corpus_store, "What is the capital of Australia?")
-    assert max((s.score for s in results), default=0.0) < DEFAULT_LEXICAL_MIN_SCORE
+    assert max((s.score for s in results), default=0.0) < GATE_THRESHOLDS[("lexical", "offline")]

@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from rag.config import load_settings
 from rag.errors import NotFound
 from rag.ingest.chunking import chunk_document
+from rag.store import SqliteStore, open_store
 from rag.store.migrations_sqlite import MIGRATIONS, migrate, schema_version
-from rag.store.sqlite import SqliteStore, fts_query, open_store
+from rag.store.sqlite import fts_query
 from rag.types import AskRecord, Chunk, Citation, Document, Usage
 
 

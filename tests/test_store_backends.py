@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import date
 from functools import cache
 from pathlib import Path
@@ -28,11 +29,11 @@ from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
 from rag.config import load_settings
-from rag.errors import NotFound
+from rag.errors import Gone, NotFound
 from rag.ingest.indexer import ingest_paths
-from rag.store.sqlite import SqliteStore, Store, open_store
+from rag.store import SqliteStore, Store, open_store
 from rag.text import terms
-from rag.types import AskRecord, Chunk, Document, Usage
+from rag.types import AskRecord, Chunk, Document, StoreStats, Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
@@ -169,7 +170,7 @@ def test_store_upsert_again_replaces_chunks_without_leftovers(store: Store) -> N
     store.upsert_document(*doc_and_chunks("guide", ["old zebra text", "old walrus text", "old heron text"]))
     doc, chunks = doc_and_chunks("guide", ["new giraffe text"])
     store.upsert_document(doc, chunks)
-    assert store.document_chunks("guide") == chunks
+    assert store.document_chunks("guide") == [replace(chunks[0], chunk_id="guide#c00.v2")]
     assert store.search(["zebra"], 10) == []
     assert store.term_frequencies(terms("walrus giraffe")) == {"walrus": 0, "giraff": 1}
     assert store.stats().chunks == 1
@@ -269,6 +270,191 @@ def test_store_stats_counts_documents_chunks_and_backend(store: Store, backend: 
     assert (stats.documents, stats.chunks, stats.embeddings, stats.backend) == (2, 3, 0, backend)
 
 
+# --- edge cases: every method behaves the same on both backends ------------------------------------
+
+
+@pytest.mark.parametrize("limit", [0, -1, -50])
+def test_store_non_positive_limits_return_nothing(store: Store, limit: int) -> None:
+    doc, chunks = doc_and_chunks("guide", ["quota text", "more quota text"])
+    store.upsert_document(doc, chunks, [[1.0, 0.0], [0.0, 1.0]])
+    store.add_gap("Where is the moon?", 0.1, [])
+    assert store.search(["quota"], limit) == []
+    assert store.similar([1.0, 0.0], limit) == []
+    assert store.gaps(limit) == []
+
+
+def test_store_limits_above_the_cap_return_everything_available(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["quota text", "more quota text"])
+    store.upsert_document(doc, chunks, [[1.0, 0.0], [0.0, 1.0]])
+    store.add_gap("Where is the moon?", 0.1, [])
+    assert len(store.search(["quota"], 10**9)) == 2
+    assert len(store.similar([1.0, 0.0], 10**9)) == 2
+    assert len(store.gaps(10**9)) == 1
+
+
+def test_store_limit_one_returns_the_best_only(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["quota quota quota", "quota once", "nothing"])
+    store.upsert_document(doc, chunks, [[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    store.add_gap("asked twice", 0.1, [])
+    store.add_gap("asked twice", 0.1, [])
+    store.add_gap("asked once", 0.1, [])
+    assert [c.chunk_id for c, _ in store.search(["quota"], 1)] == ["guide#c00"]
+    assert [c.chunk_id for c, _ in store.similar([0.0, 1.0], 1)] == ["guide#c02"]
+    assert [g.question for g in store.gaps(1)] == ["asked twice"]
+
+
+def test_store_empty_store_answers_every_read_without_error(store: Store, backend: str) -> None:
+    assert store.stats() == StoreStats(documents=0, chunks=0, embeddings=0, backend=backend)
+    assert store.document_hashes() == {}
+    assert store.search(["anything"], 5) == []
+    assert store.term_frequencies(["anything"]) == {"anything": 0}
+    assert store.similar([1.0, 0.0], 5) == []
+    assert store.get_chunks(["a#c00"]) == []
+    assert store.gaps() == []
+    assert store.ask_log("no-such-trace") == []
+
+
+def test_store_empty_inputs_return_empty_results(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["quota text"]), [[1.0, 0.0]])
+    assert store.get_chunks([]) == []
+    assert store.term_frequencies([]) == {}
+    assert store.search([], 5) == []
+    assert store.search(["", "  ", "'"], 5) == []
+    assert store.similar([], 5) == []
+    assert store.similar([0.0, 0.0], 5) == []
+
+
+def test_store_similar_with_a_dimension_nobody_stored_returns_nothing(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["quota text"]), [[1.0, 0.0]])
+    assert store.similar([1.0, 0.0, 0.0], 5) == []
+    assert [c.chunk_id for c, _ in store.similar([1.0, 0.0], 5)] == ["guide#c00"]
+
+
+def test_store_get_chunks_keeps_the_order_and_repeats_asked_for(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["one", "two"])
+    store.upsert_document(doc, chunks)
+    assert store.get_chunks(["guide#c01", "guide#c00", "guide#c01", "x"]) == [chunks[1], chunks[0], chunks[1]]
+
+
+def test_store_get_chunks_reads_more_ids_than_one_batch(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", [f"text number {i}" for i in range(3)])
+    store.upsert_document(doc, chunks)
+    asked = [f"missing#c{i}" for i in range(1200)] + ["guide#c02"]
+    assert store.get_chunks(asked) == [chunks[2]]
+
+
+def test_store_document_without_chunks_exists_with_no_chunks(store: Store) -> None:
+    doc, _ = doc_and_chunks("empty", [])
+    store.upsert_document(doc, [])
+    assert store.get_document("empty") == doc
+    assert store.document_chunks("empty") == []
+    assert store.stats().documents == 1
+
+
+def test_store_delete_unknown_document_is_a_no_op(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["kept"]))
+    store.delete_document("nope")
+    assert store.stats().chunks == 1
+
+
+def test_store_upsert_rejects_bad_arguments_and_keeps_the_stored_version(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["first", "second"])
+    store.upsert_document(doc, chunks)
+    other_doc, other_chunks = doc_and_chunks("other", ["stranger"])
+    for call in (
+        lambda: store.upsert_document(doc, other_chunks),
+        lambda: store.upsert_document(doc, chunks, [[1.0]]),
+        lambda: store.upsert_document(doc, chunks, [[1.0, 0.0], [1.0]]),
+        lambda: store.upsert_document(doc, chunks, [[], []]),
+    ):
+        with pytest.raises(ValueError):
+            call()
+    assert store.document_chunks("guide") == chunks
+    assert store.stats().embeddings == 0
+    assert store.get_chunks([other_chunks[0].chunk_id]) == []
+
+
+def test_store_gaps_with_empty_closest_and_odd_questions_round_trip(store: Store) -> None:
+    store.add_gap("   ", 0.0, [])
+    store.add_gap("¿Dónde está la oficina? 🏢", 0.25, ["a#c00"])
+    gaps = {g.question: g for g in store.gaps()}
+    assert gaps["   "].closest == () and gaps["   "].top_score == 0.0
+    assert gaps["¿Dónde está la oficina? 🏢"].closest == ("a#c00",)
+
+
+def test_store_ask_log_keeps_every_row_of_one_trace_in_order(store: Store) -> None:
+    first, second = (
+        record("t"),
+        replace(record("t"), question="second?", abstained=True, reason="no_citations"),
+    )
+    store.log_ask(first)
+    store.log_ask(second)
+    store.log_ask(record("other"))
+    rows = store.ask_log("t")
+    assert [(r["question"], r["abstained"], r["reason"]) for r in rows] == [
+        ("How long is the trial?", False, ""),
+        ("second?", True, "no_citations"),
+    ]
+    assert all(isinstance(r["ts"], str) and r["ts"][:4].isdigit() for r in rows)
+
+
+# --- chunk ids never name other text ---------------------------------------------------------------
+
+
+def test_store_edited_chunk_gets_a_new_version_and_its_old_id_is_gone(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["Refunds take 14 days.", "Support is open daily."]))
+    store.upsert_document(*doc_and_chunks("guide", ["Refunds take 30 days.", "Support is open daily."]))
+    assert [(c.chunk_id, c.text) for c in store.document_chunks("guide")] == [
+        ("guide#c00.v2", "Refunds take 30 days."),
+        ("guide#c01", "Support is open daily."),
+    ]
+    with pytest.raises(Gone, match="guide#c00"):
+        store.get_chunk("guide#c00")
+    assert store.get_chunk("guide#c00.v2").text == "Refunds take 30 days."
+    assert store.get_chunks(["guide#c00", "guide#c01"]) == [store.get_chunk("guide#c01")]
+
+
+def test_store_reverted_text_gets_its_old_id_back_and_versions_keep_counting(store: Store) -> None:
+    texts = [
+        "Refunds take 14 days.",
+        "Refunds take 30 days.",
+        "Refunds take 14 days.",
+        "Refunds take 60 days.",
+    ]
+    ids = []
+    for text in texts:
+        store.upsert_document(*doc_and_chunks("guide", [text]))
+        ids.append(store.document_chunks("guide")[0].chunk_id)
+    assert ids == ["guide#c00", "guide#c00.v2", "guide#c00", "guide#c00.v3"]
+    assert store.get_chunk("guide#c00.v3").text == "Refunds take 60 days."
+    for retired in ("guide#c00", "guide#c00.v2"):
+        with pytest.raises(Gone):
+            store.get_chunk(retired)
+
+
+def test_store_deleted_document_chunk_ids_are_gone_not_unknown(store: Store) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["Some text."]))
+    store.delete_document("guide")
+    with pytest.raises(Gone):
+        store.get_chunk("guide#c00")
+    with pytest.raises(NotFound):
+        store.get_chunk("never#c00")
+
+
+def test_store_every_id_ever_served_names_one_text_across_edits(store: Store) -> None:
+    seen: dict[str, str] = {}
+    for round_ in range(6):
+        texts = [f"Paragraph {i} says {(round_ * (i + 1)) % 3}." for i in range(4 - round_ % 2)]
+        store.upsert_document(*doc_and_chunks("guide", texts))
+        for chunk in store.document_chunks("guide"):
+            assert seen.setdefault(chunk.chunk_id, chunk.text) == chunk.text
+    for chunk_id, text in seen.items():
+        try:
+            assert store.get_chunk(chunk_id).text == text
+        except Gone:
+            pass
+
+
 # --- concurrency and migrations ------------------------------------------------------------------------
 
 
@@ -276,9 +462,11 @@ def test_store_concurrent_replacing_writers_readers_see_whole_versions(open_new:
     versions = [
         doc_and_chunks("doc", [f"version {v} part {i} words" for i in range(n)]) for v, n in ((1, 3), (2, 5))
     ]
-    expected = [[c.chunk_id for c in chunks] for _, chunks in versions]
     writer_store, reader_store = open_new(), open_new()
-    writer_store.upsert_document(*versions[0])
+    expected = []
+    for version in versions:
+        writer_store.upsert_document(*version)
+        expected.append([c.chunk_id for c in writer_store.document_chunks("doc")])
     stop = threading.Event()
     seen: list[list[str]] = []
 

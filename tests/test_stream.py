@@ -18,7 +18,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
-from rag.store.sqlite import open_store
+from rag.store import open_store
 from rag.types import Block, Generation, Piece
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,6 +50,8 @@ def names(events: list[tuple[str, Any]]) -> list[str]:
 class UnsupportedGenerator:
     """Writes fluent claims that no block supports: every sentence must be dropped."""
 
+    native_citations = False
+
     name = "unsupported"
     TEXT = "Purple elephants dance on the roof at midnight [1]. Violins taste like copper rain [2]. "
 
@@ -64,6 +66,8 @@ class UnsupportedGenerator:
 
 class SlowGenerator:
     """The offline answer, after a pause before the first piece (a slow model)."""
+
+    native_citations = False
 
     name = "slow"
 
@@ -83,6 +87,8 @@ class SlowGenerator:
 class FailingGenerator:
     """Sends one good sentence, then the provider goes away."""
 
+    native_citations = False
+
     name = "failing"
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
@@ -96,6 +102,8 @@ class FailingGenerator:
 
 class BuggyGenerator:
     """Fails with an unexpected error mid-stream (a bug, not a provider outage)."""
+
+    native_citations = False
 
     name = "buggy"
 
@@ -112,6 +120,7 @@ class EndlessGenerator:
     """Streams words forever, recording how many pieces were pulled and whether it was closed."""
 
     name = "endless"
+    native_citations = False
 
     def __init__(self) -> None:
         self.pulled = 0
@@ -195,7 +204,15 @@ def test_stream_pre_generation_refusal_is_first_and_only(corpus_db: str, questio
     assert names(events) == ["refusal", "done"]
     refusal, done = events[0][1], events[1][1]
     assert refusal["reason"] == reason and refusal["message"]
-    assert done == {"status": "abstained", "emitted": 0, "dropped": 0, "timings": done["timings"]}
+    assert done == {
+        "status": "abstained",
+        "emitted": 0,
+        "dropped": 0,
+        "cut": False,
+        "usage": {**dict.fromkeys(done["usage"], 0)},
+        "timings": done["timings"],
+    }
+    assert set(done["usage"]) >= {"input_tokens", "output_tokens", "calls"}
     if reason == "conflicting_sources":
         assert len({s["doc_id"] for s in refusal["conflict"]["statements"]}) >= 2
     else:

@@ -18,6 +18,13 @@ from rag.errors import ConfigError
 # Defaults for the generation and compression models (current ids in the SDK's model list).
 DEFAULT_GENERATION_MODEL = "claude-sonnet-5-5"
 DEFAULT_COMPRESSION_MODEL = "claude-haiku-5-5"
+# USD per million tokens, (input, output), from the providers' model pages (anthropic-wire.md 6).
+# Cache writes cost 1.25x and cache reads 0.1x the input price. RAG_MODEL_PRICES (JSON) overrides.
+DEFAULT_MODEL_PRICES: dict[str, tuple[float, float]] = {
+    "claude-sonnet-5-5": (2.0, 10.0),
+    "claude-opus-5-5": (4.0, 20.0),
+    "claude-haiku-5-5": (0.10, 0.50),
+}
 
 
 class Settings(BaseSettings):
@@ -29,6 +36,9 @@ class Settings(BaseSettings):
     db: str = Field("data/rag.db", description="SQLite database file")
     database_url: str = Field(
         "", description="postgresql://... selects the PostgreSQL store instead of SQLite"
+    )
+    db_connect_timeout: float = Field(
+        5.0, ge=1.0, le=60.0, description="seconds to wait for PostgreSQL when connecting"
     )
 
     # ingest
@@ -59,8 +69,14 @@ class Settings(BaseSettings):
     # models
     generation_model: str = DEFAULT_GENERATION_MODEL
     compression_model: str = DEFAULT_COMPRESSION_MODEL
-    max_tokens: int = Field(1024, ge=16, le=16000)
+    # Output budget per model call. Current models think before answering by default (adaptive
+    # thinking), and thinking tokens count against this budget, so it leaves room for both.
+    max_tokens: int = Field(4096, ge=16, le=16000, description="output tokens per call, thinking included")
     model_timeout: float = Field(60.0, gt=0, description="seconds per model call")
+    model_prices: dict[str, tuple[float, float]] = Field(
+        default_factory=lambda: dict(DEFAULT_MODEL_PRICES),
+        description="USD per million (input, output) tokens per model, for the cost shown with answers",
+    )
     model_max_retries: int = Field(2, ge=0, le=10, description="SDK retries on 429/5xx/529")
     voyage_embed_model: str = "voyage-3.5"
     voyage_rerank_model: str = "rerank-2.5"
@@ -94,6 +110,24 @@ class Settings(BaseSettings):
         description="Voyage API base URL; empty means the SDK's default (tests point it at a loopback fake)",
     )
     mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str) -> str:
+        """Empty (SQLite), a postgresql:// or postgres:// URL, or a libpq `key=value` string."""
+        value = value.strip()
+        if not value:
+            return ""
+        scheme, sep, _ = value.partition("://")
+        if sep and scheme.lower() in ("postgresql", "postgres"):
+            return value
+        if not sep and "=" in value:
+            return value
+        shown = f"a {scheme}:// URL" if sep else "not a URL"
+        raise ValueError(
+            f"{shown} is not a PostgreSQL database: give postgresql://user:password@host:port/dbname,"
+            " or leave it empty for SQLite at RAG_DB"
+        )
 
     @field_validator("mock", mode="before")
     @classmethod

@@ -1,12 +1,23 @@
-"""Dataclasses to JSON: one generic converter shared by the API, the CLI and the eval harness."""
+"""Domain values to JSON: the one serializer behind `/ask`, the SSE events, `rag ask --json` and logs.
+
+`jsonable` converts any domain dataclass generically (logs, eval reports). The `*_json`
+functions give the public shapes described by `rag.api.schemas`: every object naming a chunk
+gains `chunk_url` (`/chunks/{chunk_id}`, `#` encoded as `%23`) and `link` (the document URL when
+there is one, else `chunk_url`), so citations are clickable wherever they are shown.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 import orjson
+
+from rag.types import Answer, Block, Chunk, Citation, Document, Dropped, Sentence, Usage
 
 
 def jsonable(value: Any) -> Any:
@@ -27,5 +38,122 @@ def jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any, *, indent: bool = False) -> bytes:
+    """`value` as JSON bytes; domain dataclasses go through `jsonable`."""
     option = orjson.OPT_INDENT_2 if indent else 0
     return orjson.dumps(jsonable(value), option=option)
+
+
+@lru_cache(maxsize=65_536)
+def chunk_path(chunk_id: str) -> str:
+    """The API path of a chunk, with `#` (and every other reserved character) percent-encoded."""
+    return "/chunks/" + quote(chunk_id, safe="")
+
+
+def with_links(value: Any) -> Any:
+    """Add `link` (document URL, else the chunk path) and `chunk_url` to every JSON object naming a chunk."""
+    if isinstance(value, dict):
+        out = {k: with_links(v) for k, v in value.items()}
+        chunk_id = out.get("chunk_id")
+        if isinstance(chunk_id, str):
+            out["chunk_url"] = chunk_path(chunk_id)
+            out["link"] = out.get("url") or out["chunk_url"]
+        return out
+    if isinstance(value, list):
+        return [with_links(v) for v in value]
+    return value
+
+
+def linked(value: Any) -> Any:
+    """A domain value (dataclass, tuple of them, None) as JSON with clickable chunk references."""
+    return with_links(jsonable(value))
+
+
+def citation_json(c: Citation) -> dict[str, Any]:
+    """One citation (written out field by field: this is the hot path of /ask)."""
+    path = chunk_path(c.chunk_id)
+    return {
+        "n": c.n,
+        "chunk_id": c.chunk_id,
+        "title": c.title,
+        "url": c.url,
+        "link": c.url or path,
+        "chunk_url": path,
+        "cited_text": c.cited_text,
+        "start": c.start,
+        "end": c.end,
+        "page": c.page,
+    }
+
+
+def sentence_json(s: Sentence) -> dict[str, Any]:
+    return {
+        "text": s.text,
+        "starts": s.starts,
+        "citations": [citation_json(c) for c in s.citations],
+        "withheld": list(s.withheld),
+    }
+
+
+def dropped_json(d: Dropped) -> dict[str, Any]:
+    return {"text": d.text, "detail": list(d.detail)}
+
+
+def block_json(b: Block) -> dict[str, Any]:
+    """A block as issued, without its text: number, chunk, provenance and score."""
+    chunk = b.chunk
+    path = chunk_path(chunk.chunk_id)
+    return {
+        "n": b.n,
+        "chunk_id": chunk.chunk_id,
+        "title": chunk.title,
+        "section": chunk.section,
+        "url": chunk.url,
+        "link": chunk.url or path,
+        "chunk_url": path,
+        "updated_at": chunk.updated_at.isoformat() if chunk.updated_at else None,
+        "score": round(b.score, 4),
+    }
+
+
+def usage_json(u: Usage) -> dict[str, int | float]:
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "cache_creation_input_tokens": u.cache_creation_input_tokens,
+        "cache_read_input_tokens": u.cache_read_input_tokens,
+        "retries": u.retries,
+        "calls": u.calls,
+        "cost_usd": round(u.cost_usd, 6),
+    }
+
+
+def answer_json(answer: Answer) -> dict[str, Any]:
+    """The Answer as the public JSON: no full block texts, clickable citations."""
+    return {
+        "question": answer.question,
+        "text": answer.text,
+        "sentences": [sentence_json(s) for s in answer.sentences],
+        "citations": [citation_json(c) for c in answer.citations],
+        "abstained": answer.abstained,
+        "reason": answer.reason,
+        "message": answer.message,
+        "cut": answer.cut,
+        "conflict": linked(answer.conflict),
+        "closest": linked(answer.closest),
+        "dropped": [dropped_json(d) for d in answer.dropped],
+        "blocks": [block_json(b) for b in answer.blocks],
+        "usage": usage_json(answer.usage),
+        "timings": answer.timings,
+        "trace_id": answer.trace_id,
+    }
+
+
+def chunk_json(chunk: Chunk) -> dict[str, Any]:
+    result: dict[str, Any] = linked(chunk)
+    return result
+
+
+def document_json(doc: Document, chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """The document's metadata (not its text, nor where it sits on the server) and its chunks."""
+    meta = {k: v for k, v in jsonable(doc).items() if k not in ("text", "source_path")}
+    return {**meta, "chunks": [chunk_json(c) for c in chunks]}

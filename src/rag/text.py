@@ -14,35 +14,21 @@ from functools import lru_cache
 
 import snowballstemmer
 
+# re-exported: parse and quantities read these through rag.text
+from rag.lexicon import ABBREVIATIONS as ABBREVIATIONS
+from rag.lexicon import MODAL_RE, PROPOSAL_RE, SAME_STEM
+from rag.lexicon import STOP_WORDS as STOP_WORDS
+
 # Local estimate: one token per 4 characters. Claude's current (5.x) tokenizer averages
 # about 2.5 characters per token, so Claude counts roughly 1.6x what this returns; budgets
 # set in these units are therefore about 1.6x larger in Claude tokens.
 CHARS_PER_TOKEN = 4.0
 
-STOP_WORDS = frozenset(
-    """a about above after again against all am an and any are aren't as at be because been before being
-    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
-    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
-    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
-    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
-    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
-    theirs them themselves then there there's these they they'd they'll they're they've this those through
-    to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
-    where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
-    you've your yours yourself yourselves also just may might must shall will can could would should
-    get gets got us its via per etc e g i e vs please tell know want need does do one two""".split()
-)
 
 _TOKEN_RE = re.compile(r"[0-9a-z]+(?:['’][a-z]+)?", re.IGNORECASE)
 _WORD_SPAN_RE = re.compile(r"\S+")
 _NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 
-# Abbreviations after which a period does not end a sentence (lowercase, without the final dot).
-ABBREVIATIONS = frozenset(
-    """e.g i.e etc vs cf approx mr mrs ms dr prof sr jr st no nos fig figs vol eq ref sec al inc ltd corp co
-    dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
-    e.u a.m p.m ph.d""".split()
-)
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets and citation markers),
 # then whitespace. Markers like "[1]" or "[1, 3]" after the stop belong to the sentence before.
 _END_RE = re.compile(r"""[.!?]+["'”’)\]]*(?:\s*\[\d+(?:\s*[,–-]\s*\d+)*\])*(?=\s+|$)""")
@@ -53,24 +39,15 @@ _BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})
 _stemmers = threading.local()
 
 
-# Sentences that state a proposal, a possibility or a plan rather than what holds now.
-_PROPOSAL_RE = re.compile(
-    r"\b(?:propos(?:al|als|ed|es|ing)|suggest(?:s|ed|ion)?|draft|consider(?:s|ed|ing)?"
-    r"|plans?\s+to|planning\s+to|intends?\s+to|if\s+approved)\b",
-    re.IGNORECASE,
-)
-_MODAL_RE = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
-
-
 def is_proposal(sentence: str) -> bool:
     """True when the sentence proposes or plans ("a proposal to raise the fee to $450")."""
-    return bool(_PROPOSAL_RE.search(sentence))
+    return bool(PROPOSAL_RE.search(sentence))
 
 
 def is_hypothetical(sentence: str) -> bool:
     """True when the sentence proposes, plans or supposes ("would", "could", "might"): it does not
     state what currently holds."""
-    return is_proposal(sentence) or bool(_MODAL_RE.search(sentence))
+    return is_proposal(sentence) or bool(MODAL_RE.search(sentence))
 
 
 def normalise(text: str) -> str:
@@ -93,18 +70,13 @@ def tokens(text: str) -> list[str]:
     return [t.lower().replace("’", "'") for t in _TOKEN_RE.findall(text)]
 
 
-# Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
-# fee per year, as "monthly" is per month, which Snowball already maps to "month").
-_SAME_STEM = {"annual": "year", "annum": "year"}
-
-
 @lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")
     stemmed = str(stemmer.stemWord(token))
-    return _SAME_STEM.get(stemmed, stemmed)
+    return SAME_STEM.get(stemmed, stemmed)
 
 
 def content_words(text: str) -> list[str]:

@@ -13,6 +13,10 @@ from typing import Literal
 RefusalReason = Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
 ConflictPolicy = Literal["present_both", "prefer_newest"]
 DoneStatus = Literal["answered", "abstained", "error"]
+# How a shown sentence begins in the answer's layout: running on, a new paragraph, or a list item.
+SentenceStart = Literal["", "paragraph", "item"]
+# Stop reasons of a model reply that leave the sentence in progress unfinished.
+CUT_STOP_REASONS = frozenset({"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"})
 Fabrication = Literal["", "nonexistent", "unrelated"]
 
 
@@ -51,11 +55,16 @@ class Chunk:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scored:
-    """A chunk with its relevance in [0, 1]: the reranker's score, which the retrieval gate reads."""
+    """A chunk with its relevance in [0, 1]: the reranker's score, which the retrieval gate reads.
+
+    `scorer` names the reranker that gave `score` (a failed Voyage call leaves the lexical scores),
+    so the gate compares it with that reranker's threshold; `lexical` keeps the raw BM25 score.
+    """
 
     chunk: Chunk
     score: float
     lexical: float = 0.0
+    scorer: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -94,6 +103,7 @@ class Draft:
 
     text: str
     claims: tuple[Claim, ...] = ()
+    starts: SentenceStart = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,12 +117,18 @@ class Citation:
     cited_text: str
     start: int
     end: int
+    page: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sentence:
+    """A verified sentence as shown: its text, its verified citations, where it starts in the layout,
+    and the reason for each citation of it that failed (`withheld`: reported, never silently removed)."""
+
     text: str
     citations: tuple[Citation, ...]
+    starts: SentenceStart = ""
+    withheld: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -178,11 +194,16 @@ class Conflict:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
+    """Model usage summed over calls: tokens, SDK retries, responses received (`calls`), and the
+    estimated cost in USD from the configured price table (0 for a model without a price)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
     retries: int = 0
+    calls: int = 0
+    cost_usd: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -191,17 +212,26 @@ class Usage:
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             retries=self.retries + other.retries,
+            calls=self.calls + other.calls,
+            cost_usd=self.cost_usd + other.cost_usd,
         )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Generation:
-    """What a generator returns for one call: its sentences with unverified claims, raw text and usage."""
+    """What a generator returns for one call.
+
+    `pieces` is the output as the answer core reads it (native text blocks with their claims);
+    when empty, `text` (inline `[n]` contract) is the whole output. `drafts` is the generator's
+    own sentence view, for its tests and for calibration; the answer core never reads it.
+    """
 
     drafts: tuple[Draft, ...]
     text: str = ""
+    pieces: tuple[Piece, ...] = ()
     usage: Usage = field(default_factory=Usage)
     refused: bool = False
+    stop_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,6 +250,9 @@ class Answer:
     usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)
     trace_id: str = ""
+    cut: bool = False
+    reranker: str = ""
+    min_score: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -235,6 +268,7 @@ class Piece:
     index: int = 0
     claims: tuple[Claim, ...] = ()
     usage: Usage | None = None
+    stop_reason: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

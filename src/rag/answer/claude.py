@@ -19,7 +19,7 @@ import weakref
 from asyncio import AbstractEventLoop, get_running_loop
 from collections.abc import AsyncIterator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anthropic
@@ -37,7 +37,7 @@ from rag.answer.prompt import (
     user_content,
 )
 from rag.config import Settings
-from rag.errors import ConfigError, RagError, UpstreamUnavailable
+from rag.errors import ConfigError, RagError, UpstreamRejected, UpstreamUnavailable
 from rag.text import sentence_spans
 from rag.types import Block, Claim, Draft, Generation, Piece, Usage
 
@@ -89,16 +89,21 @@ def _retry_after(headers: httpx2.Headers | None) -> float | None:
     return None
 
 
+# Provider statuses that retrying cannot fix, as our error types (HTTP 502 to our clients).
+_REJECTED_TYPES = {
+    400: "upstream_bad_request",
+    401: "upstream_auth_failed",
+    403: "upstream_auth_failed",
+    404: "upstream_model_not_found",
+    413: "upstream_request_too_large",
+}
+# Statuses the provider may recover from, as our error types (HTTP 503 with Retry-After).
+_UNAVAILABLE_TYPES = {429: "upstream_rate_limited", 529: "upstream_overloaded"}
+
+
 def translate_error(exc: Exception, *, model: str = "") -> RagError:
-    """One SDK or transport error as our error: ConfigError for keys and models, else UpstreamUnavailable."""
-    if isinstance(exc, anthropic.AuthenticationError):
-        return ConfigError("ANTHROPIC_API_KEY was rejected by the Anthropic API (401); set a valid key")
-    if isinstance(exc, anthropic.PermissionDeniedError):
-        return ConfigError(f"ANTHROPIC_API_KEY is not permitted to use this API (403): {exc.message}")
-    if isinstance(exc, anthropic.NotFoundError):
-        return ConfigError(
-            f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
-        )
+    """One SDK or transport error as our error: UpstreamRejected for a request the provider refuses
+    for good, UpstreamUnavailable for trouble that may pass; each with a specific `type`."""
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         if status in _UPSTREAM_STATUSES or status >= 500:
@@ -107,9 +112,18 @@ def translate_error(exc: Exception, *, model: str = "") -> RagError:
             kind = getattr(exc, "type", None) or f"HTTP {status}"
             where = "mid-stream" if status == 200 else f"status {status}"
             return UpstreamUnavailable(
-                f"the model provider is unavailable ({kind}, {where}) after retries", retry_after=retry_after
+                f"the model provider is unavailable ({kind}, {where}) after retries",
+                retry_after=retry_after,
+                type=_UNAVAILABLE_TYPES.get(status, "upstream_unavailable"),
             )
-        return RagError(f"the Anthropic API rejected the request (status {status}): {exc.message}")
+        type_ = _REJECTED_TYPES.get(status, "upstream_bad_request")
+        if type_ == "upstream_auth_failed":
+            message = f"ANTHROPIC_API_KEY was rejected by the Anthropic API ({status}); set a valid key"
+        elif type_ == "upstream_model_not_found":
+            message = f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
+        else:
+            message = f"the Anthropic API rejected the request (status {status}): {exc.message}"
+        return UpstreamRejected(message, type=type_)
     if isinstance(exc, anthropic.APITimeoutError):
         return UpstreamUnavailable(
             "the model provider timed out after retries", retry_after=DEFAULT_RETRY_AFTER
@@ -134,17 +148,37 @@ def claim_of(citation: Any) -> Claim:
     return Claim(n=n, cited_text=getattr(citation, "cited_text", None))
 
 
-def usage_of(usage: Any, *, retries: int = 0) -> Usage:
-    """The SDK's usage object as our Usage; missing cache counters count as 0."""
+CACHE_WRITE_PRICE = 1.25  # times the input price
+CACHE_READ_PRICE = 0.1
+
+
+def cost_of(usage: Usage, price: tuple[float, float] | None) -> float:
+    """Estimated USD for `usage` at `price` (USD per million input and output tokens); 0 without one."""
+    if price is None:
+        return 0.0
+    input_price, output_price = price
+    tokens_in = (
+        usage.input_tokens
+        + CACHE_WRITE_PRICE * usage.cache_creation_input_tokens
+        + CACHE_READ_PRICE * usage.cache_read_input_tokens
+    )
+    return round((tokens_in * input_price + usage.output_tokens * output_price) / 1_000_000, 8)
+
+
+def usage_of(usage: Any, *, retries: int = 0, price: tuple[float, float] | None = None) -> Usage:
+    """The SDK's usage object of one response as our Usage (one call, priced at `price`); missing
+    counters count as 0."""
     if usage is None:
-        return Usage(retries=retries)
-    return Usage(
+        return Usage(retries=retries, calls=1)
+    counted = Usage(
         input_tokens=usage.input_tokens or 0,
         output_tokens=usage.output_tokens or 0,
         cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
         cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         retries=retries,
+        calls=1,
     )
+    return replace(counted, cost_usd=cost_of(counted, price))
 
 
 def pieces_of(content: Iterable[Any]) -> list[Piece]:
@@ -166,8 +200,8 @@ def pieces_of(content: Iterable[Any]) -> list[Piece]:
 
 
 def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
-    """Sentences from pieces through the same SentenceBuffer the streaming path uses."""
-    buffer = SentenceBuffer()
+    """Sentences from pieces through the same SentenceBuffer the answer core uses."""
+    buffer = SentenceBuffer(native=True)
     drafts: list[Draft] = []
     for piece in pieces:
         drafts.extend(buffer.feed(piece))
@@ -175,14 +209,19 @@ def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     return tuple(drafts)
 
 
-def generation_of(message: Any, *, retries: int = 0) -> Generation:
-    """A `Message` as a Generation: all text blocks concatenated, drafts with native claims, usage."""
+def generation_of(message: Any, *, retries: int = 0, price: tuple[float, float] | None = None) -> Generation:
+    """A `Message` as a Generation: its text blocks as pieces (with native claims), stop reason, usage."""
     content = list(message.content)
     full = "".join(b.text for b in content if getattr(b, "type", None) == "text")
+    pieces = tuple(pieces_of(content))
     refused = is_refusal(full)
-    drafts = () if refused else drafts_of(pieces_of(content))
     return Generation(
-        drafts=drafts, text=full, usage=usage_of(message.usage, retries=retries), refused=refused
+        drafts=() if refused else drafts_of(pieces),
+        text=full,
+        pieces=pieces,
+        usage=usage_of(message.usage, retries=retries, price=price),
+        refused=refused,
+        stop_reason=getattr(message, "stop_reason", None) or "",
     )
 
 
@@ -202,6 +241,7 @@ class ClaudeGenerator:
     """Generator over the Messages API with native citations (create for answers, stream for SSE)."""
 
     name = "claude"
+    native_citations = True
 
     def __init__(
         self,
@@ -218,6 +258,11 @@ class ClaudeGenerator:
         self._loop_clients: weakref.WeakKeyDictionary[AbstractEventLoop, anthropic.AsyncAnthropic] = (
             weakref.WeakKeyDictionary()
         )
+
+    @property
+    def price(self) -> tuple[float, float] | None:
+        """USD per million (input, output) tokens of the generation model, None when not in the table."""
+        return self.settings.model_prices.get(self.settings.generation_model)
 
     @property
     def client(self) -> anthropic.Anthropic:
@@ -256,7 +301,10 @@ class ClaudeGenerator:
                 model=self.settings.generation_model, messages=[{"role": "user", "content": "ping"}]
             )
         except _CLIENT_ERRORS as exc:
-            raise translate_error(exc, model=self.settings.generation_model) from exc
+            error = translate_error(exc, model=self.settings.generation_model)
+            if isinstance(error, UpstreamRejected):
+                raise ConfigError(str(error)) from None
+            raise error from exc
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
         """One answer via `messages.create`; retries taken by the SDK are counted in usage."""
@@ -265,7 +313,7 @@ class ClaudeGenerator:
             message = raw.parse()
         except _CLIENT_ERRORS as exc:
             raise translate_error(exc, model=self.settings.generation_model) from exc
-        return generation_of(message, retries=raw.retries_taken)
+        return generation_of(message, retries=raw.retries_taken, price=self.price)
 
     async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
         """Pieces as `messages.stream` delivers them, then one usage piece.
@@ -273,57 +321,96 @@ class ClaudeGenerator:
         Citations of a block are yielded before its text (the API sends them first; when a
         block's text arrives first, that block is held until its citations are in). When a
         block stops, an empty piece with the next index tells the SentenceBuffer the block is
-        complete, so a sentence ending in it need not wait for the next block. Raises
-        UpstreamUnavailable when the stream fails or ends without `message_stop`; closing
-        this generator early closes the HTTP stream.
+        complete, so a sentence ending in it need not wait for the next block. The last piece
+        carries the usage and the stop reason; when the stream fails or ends without
+        `message_stop`, the usage received so far is yielded before UpstreamUnavailable is raised.
+        Closing this generator early closes the HTTP stream.
         """
-        finished = False
         retries = 0
         usage: Any = None
+        opened: Any = None
+        reader = EventReader()
         try:
             async with self.async_client().messages.stream(**self.request(question, blocks)) as stream:
+                opened = stream
                 retries = int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
-                cited: set[int] = set()
-                claimed: dict[int, int] = {}
-                held: dict[int, list[str]] = {}
-                async for sdk_event in stream:
-                    event: Any = sdk_event  # dispatched on `type`, which mypy cannot narrow
-                    kind = event.type
-                    if kind == "content_block_start":
-                        block = event.content_block
-                        if block.type == "text" and block.citations is not None:
-                            cited.add(event.index)
-                    elif kind == "content_block_delta":
-                        delta, index = event.delta, event.index
-                        if delta.type == "text_delta":
-                            if index in held or (index in cited and not claimed.get(index)):
-                                held.setdefault(index, []).append(delta.text)
-                            else:
-                                yield Piece(text=delta.text, index=index)
-                        elif delta.type == "citations_delta":
-                            claimed[index] = claimed.get(index, 0) + 1
-                            yield Piece(index=index, claims=(claim_of(delta.citation),))
-                    elif kind == "content_block_stop":
-                        index = event.index
-                        late = list(getattr(event.content_block, "citations", None) or ())[
-                            claimed.get(index, 0) :
-                        ]
-                        if late:
-                            claimed[index] = claimed.get(index, 0) + len(late)
-                            yield Piece(index=index, claims=tuple(claim_of(c) for c in late))
-                        if index in held:
-                            yield Piece(text="".join(held.pop(index)), index=index)
-                        yield Piece(index=index + 1)  # the block is complete: its sentences may go
-                    elif kind == "message_stop":
-                        finished = True
+                async for event in stream:
+                    for piece in reader.read(event):
+                        yield piece
                 usage = stream.current_message_snapshot.usage
         except _CLIENT_ERRORS as exc:
+            if opened is not None:
+                yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries, price=self.price))
             raise translate_error(exc, model=self.settings.generation_model) from exc
-        if not finished:
+        if not reader.finished:
+            yield Piece(usage=usage_of(usage, retries=retries, price=self.price))
             raise UpstreamUnavailable(
                 "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
             )
-        yield Piece(usage=usage_of(usage, retries=retries))
+        yield Piece(usage=usage_of(usage, retries=retries, price=self.price), stop_reason=reader.stop_reason)
+
+
+@dataclass(slots=True)
+class EventReader:
+    """The SDK's stream events in, pieces out (no I/O): citations of a block before its text, an empty
+    piece with the next index when a block stops, the stop reason and whether `message_stop` came.
+
+    A cited block whose text arrives before any of its citations is held until its citations are in
+    (at the latest when it stops), so its sentences never go out without them.
+    """
+
+    cited: set[int] = field(default_factory=set)
+    claimed: dict[int, int] = field(default_factory=dict)
+    held: dict[int, list[str]] = field(default_factory=dict)
+    stop_reason: str = ""
+    finished: bool = False
+
+    def read(self, event: Any) -> list[Piece]:
+        """The pieces one event yields, dispatched on its `type` (unknown types yield nothing)."""
+        kind = event.type
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "text" and block.citations is not None:
+                self.cited.add(event.index)
+        elif kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            return self._stop(event.index, event.content_block)
+        elif kind == "message_delta":
+            self.stop_reason = getattr(event.delta, "stop_reason", None) or self.stop_reason
+        elif kind == "message_stop":
+            self.finished = True
+        return []
+
+    def _delta(self, index: int, delta: Any) -> list[Piece]:
+        if delta.type == "citations_delta":
+            self.claimed[index] = self.claimed.get(index, 0) + 1
+            return [Piece(index=index, claims=(claim_of(delta.citation),))]
+        if delta.type != "text_delta":
+            return []
+        if index in self.held or (index in self.cited and not self.claimed.get(index)):
+            self.held.setdefault(index, []).append(delta.text)
+            return []
+        return [Piece(text=delta.text, index=index)]
+
+    def _stop(self, index: int, block: Any) -> list[Piece]:
+        pieces: list[Piece] = []
+        late = list(getattr(block, "citations", None) or ())[self.claimed.get(index, 0) :]
+        if late:
+            self.claimed[index] = self.claimed.get(index, 0) + len(late)
+            pieces.append(Piece(index=index, claims=tuple(claim_of(c) for c in late)))
+        if index in self.held:
+            pieces.append(Piece(text="".join(self.held.pop(index)), index=index))
+        pieces.append(Piece(index=index + 1))  # the block is complete: its sentences may go
+        return pieces
+
+
+def _snapshot_usage(stream: Any) -> Any:
+    """The usage of a stream that failed part-way: what its `message_start` reported, if it came."""
+    try:
+        return stream.current_message_snapshot.usage
+    except (AssertionError, AttributeError, RuntimeError):
+        return None
 
 
 class ClaudeCompressor:
@@ -340,15 +427,14 @@ class ClaudeCompressor:
     def __init__(self, settings: Settings, *, client: anthropic.Anthropic | None = None) -> None:
         self.settings = settings
         self.client = client or anthropic.Anthropic(**_client_options(settings))
-        self.usage = Usage()
 
     def compress(self, question: str, blocks: Sequence[Block]) -> Compression:
         if not blocks:
             return compression_of(blocks, blocks)
         with ThreadPoolExecutor(max_workers=min(8, len(blocks)), thread_name_prefix="compress") as pool:
             results = list(pool.map(lambda b: self._one(question, b), blocks))
-        self.usage = sum((u for _, u in results), Usage())
-        return compression_of(blocks, [b for b, _ in results], usage=self.usage)
+        usage = sum((u for _, u in results), Usage())
+        return compression_of(blocks, [b for b, _ in results], usage=usage)
 
     def _one(self, question: str, block: Block) -> tuple[Block, Usage]:
         original = block.chunk.text
@@ -365,7 +451,11 @@ class ClaudeCompressor:
                 "compression of block [%d] failed, keeping it whole: %s", block.n, translate_error(exc)
             )
             return block, Usage()
-        usage = usage_of(message.usage, retries=raw.retries_taken)
+        usage = usage_of(
+            message.usage,
+            retries=raw.retries_taken,
+            price=self.settings.model_prices.get(self.settings.compression_model),
+        )
         reply = "".join(b.text for b in message.content if isinstance(b, TextBlock)).strip()
         if reply == COMPRESS_NONE:
             spans = sentence_spans(block.sent_text)

@@ -44,6 +44,7 @@ from datetime import date
 from functools import lru_cache
 
 from rag.answer.quantities import Quantity, find_quantities, same_value
+from rag.lexicon import ASKS_WHEN_RE, HOW_FORMS, LOWER_BOUND, MONEY_FORMS, UPPER_BOUND, WEAK_KEYS
 from rag.text import is_hypothetical, sentence_spans, term_set, terms
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 
@@ -54,17 +55,6 @@ WINDOW_BEFORE = 8
 WINDOW_AFTER = 4
 
 _CLAUSE_BREAK_RE = re.compile(r"[;:,()]|\s[–—-]\s")
-# Words that carry no topic: never context keys (stemmed).
-_WEAK_KEYS = frozenset({"within", "now", "everi", "around", "approxim", "rough", "current", "total", "least"})
-# Stems of how-questions ("how long", "how many") that say nothing about the topic.
-_QUESTION_FORM = frozenset({"long", "much", "mani", "often", "big", "soon", "larg", "high"})
-# Stems that ask for an amount of money without naming what it is for ("how much does X cost"): one side
-# wording its price as a "fee" and the other as a "cost" does not make them different subjects.
-_MONEY_FORM = frozenset({"cost", "price", "fee", "charg", "pay", "paid", "amount", "spend"})
-# Questions that ask for a point in time: only these compare calendar years.
-_ASKS_WHEN_RE = re.compile(r"\b(?:when|what year|which year|in what year|what date)\b", re.IGNORECASE)
-_LOWER_BOUND = frozenset({"minimum", "min", "least", "lower", "floor"})
-_UPPER_BOUND = frozenset({"maximum", "max", "upper", "ceil", "cap", "exceed"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,10 +99,10 @@ def detect_conflict(
 
 def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflict]:
     """Every conflicting pair among `items`, strongest first; `question=None` applies no relevance filter."""
-    years = question is not None and bool(_ASKS_WHEN_RE.search(question))
+    years = question is not None and bool(ASKS_WHEN_RE.search(question))
     every = [f for block in items for f in _quantities(block, years)]
     found = every
-    asked = term_set(question) - _QUESTION_FORM if question is not None else None
+    asked = term_set(question) - HOW_FORMS if question is not None else None
     best: dict[str, int] = {}
     addressed: dict[str, list[tuple[_Found, frozenset[str]]]] = {}
     if asked is not None:
@@ -158,7 +148,7 @@ def context_keys(
 
 
 def _topic(keys: frozenset[str]) -> frozenset[str]:
-    return keys - _WEAK_KEYS
+    return keys - WEAK_KEYS
 
 
 def _quantities(block: Block, years: bool = False) -> list[_Found]:
@@ -221,7 +211,7 @@ def _pair(
         least = min(a.coverage(asked), b.coverage(asked))
         if not touching or least <= MIN_QUESTION_SHARE * len(asked):
             return None
-        decisive = asked - _MONEY_FORM if a.quantity.dimension.startswith("money") else asked
+        decisive = asked - MONEY_FORMS if a.quantity.dimension.startswith("money") else asked
         if decisive & ((a.own_terms - b.chunk_terms) | (b.own_terms - a.chunk_terms)):
             return None
     jaccard = len(in_sentences) / len(a.keys | b.keys)
@@ -279,7 +269,7 @@ def _distinct_subjects(a: _Found, b: _Found, every: Sequence[_Found]) -> bool:
 
 def _opposite_bounds(a: frozenset[str], b: frozenset[str]) -> bool:
     def bound(keys: frozenset[str]) -> str:
-        lower, upper = bool(keys & _LOWER_BOUND), bool(keys & _UPPER_BOUND)
+        lower, upper = bool(keys & LOWER_BOUND), bool(keys & UPPER_BOUND)
         return "lower" if lower and not upper else "upper" if upper and not lower else ""
 
     return {bound(a), bound(b)} == {"lower", "upper"}

@@ -1,7 +1,9 @@
-"""Typed stream events and the pure SSE encoder.
+"""Typed answer events and the pure SSE encoder.
 
-Order on the wire: `meta`, then `sentence`/`dropped` as they are verified, or a
-`refusal`; an `error` when the provider fails; always a final `done`.
+The answer core produces these for both routes: `/ask/stream` sends them as they come,
+`/ask` folds them into an `Answer`. Order: `meta`, then `sentence`/`dropped` as they are
+verified, or a `refusal`; an `error` when the provider fails; always a final `done`.
+Payloads come from `rag.serialize`, the one JSON shape of every domain value.
 """
 
 from __future__ import annotations
@@ -11,58 +13,57 @@ from typing import Any, Literal
 
 import orjson
 
-from rag.serialize import jsonable
-from rag.types import Block, ChunkRef, Conflict, DoneStatus, Dropped, RefusalReason, Sentence
+from rag.serialize import block_json, dropped_json, linked, sentence_json, usage_json
+from rag.types import Block, ChunkRef, Conflict, DoneStatus, Dropped, RefusalReason, Sentence, Usage
 
 EventName = Literal["meta", "sentence", "dropped", "refusal", "error", "done"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Meta:
+class MetaEvent:
+    """The blocks issued to the generator, the gate that let them through, and the trace id."""
+
     blocks: tuple[Block, ...]
     context_tokens: int
     trace_id: str = ""
+    reranker: str = ""
+    min_score: float = 0.0
     name: EventName = "meta"
 
     def payload(self) -> dict[str, Any]:
         return {
-            "blocks": [
-                {
-                    "n": b.n,
-                    "chunk_id": b.chunk.chunk_id,
-                    "title": b.chunk.title,
-                    "section": b.chunk.section,
-                    "url": b.chunk.url,
-                    "updated_at": jsonable(b.chunk.updated_at),
-                    "score": round(b.score, 4),
-                }
-                for b in self.blocks
-            ],
+            "blocks": [block_json(b) for b in self.blocks],
             "context_tokens": self.context_tokens,
             "trace_id": self.trace_id,
+            "reranker": self.reranker,
+            "min_score": self.min_score,
         }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SentenceOut:
+class SentenceEvent:
+    """A verified sentence, with the reasons for any of its citations that failed (`withheld`)."""
+
     sentence: Sentence
     name: EventName = "sentence"
 
     def payload(self) -> dict[str, Any]:
-        return dict(jsonable(self.sentence))
+        return sentence_json(self.sentence)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DroppedOut:
+class DroppedEvent:
+    """A sentence withheld from the user, with its reasons."""
+
     dropped: Dropped
     name: EventName = "dropped"
 
     def payload(self) -> dict[str, Any]:
-        return {"text": self.dropped.text, "detail": list(self.dropped.detail)}
+        return dropped_json(self.dropped)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Refusal:
+class RefusalEvent:
     reason: RefusalReason
     message: str
     closest: tuple[ChunkRef, ...] = ()
@@ -73,8 +74,8 @@ class Refusal:
         return {
             "reason": self.reason,
             "message": self.message,
-            "closest": jsonable(self.closest),
-            "conflict": jsonable(self.conflict),
+            "closest": linked(self.closest),
+            "conflict": linked(self.conflict),
         }
 
 
@@ -89,16 +90,26 @@ class ErrorEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Done:
+class DoneEvent:
+    """The end: counts, whether the model's reply was cut short, usage and timings."""
+
     status: DoneStatus
     emitted: int
     dropped: int
     detail: str = ""
+    cut: bool = False
+    usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)
     name: EventName = "done"
 
     def payload(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"status": self.status, "emitted": self.emitted, "dropped": self.dropped}
+        out: dict[str, Any] = {
+            "status": self.status,
+            "emitted": self.emitted,
+            "dropped": self.dropped,
+            "cut": self.cut,
+            "usage": usage_json(self.usage),
+        }
         if self.detail:
             out["detail"] = self.detail
         if self.timings:
@@ -106,7 +117,7 @@ class Done:
         return out
 
 
-Event = Meta | SentenceOut | DroppedOut | Refusal | ErrorEvent | Done
+Event = MetaEvent | SentenceEvent | DroppedEvent | RefusalEvent | ErrorEvent | DoneEvent
 
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -115,3 +126,22 @@ def encode(event: Event) -> bytes:
     """One event as SSE bytes: `event: <name>` and one `data:` line of JSON, then a blank line."""
     data = orjson.dumps(event.payload())
     return b"event: " + event.name.encode() + b"\ndata: " + data + b"\n\n"
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """One event as a JSON object (`rag ask --stream --json` prints one per line)."""
+    return {"event": event.name, "data": event.payload()}
+
+
+__all__ = [
+    "KEEPALIVE",
+    "DoneEvent",
+    "DroppedEvent",
+    "ErrorEvent",
+    "Event",
+    "MetaEvent",
+    "RefusalEvent",
+    "SentenceEvent",
+    "encode",
+    "event_json",
+]

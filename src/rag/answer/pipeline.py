@@ -3,9 +3,12 @@
 retrieve -> line 1 (retrieval gate) -> assemble -> line 2 (conflicts) -> [compress]
 -> generate -> verify -> one regeneration with specific feedback -> line 3 (grounding gate).
 
-`answer()` returns an `Answer`; `answer_stream()` yields typed events and never
-regenerates (emitted text is never withdrawn). Every ask is written to the ask log,
-and every line-1 refusal to the coverage-gap queue.
+Both routes run one core (`rag.answer.judge`): the front half (`plan`) decides a refusal or the blocks,
+the generator's pieces become events. `answer_stream()` yields the events as they are decided;
+`answer()` folds the same events into an `Answer`, with one visible extra step: a second draft
+with sentence-specific feedback when the first withheld a claim (emitted text is never withdrawn,
+so streaming never regenerates). Every ask is written to the ask log, and every line-1 refusal
+to the coverage-gap queue.
 
 Conflict policy: `present_both` refuses with both statements. `prefer_newest` drops the
 blocks holding the older statements, renumbers the rest 1..n and answers, keeping the
@@ -26,41 +29,39 @@ import anyio
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import detect_conflict
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Event, Meta, Refusal, SentenceOut
+from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
+    Reader,
     closest_refs,
     conflict_message,
+    gate_threshold,
     grounding_gate,
     retrieval_gate,
     top_score,
 )
 from rag.answer.generate import Generator, OfflineGenerator
+from rag.answer.judge import Judge, fold, pieces_of, run
 from rag.answer.parse import SentenceBuffer
-from rag.answer.prompt import is_refusal
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
-from rag.answer.verify import feedback_lines, verify
+from rag.answer.verify import feedback_lines
 from rag.config import Settings
-from rag.errors import InvalidQuestion, UpstreamUnavailable
+from rag.errors import InvalidQuestion, RagError
 from rag.ingest.embeddings import Embedder, make_embedder
-from rag.store.sqlite import Store, open_store
+from rag.store import Store, open_store
 from rag.types import (
     Answer,
     AskRecord,
     Block,
     ChunkRef,
-    Citation,
     Conflict,
-    Draft,
-    Dropped,
+    DoneStatus,
     RefusalReason,
     Scored,
-    Sentence,
     Statement,
     Usage,
-    Verdict,
 )
 
 STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify", "regenerate", "total")
@@ -100,14 +101,17 @@ def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
 
 
 @dataclass(slots=True, kw_only=True)
-class _Front:
-    """What the pre-generation half decided: a refusal (answer set) or the blocks to generate from."""
+class Plan:
+    """What the front half decided: a refusal (`refusal` set) or the blocks to generate from, with the
+    reranker that scored (`scorer`) and the threshold the gate applied."""
 
     question: str
     trace_id: str
     scored: list[Scored]
     top: float
     closest: tuple[ChunkRef, ...]
+    scorer: str
+    threshold: float
     blocks: tuple[Block, ...] = ()
     conflict: Conflict | None = None
     note: str = ""
@@ -130,17 +134,29 @@ class Pipeline:
     min_score: float | None = None
 
     @property
-    def gate_score(self) -> float:
-        """The retrieval gate's threshold in [0, 1]."""
+    def reader(self) -> Reader:
+        """Who reads the blocks: Claude (native citations) or the offline extractive generator."""
+        return "claude" if self.generator.native_citations else "offline"
+
+    def threshold(self, scorer: str) -> float:
+        """The retrieval gate's threshold in [0, 1] for scores from `scorer`: the override (pipeline,
+        then RAG_MIN_SCORE), else the calibrated value for that scorer and this pipeline's reader."""
         if self.min_score is not None:
             return self.min_score
         if self.settings.min_score is not None:
             return self.settings.min_score
-        return self.reranker.default_min_score
+        return gate_threshold(scorer, self.reader)
 
-    # the shared front half
+    @property
+    def gate_score(self) -> float:
+        """The threshold for the configured reranker (what the gate applies when it does not fail)."""
+        return self.threshold(self.reranker.name)
 
-    def _front(self, question: str, *, top_k: int | None, trace_id: str | None) -> _Front:
+    # the front half, shared
+
+    def plan(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Plan:
+        """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
+        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap)."""
         started = time.perf_counter()
         q = validate_question(question, self.settings.max_question_chars)
         timings: dict[str, float] = {}
@@ -153,40 +169,43 @@ class Pipeline:
                 top_k=top_k or self.settings.top_k,
                 candidates=self.settings.candidates,
             )
-        front = _Front(
+        scorer = scored[0].scorer if scored and scored[0].scorer else self.reranker.name
+        plan = Plan(
             question=q,
             trace_id=trace_id or uuid.uuid4().hex,
             scored=scored,
             top=top_score(scored),
             closest=closest_refs(scored),
+            scorer=scorer,
+            threshold=self.threshold(scorer),
             timings=timings,
             started=started,
         )
-        if not retrieval_gate(scored, self.gate_score):
-            self.store.add_gap(q, front.top, [r.chunk_id for r in front.closest])
-            front.refusal = self._refusal(front, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
-            return front
+        if not retrieval_gate(scored, plan.threshold, q):
+            self.store.add_gap(q, plan.top, [r.chunk_id for r in plan.closest])
+            plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
+            return plan
         with _timed(timings, "assemble"):
             blocks = assemble(scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
         with _timed(timings, "conflicts"):
-            blocks, front.conflict, front.note = self._resolve_conflicts(q, blocks)
-        if front.conflict is not None and not front.note:
-            front.blocks = tuple(blocks)
-            front.refusal = self._refusal(
-                front, "conflicting_sources", conflict_message(front.conflict), conflict=front.conflict
+            blocks, plan.conflict, plan.note = self._resolve_conflicts(q, blocks)
+        if plan.conflict is not None and not plan.note:
+            plan.blocks = tuple(blocks)
+            plan.refusal = self._refusal(
+                plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
             )
-            return front
+            return plan
         if self.compressor is not None:
             with _timed(timings, "compress"):
                 compression = self.compressor.compress(q, blocks)
             blocks = list(compression.blocks)
-            front.usage = compression.usage
+            plan.usage = compression.usage
             # not milliseconds: the context size the compressor saw and left, and the saving in percent
             timings["compress_tokens_before"] = float(compression.tokens_before)
             timings["compress_tokens_after"] = float(compression.tokens_after)
             timings["compress_saving_pct"] = compression.saving_pct
-        front.blocks = tuple(blocks)
-        return front
+        plan.blocks = tuple(blocks)
+        return plan
 
     def _resolve_conflicts(
         self, question: str, blocks: list[Block]
@@ -219,205 +238,215 @@ class Pipeline:
 
     def _refusal(
         self,
-        front: _Front,
+        plan: Plan,
         reason: RefusalReason,
         message: str,
         *,
         conflict: Conflict | None = None,
-        dropped: tuple[Dropped, ...] = (),
-        usage: Usage | None = None,
     ) -> Answer:
         return Answer(
-            question=front.question,
+            question=plan.question,
             abstained=True,
             reason=reason,
             message=message,
             conflict=conflict,
-            closest=_conflict_refs(conflict) if conflict else front.closest,
-            dropped=dropped,
-            blocks=front.blocks,
-            usage=usage or Usage(),
-            timings=front.timings,
-            trace_id=front.trace_id,
+            closest=_conflict_refs(conflict) if conflict else plan.closest,
+            blocks=plan.blocks,
+            timings=plan.timings,
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
         )
 
-    # non-streaming
+    # the answer core, run whole (/ask) or streamed (/ask/stream)
+
+    def _meta(self, plan: Plan) -> MetaEvent:
+        return MetaEvent(
+            blocks=plan.blocks,
+            context_tokens=context_tokens(plan.blocks),
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
+        )
+
+    def _judge(self, plan: Plan, label: str = "draft 1") -> Judge:
+        return Judge(
+            blocks=plan.blocks,
+            min_overlap=self.settings.min_overlap,
+            label=label,
+            buffer=SentenceBuffer(native=self.generator.native_citations),
+        )
+
+    def _ending(self, plan: Plan, judge: Judge) -> list[Event]:
+        """After the last piece: the refusal when no sentence verified, then `done`."""
+        events = judge.close()
+        usage = plan.usage + judge.usage
+        if not grounding_gate(judge.sentences):
+            refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
+            events.append(_refusal_event(refusal))
+            status: DoneStatus = "abstained"
+        else:
+            status = "answered"
+        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + judge.verify_ms, 3)
+        events.append(
+            DoneEvent(
+                status=status,
+                emitted=len(judge.sentences),
+                dropped=len(judge.dropped),
+                cut=judge.cut,
+                usage=usage,
+                timings=_stamp(plan),
+            )
+        )
+        return events
+
+    def _base(self, plan: Plan) -> Answer:
+        """What an answer carries besides its events: the question, closest matches, note, trace id."""
+        return Answer(
+            question=plan.question,
+            message=plan.note,
+            conflict=plan.conflict,
+            closest=plan.closest,
+            blocks=plan.blocks,
+            usage=plan.usage,
+            timings=plan.timings,
+            trace_id=plan.trace_id,
+            reranker=plan.scorer,
+            min_score=plan.threshold,
+        )
+
+    def _pre_refusal(self, plan: Plan) -> list[Event]:
+        assert plan.refusal is not None
+        refusal = plan.refusal
+        return [
+            _refusal_event(refusal),
+            DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(plan)),
+        ]
+
+    def _draft(self, plan: Plan, label: str, feedback: Sequence[str] = ()) -> tuple[Judge, list[Event]]:
+        """One whole draft through the core: generate, then judge its pieces."""
+        judge = self._judge(plan, label)
+        stage = "generate" if label == "draft 1" else "regenerate"
+        with _timed(plan.timings, stage):
+            generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
+        return judge, run(judge, pieces_of(generation))
 
     def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer:
-        """A verified answer or a refusal; raises InvalidQuestion, or UpstreamUnavailable from the model."""
-        front = self._front(question, top_k=top_k, trace_id=trace_id)
-        if front.refusal is not None:
-            return self._finish(front, front.refusal, ())
-        q, blocks, timings = front.question, front.blocks, front.timings
-        min_overlap = self.settings.min_overlap
-        with _timed(timings, "generate"):
-            generation = self.generator.generate(q, blocks)
-        usage = front.usage + generation.usage
-        with _timed(timings, "verify"):
-            verdicts = verify(generation.drafts, blocks, min_overlap=min_overlap)
-        history = [_summary(v, "draft 1") for v in verdicts]
-        dropped = [_dropped(v) for v in verdicts if not v.ok]
-        if dropped and not generation.refused:
-            feedback = feedback_lines(verdicts)
-            with _timed(timings, "regenerate"):
-                generation = self.generator.generate(q, blocks, feedback=feedback)
-                verdicts = verify(generation.drafts, blocks, min_overlap=min_overlap)
-            usage = usage + generation.usage
-            history += [_summary(v, "draft 2") for v in verdicts]
-            seen = {d.text for d in dropped}
-            dropped += [_dropped(v) for v in verdicts if not v.ok and v.draft.text not in seen]
-        if generation.refused or not grounding_gate(verdicts):
-            answer = self._refusal(
-                front, "no_citations", NO_CITATIONS_MESSAGE, dropped=tuple(dropped), usage=usage
-            )
-            return self._finish(front, answer, tuple(history))
-        sentences = tuple(Sentence(text=v.draft.text, citations=v.citations) for v in verdicts if v.ok)
-        answer = Answer(
-            question=q,
-            text=" ".join(s.text for s in sentences),
-            sentences=sentences,
-            citations=unique_citations(sentences),
-            message=front.note,
-            conflict=front.conflict,
-            closest=front.closest,
-            dropped=tuple(dropped),
-            blocks=blocks,
-            usage=usage,
-            timings=timings,
-            trace_id=front.trace_id,
-        )
-        return self._finish(front, answer, tuple(history))
+        """A verified answer or a refusal: the core's events folded into an Answer.
 
-    def _finish(self, front: _Front, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
-        front.timings["total"] = round((time.perf_counter() - front.started) * 1000, 3)
-        answer = replace(answer, timings=_all_stages(front.timings))
-        self._log(front, answer, verdicts)
+        The one step streaming cannot take: when the first draft withheld a sentence that carried a
+        claim, a second draft is asked for with sentence-specific feedback; the second is kept when it
+        has verified sentences or the first has none. If that second call fails, the verified first
+        draft stands, with a note. Raises InvalidQuestion, or UpstreamUnavailable when the model call
+        fails and no verified sentence exists.
+        """
+        plan = self.plan(question, top_k=top_k, trace_id=trace_id)
+        if plan.refusal is not None:
+            return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
+        kept, events = self._draft(plan, "draft 1")
+        other: Judge | None = None
+        history = list(kept.history)
+        if kept.wants_regeneration:
+            try:
+                second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
+            except RagError as exc:
+                if not kept.sentences:
+                    raise
+                plan.note = " ".join(filter(None, (plan.note, f"A second draft failed ({exc}).")))
+            else:
+                history += second.history
+                if second.sentences or not kept.sentences:
+                    kept, other, events = second, kept, second_events
+                else:
+                    other = second
+        answer = fold(self._base(plan), [self._meta(plan), *events, *self._ending(plan, kept)])
+        if other is not None:
+            shown = {d.text for d in answer.dropped}
+            earlier = tuple(d for d in other.dropped if d.text not in shown)
+            answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
+        return self._finish(plan, answer, tuple(history))
+
+    def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
+        plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
+        answer = replace(answer, timings=_all_stages(plan.timings))
+        self._log(plan, answer, verdicts)
         return answer
 
-    def _log(self, front: _Front, answer: Answer, verdicts: tuple[str, ...]) -> None:
+    def _log(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> None:
         self.store.log_ask(
             AskRecord(
-                trace_id=front.trace_id,
-                question=front.question,
+                trace_id=plan.trace_id,
+                question=plan.question,
                 reason=answer.reason,
                 abstained=answer.abstained,
-                blocks=tuple((b.n, b.chunk.chunk_id) for b in front.blocks),
+                blocks=tuple((b.n, b.chunk.chunk_id) for b in plan.blocks),
                 answer_text=answer.text,
                 citations=answer.citations,
                 verdicts=verdicts,
-                top_score=front.top,
+                top_score=plan.top,
                 usage=answer.usage,
                 timings=dict(answer.timings),
             )
         )
 
-    # streaming
-
     async def answer_stream(
         self, question: str, *, top_k: int | None = None, trace_id: str | None = None
     ) -> AsyncIterator[Event]:
-        """Events in wire order: a pre-generation refusal then done; or meta, sentence/dropped..., done.
+        """The core's events as they are decided: a pre-generation refusal then done; or meta,
+        sentence/dropped..., [refusal], done; an error then done when the provider fails.
 
-        No regeneration while streaming. Closing this iterator closes the generator's stream
-        (so the model call stops), and the ask is logged whichever way the stream ends.
+        No regeneration while streaming (emitted text is never withdrawn). Closing this iterator
+        closes the generator's stream (so the model call stops), and the ask is logged whichever
+        way the stream ends.
         """
-        q = validate_question(question, self.settings.max_question_chars)
-        front = await anyio.to_thread.run_sync(lambda: self._front(q, top_k=top_k, trace_id=trace_id))
-        if front.refusal is not None:
-            pre = front.refusal
-            refusal = await anyio.to_thread.run_sync(lambda: self._finish(front, pre, ()))
-            yield _refusal_event(refusal)
-            yield Done(status="abstained", emitted=0, dropped=0, timings=refusal.timings)
-            return
-        blocks, timings = front.blocks, front.timings
-        yield Meta(blocks=blocks, context_tokens=context_tokens(blocks), trace_id=front.trace_id)
-        sentences: list[Sentence] = []
-        dropped: list[Dropped] = []
-        history: list[str] = []
-        usage = front.usage
-        refused = False
-        outcome: Answer | None = None
-        buffer = SentenceBuffer()
-        pieces = self.generator.stream(q, blocks)
-        generating = time.perf_counter()
-
-        def judge(draft: Draft) -> Event | None:
-            nonlocal refused
-            with _timed(timings, "verify"):
-                verdict = verify([draft], blocks, min_overlap=self.settings.min_overlap)[0]
-            history.append(_summary(verdict, "stream"))
-            if verdict.ok:
-                sentences.append(Sentence(text=draft.text, citations=verdict.citations))
-                return SentenceOut(sentence=sentences[-1])
-            if is_refusal(draft.text):
-                refused = True  # the model's own refusal wording: an abstention, not a dropped claim
-                return None
-            dropped.append(_dropped(verdict))
-            return DroppedOut(dropped=dropped[-1])
-
+        plan = await anyio.to_thread.run_sync(lambda: self.plan(question, top_k=top_k, trace_id=trace_id))
+        seen: list[Event] = []
+        judge = self._judge(plan, "stream")
         try:
-            try:
-                async for piece in pieces:
-                    if piece.usage is not None:
-                        usage = usage + piece.usage
-                    for draft in buffer.feed(piece):
-                        event = judge(draft)
-                        if event is not None:
-                            yield event
-                for draft in buffer.flush():
-                    event = judge(draft)
-                    if event is not None:
-                        yield event
-            except UpstreamUnavailable as exc:
-                outcome = self._partial(front, sentences, dropped, usage)
-                yield ErrorEvent(type=exc.type, message=str(exc))
-                yield Done(
-                    status="error",
-                    emitted=len(sentences),
-                    dropped=len(dropped),
-                    detail=f"the model provider failed after {len(sentences)} verified sentence(s) were sent",
-                )
+            if plan.refusal is not None:
+                seen.extend(self._pre_refusal(plan))
+                for event in seen:
+                    yield event
                 return
-            finally:
-                timings["generate"] = round(
-                    (time.perf_counter() - generating) * 1000 - timings.get("verify", 0), 3
-                )
-                aclose = getattr(pieces, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-            if not sentences:
-                outcome = self._refusal(
-                    front, "no_citations", NO_CITATIONS_MESSAGE, dropped=tuple(dropped), usage=usage
-                )
-                yield _refusal_event(outcome)
-                yield Done(status="abstained", emitted=0, dropped=len(dropped), timings=_stamp(front))
-                return
-            outcome = self._partial(front, sentences, dropped, usage)
-            yield Done(status="answered", emitted=len(sentences), dropped=len(dropped), timings=_stamp(front))
+            seen.append(self._meta(plan))
+            yield seen[-1]
+            async for event in self._stream_events(plan, judge):
+                seen.append(event)
+                yield event
         finally:
-            final = outcome or self._partial(front, sentences, dropped, usage)
+            answer = fold(self._base(plan), seen)
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(front, final, tuple(history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(judge.history)))
 
-    def _partial(
-        self, front: _Front, sentences: Sequence[Sentence], dropped: Sequence[Dropped], usage: Usage
-    ) -> Answer:
-        return Answer(
-            question=front.question,
-            text=" ".join(s.text for s in sentences),
-            sentences=tuple(sentences),
-            citations=unique_citations(sentences),
-            message=front.note,
-            conflict=front.conflict,
-            closest=front.closest,
-            dropped=tuple(dropped),
-            blocks=front.blocks,
-            usage=usage,
-            timings=front.timings,
-            trace_id=front.trace_id,
-        )
+    async def _stream_events(self, plan: Plan, judge: Judge) -> AsyncIterator[Event]:
+        pieces = self.generator.stream(plan.question, plan.blocks)
+        generating = time.perf_counter()
+        try:
+            async for piece in pieces:
+                for event in judge.feed(piece):
+                    yield event
+        except RagError as exc:  # the provider failed or refused: an error event, never a traceback
+            judge.close(cut=True)
+            yield ErrorEvent(type=exc.type, message=str(exc))
+            yield DoneEvent(
+                status="error",
+                emitted=len(judge.sentences),
+                dropped=len(judge.dropped),
+                cut=True,
+                usage=plan.usage + judge.usage,
+                detail=f"the model provider failed after {len(judge.sentences)} verified sentence(s)",
+                timings=_stamp(plan),
+            )
+            return
+        finally:
+            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
+            aclose = getattr(pieces, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        for event in self._ending(plan, judge):
+            yield event
 
 
 def _newest(conflict: Conflict) -> Statement | None:
@@ -441,10 +470,10 @@ def _conflict_refs(conflict: Conflict) -> tuple[ChunkRef, ...]:
     return tuple(refs.values())
 
 
-def _stamp(front: _Front) -> dict[str, float]:
+def _stamp(plan: Plan) -> dict[str, float]:
     """The timings so far, with `total` measured up to now."""
-    front.timings["total"] = round((time.perf_counter() - front.started) * 1000, 3)
-    return _all_stages(front.timings)
+    plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
+    return _all_stages(plan.timings)
 
 
 def _all_stages(timings: dict[str, float]) -> dict[str, float]:
@@ -454,29 +483,8 @@ def _all_stages(timings: dict[str, float]) -> dict[str, float]:
     return {**{stage: timings.get(stage, 0.0) for stage in STAGES}, **extra}
 
 
-def _dropped(verdict: Verdict) -> Dropped:
-    return Dropped(text=verdict.draft.text, detail=verdict.issues or ("no citation",))
-
-
-def _summary(verdict: Verdict, stage: str) -> str:
-    """One ask-log line per verdict: stage, ok/dropped, claimed numbers, sentence, issues."""
-    claimed = "".join(f"[{c.n}]" for c in verdict.draft.claims) or "[-]"
-    status = "ok" if verdict.ok else "dropped"
-    issues = f" | {'; '.join(verdict.issues)}" if verdict.issues else ""
-    return f"{stage} {status} {claimed} {verdict.draft.text}{issues}"
-
-
-def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
-    """Citations of all sentences in order, each (chunk_id, start, end) once."""
-    seen: dict[tuple[str, int, int], Citation] = {}
-    for s in sentences:
-        for c in s.citations:
-            seen.setdefault((c.chunk_id, c.start, c.end), c)
-    return tuple(seen.values())
-
-
-def _refusal_event(answer: Answer) -> Refusal:
-    return Refusal(
+def _refusal_event(answer: Answer) -> RefusalEvent:
+    return RefusalEvent(
         reason=answer.reason, message=answer.message, closest=answer.closest, conflict=answer.conflict
     )
 

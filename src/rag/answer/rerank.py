@@ -20,11 +20,6 @@ from rag.types import Scored
 
 logger = logging.getLogger(__name__)
 
-# Placeholder gates until the eval sweep calibrates them (see docs/eval.md): a question whose
-# best candidate scores below this is refused before generation.
-# Lexical: calibrated by `rag eval --sweep min_score` (middle of the best plateau; docs/eval.md).
-DEFAULT_LEXICAL_MIN_SCORE = 0.47
-DEFAULT_VOYAGE_MIN_SCORE = 0.35
 # Share of the lexical score that BM25 can take away from a chunk ranked below the best BM25 match.
 BM25_WEIGHT = 0.3
 # Typical chunk length in words (chunk_document cuts 120-220 estimated tokens, about 90-170 words):
@@ -36,12 +31,12 @@ TERM_CACHE_SIZE = 4096
 
 class Reranker(Protocol):
     name: str
-    default_min_score: float
 
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
-        """Candidates rescored into [0, 1], sorted by score desc, then chunk_id. `df`: chunks per term."""
+        """Candidates rescored into [0, 1], sorted by score desc, then chunk_id, each naming its `scorer`.
+        `df`: chunks per term. The retrieval gate's threshold is chosen per scorer (rag.answer.gates)."""
         ...
 
 
@@ -130,11 +125,8 @@ class LexicalReranker:
 
     name = "lexical"
 
-    def __init__(
-        self, *, bm25_weight: float = BM25_WEIGHT, min_score: float = DEFAULT_LEXICAL_MIN_SCORE
-    ) -> None:
+    def __init__(self, *, bm25_weight: float = BM25_WEIGHT) -> None:
         self.bm25_weight = bm25_weight
-        self.default_min_score = min_score
 
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
@@ -149,7 +141,7 @@ class LexicalReranker:
             coverage = sum(w for t, w in weights.items() if t in present) / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
-            out.append(replace(cand, score=min(1.0, max(0.0, score))))
+            out.append(replace(cand, score=min(1.0, max(0.0, score)), scorer=self.name))
         return _sorted(out)
 
 
@@ -157,7 +149,7 @@ class VoyageReranker:
     """Voyage `rerank` relevance scores (in [0, 1]) over each chunk's provenance line and text.
 
     Any failure (network, HTTP error, malformed reply) logs a warning and returns the fallback
-    reranker's scores instead. Note the gate then still reads this reranker's `default_min_score`.
+    reranker's scores instead, named as such, so the gate reads the fallback's threshold.
     """
 
     name = "voyage"
@@ -168,12 +160,10 @@ class VoyageReranker:
         client: Any,
         model: str = "rerank-2.5",
         fallback: Reranker | None = None,
-        min_score: float = DEFAULT_VOYAGE_MIN_SCORE,
     ) -> None:
         self.client = client
         self.model = model
         self.fallback: Reranker = fallback or LexicalReranker()
-        self.default_min_score = min_score
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoyageReranker:
@@ -195,7 +185,10 @@ class VoyageReranker:
             logger.warning("Voyage rerank failed (%s); using the %s reranker", exc, self.fallback.name)
             return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
         return _sorted(
-            [replace(c, score=min(1.0, max(0.0, scores.get(i, 0.0)))) for i, c in enumerate(candidates)]
+            [
+                replace(c, score=min(1.0, max(0.0, scores.get(i, 0.0))), scorer=self.name)
+                for i, c in enumerate(candidates)
+            ]
         )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from rag.answer.rerank import Reranker
 from rag.ingest.embeddings import Embedder
-from rag.store.sqlite import Store
+from rag.store import Store
 from rag.text import terms
 from rag.types import Chunk, Scored
 

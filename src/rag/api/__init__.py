@@ -2,7 +2,7 @@
 
     app.py         routes, error handlers, middleware stack, OpenAPI
     middleware.py  security headers, trace ids and the access log, HEAD, API keys, body size (pure ASGI)
-    shapes.py      domain dataclasses -> response JSON, clickable chunk links
+    responses.py   JSON and error responses (the JSON shapes themselves are rag.serialize)
     stream.py      SSE: keep-alives, cancellation when the client leaves
     server.py      uvicorn (`rag serve`), one app per worker process, request deadline, connection cap
 

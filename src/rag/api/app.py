@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException
 
 from rag import __version__
 from rag.answer.events import Event
-from rag.answer.pipeline import build_pipeline, validate_question
+from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.middleware import (
     ACCESS_KEY,
     TRACE_KEY,
@@ -38,6 +38,7 @@ from rag.api.middleware import (
     RequestContext,
     SecurityHeaders,
 )
+from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
     AnswerOut,
@@ -48,11 +49,11 @@ from rag.api.schemas import (
     HealthOut,
     ReadyOut,
 )
-from rag.api.shapes import answer_json, chunk_json, document_json, error_response, json_response
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
-from rag.errors import RagError, UpstreamUnavailable
-from rag.store.sqlite import Store
+from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
+from rag.serialize import answer_json, chunk_json, document_json
+from rag.store.base import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
@@ -82,7 +83,7 @@ class QAService(Protocol):
     """What the API needs from `rag.pipeline.Pipeline` (tests inject their own implementations)."""
 
     @property
-    def store(self) -> Store: ...
+    def store(self) -> StoreReader: ...
 
     @property
     def generator(self) -> _Named: ...
@@ -127,6 +128,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         401: "API keys are configured and the request has none or a wrong one",
         404: "Unknown id",
+        410: "A chunk id whose text was replaced or removed (an id never names other text)",
         413: "Request body over 64 KB",
         422: "Empty, whitespace-only or over-long question, body not JSON, wrong types, top_k out of range",
         503: "The model provider stayed unavailable (see Retry-After) or the store is unreachable",
@@ -202,9 +204,9 @@ def _protected(path: str) -> bool:
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
     """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given)."""
-    owned = pipeline is None
+    built: Pipeline | None = None
     if pipeline is None:
-        pipeline = build_pipeline(settings)
+        built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
 
     @asynccontextmanager
@@ -212,8 +214,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
         await run_in_threadpool(warm_up, qa)
         yield
-        if owned:
-            qa.store.close()
+        if built is not None:
+            built.store.close()
 
     app = FastAPI(
         title="rag",
@@ -291,7 +293,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get(
         "/chunks/{chunk_id:path}",
         response_model=None,
-        responses={200: {"model": ChunkOut}, **_errors(401, 404)},
+        responses={200: {"model": ChunkOut}, **_errors(401, 404, 410, 503)},
     )
     async def get_chunk(chunk_id: str) -> Response:
         """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
@@ -301,7 +303,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get(
         "/documents/{doc_id:path}",
         response_model=None,
-        responses={200: {"model": DocumentOut}, **_errors(401, 404)},
+        responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
     async def get_document(doc_id: str) -> Response:
         """A document's metadata and its chunks in order."""
@@ -319,9 +321,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
 
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
     async def readyz() -> Response:
-        """The store answers: document and chunk counts, and the generator and reranker in use."""
+        """The store answers a real query now: document and chunk counts, and the generator and reranker
+        in use; 503 `store_unavailable` when the database is missing, replaced by a broken file,
+        unreadable, corrupt or unreachable."""
         try:
             stats = await run_in_threadpool(qa.store.stats)
+        except StoreUnavailable as exc:
+            return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:
             log.warning("readiness check failed: %s: %s", type(exc).__name__, exc)
             return error_response(

@@ -48,11 +48,18 @@ class CitationOut(_Out):
     cited_text: str = Field(description="Verbatim substring of the original chunk text.")
     start: int = Field(description="Offset of cited_text in the chunk text.")
     end: int = Field(description="End-exclusive offset of cited_text in the chunk text.")
+    page: int | None = Field(None, description="The page of a PDF source, else null.")
 
 
 class SentenceOut(_Out):
     text: str
+    starts: Literal["", "paragraph", "item"] = Field(
+        "", description="Where the sentence starts in the layout: running on, a new paragraph, a list item."
+    )
     citations: list[CitationOut]
+    withheld: list[str] = Field(
+        default_factory=list, description="Why any other citation of this sentence was not verified."
+    )
 
 
 class DroppedOut(_Out):
@@ -101,12 +108,19 @@ class UsageOut(_Out):
     cache_creation_input_tokens: int
     cache_read_input_tokens: int
     retries: int
+    calls: int = Field(0, description="Model responses received for this answer.")
+    cost_usd: float = Field(0.0, description="Estimated cost in USD from the configured price table.")
 
 
 class BlockOut(_Out):
     n: int
     chunk_id: str
     title: str
+    section: str
+    url: str
+    link: str
+    chunk_url: str
+    updated_at: str | None
     score: float
 
 
@@ -142,7 +156,19 @@ class AnswerOut(_Out):
             "conflict": None,
             "closest": [],
             "dropped": [],
-            "blocks": [{"n": 1, "chunk_id": CHUNK_ID, "title": "Employee handbook", "score": 0.81}],
+            "blocks": [
+                {
+                    "n": 1,
+                    "chunk_id": CHUNK_ID,
+                    "title": "Employee handbook",
+                    "section": "Time off",
+                    "url": "",
+                    "link": "/chunks/handbook%23c03",
+                    "chunk_url": "/chunks/handbook%23c03",
+                    "updated_at": "2026-01-15",
+                    "score": 0.81,
+                }
+            ],
             "usage": {
                 "input_tokens": 0,
                 "output_tokens": 0,
@@ -183,7 +209,10 @@ class AnswerOut(_Out):
     citations: list[CitationOut] = Field(description="Every distinct citation, deduplicated.")
     abstained: bool
     reason: Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
-    message: str = Field(description="The refusal wording when abstained.")
+    message: str = Field(description="The refusal wording when abstained, or a note on the answer.")
+    cut: bool = Field(
+        False, description="The model's reply was cut short; its unfinished sentence is not shown."
+    )
     conflict: ConflictOut | None
     closest: list[ChunkRefOut] = Field(description="Closest matches offered with a refusal.")
     dropped: list[DroppedOut]

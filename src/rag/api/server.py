@@ -168,7 +168,7 @@ def preflight(settings: Settings) -> Preflight:
 
     A rejected key or unknown model raises ConfigError; an unreachable provider is only a warning.
     """
-    from rag.store.sqlite import open_store
+    from rag.store import open_store
 
     store = open_store(settings)
     try:

@@ -13,16 +13,16 @@ from starlette.types import Receive, Scope, Send
 
 from rag.answer.events import (
     KEEPALIVE,
-    Done,
-    DroppedOut,
+    DoneEvent,
+    DroppedEvent,
     ErrorEvent,
     Event,
-    Meta,
-    Refusal,
-    SentenceOut,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
     encode,
 )
-from rag.api.shapes import encode_event
+from rag.errors import RagError
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -31,22 +31,22 @@ log = logging.getLogger("rag.api")
 
 def note_event(details: dict[str, Any], event: Event) -> None:
     """Add what `event` says to the access-log details (blocks, top score, counts, reason, timings)."""
-    if isinstance(event, Meta):
+    if isinstance(event, MetaEvent):
         scores = [b.score for b in event.blocks]
         details["blocks"] = len(scores)
         details["top_score"] = round(max(scores), 4) if scores else None
-    elif isinstance(event, SentenceOut):
+    elif isinstance(event, SentenceEvent):
         details["emitted"] = details.get("emitted", 0) + 1
-    elif isinstance(event, DroppedOut):
+    elif isinstance(event, DroppedEvent):
         details["dropped"] = details.get("dropped", 0) + 1
-    elif isinstance(event, Refusal):
+    elif isinstance(event, RefusalEvent):
         details["reason"] = event.reason
         if "top_score" not in details:
             scores = [c.score for c in event.closest]
             details["top_score"] = round(max(scores), 4) if scores else None
     elif isinstance(event, ErrorEvent):
         details["error"] = event.type
-    elif isinstance(event, Done):
+    elif isinstance(event, DoneEvent):
         details["stream_status"] = event.status
         details.setdefault("reason", "")
         details["timings"] = event.timings
@@ -81,22 +81,28 @@ async def sse_stream(
             task, pending = pending, None
             try:
                 event = task.result()
-            except Exception:
+            except Exception as exc:
                 # The status line is already sent: end the stream with an error event, never a trace.
-                log.exception("stream failed (trace %s)", details.get("trace_id", ""))
-                details["error"] = "internal_error"
+                if isinstance(exc, RagError):  # an expected fault (the store is gone): its own type
+                    error = ErrorEvent(type=exc.type, message=str(exc))
+                else:
+                    log.exception("stream failed (trace %s)", details.get("trace_id", ""))
+                    error = ErrorEvent(type="internal_error", message="internal error while answering")
+                details["error"] = error.type
                 if sent_done:
                     return  # the client has its whole answer; `done` is always the last event
-                yield encode(ErrorEvent(type="internal_error", message="internal error while answering"))
+                yield encode(error)
                 yield encode(
-                    Done(status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0))
+                    DoneEvent(
+                        status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0)
+                    )
                 )
                 return
             if event is None:
                 return
             note_event(details, event)
-            sent_done = sent_done or isinstance(event, Done)
-            yield encode_event(event)
+            sent_done = sent_done or isinstance(event, DoneEvent)
+            yield encode(event)
     finally:
         with anyio.CancelScope(shield=True):
             if pending is not None:

@@ -11,8 +11,17 @@ import click
 import orjson
 
 from rag import serialize
-from rag.answer.events import Done, DroppedOut, ErrorEvent, Meta, Refusal, SentenceOut
-from rag.answer.pipeline import Pipeline, build_pipeline, unique_citations
+from rag.answer.events import (
+    DoneEvent,
+    DroppedEvent,
+    ErrorEvent,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
+    event_json,
+)
+from rag.answer.judge import unique_citations
+from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.cli.database import open_for_reading, require_documents
 from rag.cli.render import format_answer, marked, refusal_text, sources_text
 from rag.config import Settings
@@ -54,7 +63,7 @@ def ask_command(
         else:
             answer = pipeline.answer(question, top_k=top_k)
             if as_json:
-                click.echo(serialize.dumps(answer, indent=True).decode())
+                click.echo(orjson.dumps(serialize.answer_json(answer), option=orjson.OPT_INDENT_2).decode())
             else:
                 click.echo(format_answer(answer))
             outcome = "abstained" if answer.abstained else "answered"
@@ -73,24 +82,24 @@ async def _stream(pipeline: Pipeline, question: str, top_k: int | None, as_json:
     cited: list[Sentence] = []
     status = "error"
     async for event in pipeline.answer_stream(question, top_k=top_k):
-        if isinstance(event, Done):
+        if isinstance(event, DoneEvent):
             status = event.status
         if as_json:
-            line = orjson.dumps({"event": event.name, "data": event.payload()})
+            line = orjson.dumps(event_json(event))
             click.echo(line.decode())
             continue
-        if isinstance(event, Meta):
+        if isinstance(event, MetaEvent):
             blocks = event.blocks
-        elif isinstance(event, SentenceOut):
+        elif isinstance(event, SentenceEvent):
             cited.append(event.sentence)
             click.echo(marked(event.sentence))
-        elif isinstance(event, DroppedOut):
+        elif isinstance(event, DroppedEvent):
             detail = "; ".join(event.dropped.detail)
             click.echo(f"  (withheld: {event.dropped.text!r}: {detail})", err=True)
-        elif isinstance(event, Refusal):
+        elif isinstance(event, RefusalEvent):
             click.echo(refusal_text(event.reason, event.message, event.closest, event.conflict))
         elif isinstance(event, ErrorEvent):
             click.echo(f"error: {event.message}", err=True)
-        elif isinstance(event, Done) and cited:
+        elif isinstance(event, DoneEvent) and cited:
             click.echo(sources_text(blocks, unique_citations(cited)))
     return status

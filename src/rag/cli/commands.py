@@ -61,7 +61,7 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
 def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool) -> None:
     from rag.ingest.embeddings import make_embedder
     from rag.ingest.indexer import ingest_paths
-    from rag.store.sqlite import open_store
+    from rag.store import open_store
 
     store = open_store(settings)
     progress = render.IngestProgress()

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import click
 
 from rag.config import Settings
-from rag.store.sqlite import Store, open_store
+from rag.store import Store, open_store
 
 FILL_HINT = "fill it with `rag ingest PATH` (the bundled corpus: `rag ingest fixtures/corpus`)"
 

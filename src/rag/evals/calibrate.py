@@ -330,8 +330,9 @@ def _current_min_score(settings: Settings) -> float | None:
     if settings.min_score is not None:
         return float(settings.min_score)
     try:
+        from rag.answer.gates import gate_threshold
         from rag.answer.rerank import make_reranker
 
-        return float(make_reranker(settings).default_min_score)
+        return gate_threshold(make_reranker(settings).name, "offline")
     except (ImportError, AttributeError):
         return None

@@ -18,7 +18,7 @@ from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
 from rag.ingest.embeddings import Embedder, embedding_text
 from rag.ingest.readers import SUPPORTED_SUFFIXES, content_hash, parse_document
-from rag.store.sqlite import Store
+from rag.store import Store
 
 __all__ = [
     "IngestReport",

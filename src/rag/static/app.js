@@ -360,9 +360,27 @@
     const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
       h("span", { class: "sentence-text" }, data.text || ""),
       chips.length ? h("span", { class: "chips" }, chips) : null);
-    if (ui.answer.childNodes.length) ui.answer.append(" ");
-    ui.answer.append(sentence);
+    const into = layoutFor(state, data.starts || "");
+    if (into.childNodes.length) into.append(" ");
+    into.append(sentence);
     setStatus("busy", `${state.emitted} verified sentence${state.emitted === 1 ? "" : "s"} so far…`);
+  }
+
+  /** Where a sentence goes: on in the current paragraph or item, a new paragraph, or a new list item. */
+  function layoutFor(state, starts) {
+    if (starts === "item") {
+      if (!state.list) {
+        state.list = h("ul", { class: "answer-list" });
+        ui.answer.append(state.list);
+      }
+      state.current = h("li", { class: "answer-item" });
+      state.list.append(state.current);
+    } else if (starts === "paragraph" || !state.current) {
+      state.list = null;
+      state.current = h("p", { class: "answer-para" });
+      ui.answer.append(state.current);
+    }
+    return state.current;
   }
 
   function chip(state, n, group) {
@@ -588,8 +606,9 @@
     ui.sourceN.textContent = n ? `[${n}]` : "";
     ui.sourceTitle.textContent = info.title || info.doc_id || info.chunk_id || "";
     const section = info.section && info.section !== info.title ? info.section : "";
-    ui.sourceSection.textContent = section;
-    ui.sourceSection.hidden = !section;
+    const where = [section, Number.isInteger(info.page) ? `page ${info.page}` : ""].filter(Boolean).join(" · ");
+    ui.sourceSection.textContent = where;
+    ui.sourceSection.hidden = !where;
     ui.sourceUpdated.replaceChildren(timeEl(info.updated_at, "Updated"));
     const url = safeUrl(info.url);
     if (url) {

@@ -115,11 +115,26 @@ CREATE TABLE ask_log (
 CREATE INDEX ask_log_trace ON ask_log (trace_id);
 """
 
+# Every chunk id ever issued, with a fingerprint of the text it named (sha256, 16 hex digits, the
+# same as `rag.store.base.text_hash`): an id whose chunk is gone answers 410 Gone, and a changed
+# text never takes an id that named other words.
+M005_CHUNK_IDS = """
+CREATE TABLE chunk_ids (
+    chunk_id  text PRIMARY KEY,
+    doc_id    text NOT NULL,
+    text_hash text NOT NULL
+);
+CREATE INDEX chunk_ids_doc ON chunk_ids (doc_id);
+INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
+SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
+    ("m005_chunk_ids", M005_CHUNK_IDS),
 )
 
 

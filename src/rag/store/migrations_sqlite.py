@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from rag.store.base import text_hash
+
 Migration = Callable[[sqlite3.Connection], None]
 
 
@@ -107,11 +109,32 @@ def m004_gaps_and_ask_log(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX ask_log_trace ON ask_log(trace_id)")
 
 
+def m005_chunk_ids(conn: sqlite3.Connection) -> None:
+    # Every chunk id ever issued, with a fingerprint of the text it named: an id whose chunk is
+    # gone answers 410 Gone, and a changed text never takes an id that named other words.
+    conn.execute(
+        """
+        CREATE TABLE chunk_ids (
+            chunk_id  TEXT PRIMARY KEY,
+            doc_id    TEXT NOT NULL,
+            text_hash TEXT NOT NULL
+        )
+        """
+    )
+    conn.execute("CREATE INDEX chunk_ids_doc ON chunk_ids(doc_id)")
+    rows = conn.execute("SELECT chunk_id, doc_id, text FROM chunks").fetchall()
+    conn.executemany(
+        "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash) VALUES (?, ?, ?)",
+        [(chunk_id, doc_id, text_hash(text)) for chunk_id, doc_id, text in rows],
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
     m003_embeddings,
     m004_gaps_and_ask_log,
+    m005_chunk_ids,
 )
 
 

@@ -2,7 +2,7 @@
 
 Selected by `RAG_DATABASE_URL=postgresql://...`. Every replica is stateless: documents, chunks,
 the coverage-gap queue and the ask log live in the database, so an ask logged by one process is
-visible to `rag gaps` on another.
+visible to `rag gaps` on another. Everything both engines share lives in `rag.store.base`.
 
 Lexical search mirrors `SqliteStore` exactly: the same stemmed terms (`rag.text.terms`, reduced
 to [0-9a-z]) are stored per column, indexed as a `tsvector` (config 'simple', weight class
@@ -18,28 +18,32 @@ Embeddings are always stored as `real[]`. When the server has the `vector` exten
 and the role may create it, a `vec` column is filled too and `similar()` uses an HNSW index
 (cosine) per dimension; otherwise cosine is computed in Python over a cached, normalised matrix
 (fine to about 10^5 vectors per replica; install pgvector beyond that).
+
+Faults: the server must answer within `connect_timeout` seconds at start, or the store raises
+`StoreUnavailable` naming the host and the reason; later, a lost server or a pool that cannot
+hand out a connection raises `StoreUnavailable` (HTTP 503) until the server is back.
 """
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import math
 import re
-import threading
 import time
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from psycopg_pool import ConnectionPool
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from rag.errors import NotFound
-from rag.serialize import dumps
+from rag.errors import ConfigError, StoreUnavailable
+from rag.store import base
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
-from rag.store.sqlite import BM25_WEIGHTS, MAX_QUERY_TERMS, chunk_from_row, chunks_by_score, top_cosine
-from rag.text import normalise, terms
-from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
+from rag.text import terms
+from rag.types import Chunk, Document
 
 logger = logging.getLogger(__name__)
 
@@ -47,11 +51,15 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # Advisory-lock namespace serialising writers of one document: (this constant, hashtext(doc_id)).
 DOC_LOCK = 72_410_002
+# Seconds to wait for the server when connecting (libpq `connect_timeout`; at least 2 is honoured).
+CONNECT_TIMEOUT = 5.0
 
 _LEXEME_DROP_RE = re.compile(r"[^0-9a-z]+")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 counts tokens (document length)
-_CHUNK_COLUMNS = "chunk_id, doc_id, title, section, text, updated_at, url, page, start_char, end_char"
-_C_COLUMNS = ", ".join("c." + col.strip() for col in _CHUNK_COLUMNS.split(","))
+_CHUNK_COLUMNS = base.chunk_columns()
+_C_COLUMNS = base.chunk_columns("c")
+# Errors that mean the database cannot be used now (server gone, schema gone), not a caller's mistake.
+_STORE_FAULTS = (psycopg.OperationalError, psycopg.errors.UndefinedTable, PoolTimeout)
 
 # Partial BM25 (FTS5's formula) of every chunk containing one of the given lexemes, from postings:
 # idf per lexeme comes in as a parameter, tf is column-weighted, dl the chunk's token count.
@@ -98,7 +106,7 @@ def ts_query(query_terms: Sequence[object]) -> tuple[str, list[str]]:
         lex = lexeme(term)
         if lex and lex not in lexemes:
             lexemes.append(lex)
-        if len(lexemes) >= MAX_QUERY_TERMS:
+        if len(lexemes) >= base.MAX_QUERY_TERMS:
             break
     return " | ".join(f"'{lex}'" for lex in lexemes), lexemes
 
@@ -110,15 +118,42 @@ def _field(text: str) -> tuple[str, int]:
     return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
 
 
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="seconds")
+@functools.lru_cache(maxsize=256)
+def _pg_sql(sql: str) -> str:
+    """Shared `?`-placeholder SQL in psycopg's `%s` style (shared SQL has no other `?` or `%`)."""
+    return sql.replace("?", "%s")
 
 
-def _json(value: object) -> str:
-    return dumps(value).decode()
+def server_name(url: str) -> str:
+    """`host:port/dbname` of a libpq URL or conninfo string, never its password."""
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"RAG_DATABASE_URL is not a valid PostgreSQL URL: {exc}") from None
+    host = str(info.get("host") or info.get("hostaddr") or "localhost")
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
 
 
-class PgStore:
+def connect_reason(exc: psycopg.Error) -> str:
+    """The useful part of a libpq connection error ("Connection refused", "timeout expired", ...)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    reason = first.rsplit(" failed: ", 1)[-1]
+    return reason.removeprefix("FATAL:").strip()
+
+
+def connect(url: str, timeout: float = CONNECT_TIMEOUT) -> psycopg.Connection[Any]:
+    """One autocommit connection, or StoreUnavailable naming the server and why, within about `timeout` s."""
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=max(2, math.ceil(timeout)))
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailable(
+            f"cannot connect to PostgreSQL at {server_name(url)}: {connect_reason(exc)}"
+        ) from None
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"RAG_DATABASE_URL is not a valid PostgreSQL URL: {exc}") from None
+
+
+class PgStore(base.SqlStore[psycopg.Connection[Any]]):
     """The shared store: one PostgreSQL database, a `psycopg_pool.ConnectionPool` per process.
 
     Thread-safe. Each `upsert_document` is one transaction that first takes a per-document
@@ -128,34 +163,32 @@ class PgStore:
     """
 
     backend = "postgres"
+    _ROW_ORDER = "id"
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10) -> None:
+    def __init__(
+        self, url: str, *, min_size: int = 1, max_size: int = 10, connect_timeout: float = CONNECT_TIMEOUT
+    ) -> None:
+        super().__init__()
         self.url = url
+        self.where = server_name(url)
+        self._hnsw_dims: set[int] = set()
+        self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
+        self._df_cache: dict[str, tuple[float, int]] = {}
+        self._df_generation = 0
+        with connect(url, connect_timeout) as conn:  # fail fast, with the reason, before the pool retries
+            migrate(conn)
+            self._vector_schema = vector_schema(conn)
+            if self._vector_schema is not None and not self._has_vec_column(conn):
+                self._vector_schema = None
         self.pool = ConnectionPool(
             url,
             min_size=min_size,
             max_size=max_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "connect_timeout": max(2, math.ceil(connect_timeout))},
+            timeout=2 * connect_timeout,
             open=True,
             name="rag",
         )
-        self._lock = threading.Lock()
-        self._vectors_key: tuple[object, ...] | None = None
-        self._vectors: tuple[Any, list[str]] | None = None
-        self._hnsw_dims: set[int] = set()
-        self._generation = 0
-        self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
-        self._df_cache: dict[str, tuple[float, int]] = {}
-        self._df_generation = 0
-        try:
-            with self.pool.connection() as conn:
-                migrate(conn)
-                self._vector_schema = vector_schema(conn)
-                if self._vector_schema is not None and not self._has_vec_column(conn):
-                    self._vector_schema = None
-        except BaseException:
-            self.pool.close()
-            raise
 
     @staticmethod
     def _has_vec_column(conn: Any) -> bool:
@@ -165,28 +198,55 @@ class PgStore:
         ).fetchone()
         return row is not None
 
-    @property
-    def pgvector(self) -> bool:
-        """True when embeddings also go to a pgvector column searched through HNSW."""
-        return self._vector_schema is not None
-
     def close(self) -> None:
         self.pool.close()
 
-    # documents and chunks
+    # connections
 
-    def document_hashes(self) -> dict[str, tuple[str, str]]:
-        with self.pool.connection() as conn:
-            rows = conn.execute("SELECT doc_id, content_hash, source_path FROM documents").fetchall()
-        return {doc_id: (content_hash, source) for doc_id, content_hash, source in rows}
+    @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except _STORE_FAULTS as exc:
+            # The client reads the reason; only the log names the server.
+            logger.warning("PostgreSQL store at %s failed: %s", self.where, exc)
+            reason = connect_reason(exc) if isinstance(exc, psycopg.Error) else str(exc)
+            raise StoreUnavailable(f"the PostgreSQL store cannot be used: {reason}") from exc
 
-    def upsert_document(
-        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
+    @contextmanager
+    def _transaction(self, doc_id: str | None) -> Iterator[psycopg.Connection[Any]]:
+        with self._connection() as conn, conn.transaction():
+            if doc_id is not None:
+                # Ingest is idempotent (content hashes), so a crash losing the last few commits is
+                # harmless, while waiting for the WAL flush per document would dominate ingest time.
+                conn.execute("SET LOCAL synchronous_commit = off")
+                conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (DOC_LOCK, doc_id))
+            yield conn
+
+    def _exec(self, conn: psycopg.Connection[Any], sql: str, params: Sequence[Any] = ()) -> base.Cursor:
+        return conn.execute(_pg_sql(sql), params)
+
+    def _executemany(self, conn: psycopg.Connection[Any], sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        with conn.cursor() as cur:
+            cur.executemany(_pg_sql(sql), rows)
+
+    # writes: postings and embeddings beside the chunk rows
+
+    def _delete_rows(self, conn: psycopg.Connection[Any], doc_id: str) -> None:
+        """Delete one document with its postings; chunks and embeddings follow by cascade."""
+        conn.execute(
+            "DELETE FROM chunk_terms WHERE chunk_pk IN (SELECT id FROM chunks WHERE doc_id = %s)", (doc_id,)
+        )
+        conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
+
+    def _insert_chunks(
+        self,
+        conn: psycopg.Connection[Any],
+        doc: Document,
+        chunks: Sequence[Chunk],
+        embeddings: Sequence[Sequence[float]] | None,
     ) -> None:
-        if embeddings is not None and len(embeddings) != len(chunks):
-            raise ValueError(f"{len(embeddings)} embeddings for {len(chunks)} chunks of {doc.doc_id!r}")
-        if any(chunk.doc_id != doc.doc_id for chunk in chunks):
-            raise ValueError(f"a chunk does not belong to document {doc.doc_id!r}")
         fields: dict[str, tuple[str, int]] = {}
 
         def cached(text: str) -> tuple[str, int]:
@@ -202,62 +262,28 @@ class PgStore:
             section, n_section = cached(chunk.section)
             dl = n_body + n_title + n_section
             tf: dict[str, float] = {}
-            for joined, weight in zip((body, title, section), BM25_WEIGHTS, strict=True):
+            for joined, weight in zip((body, title, section), base.BM25_WEIGHTS, strict=True):
                 for lex in joined.split():
                     tf[lex] = tf.get(lex, 0.0) + weight
             postings[chunk.chunk_id] = [(lex, f, dl) for lex, f in tf.items()]
-            rows.append(
-                (
-                    chunk.chunk_id,
-                    doc.doc_id,
-                    ord_,
-                    chunk.title,
-                    chunk.section,
-                    chunk.text,
-                    chunk.start_char,
-                    chunk.end_char,
-                    chunk.page,
-                    chunk.updated_at,
-                    chunk.url,
-                    body,
-                    title,
-                    section,
-                    dl,
-                )
+            rows.append((*base.chunk_row(ord_, chunk), body, title, section, dl))
+        if not rows:
+            return
+        with conn.cursor() as cur:
+            values = ", ".join(["(" + ", ".join(["%s"] * 15) + ")"] * len(rows))
+            cur.execute(
+                f"INSERT INTO chunks ({base.CHUNK_ROW_COLUMNS}, terms, title_terms, section_terms, n_tokens)"
+                f" VALUES {values} RETURNING chunk_id, id",
+                [value for row in rows for value in row],
             )
-        with self.pool.connection() as conn, conn.transaction():
-            # Ingest is idempotent (content hashes), so a crash losing the last few commits is
-            # harmless, while waiting for the WAL flush per document would dominate ingest time.
-            conn.execute("SET LOCAL synchronous_commit = off")
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (DOC_LOCK, doc.doc_id))
-            self._delete(conn, doc.doc_id)
-            conn.execute(
-                "INSERT INTO documents (doc_id, title, url, updated_at, source_path, content_hash, text)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (doc.doc_id, doc.title, doc.url, doc.updated_at, doc.source_path, doc.content_hash, doc.text),
-            )
-            with conn.cursor() as cur:
-                ids: dict[str, int] = {}
-                if rows:
-                    values = ", ".join(["(" + ", ".join(["%s"] * 15) + ")"] * len(rows))
-                    cur.execute(
-                        "INSERT INTO chunks (chunk_id, doc_id, ord, title, section, text, start_char,"
-                        " end_char, page, updated_at, url, terms, title_terms, section_terms, n_tokens)"
-                        f" VALUES {values} RETURNING chunk_id, id",
-                        [value for row in rows for value in row],
-                    )
-                    ids = dict(cur.fetchall())
-                with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl) FROM STDIN") as copy:
-                    for chunk_id, items in postings.items():
-                        pk = ids[chunk_id]
-                        for lex, f, dl in items:
-                            copy.write_row((lex, pk, f, dl))
-                if embeddings is not None and chunks:
-                    self._insert_embeddings(cur, chunks, embeddings)
-        with self._lock:
-            self._generation += 1
-        if embeddings is not None and chunks and self._vector_schema is not None:
-            self._ensure_hnsw(len(embeddings[0]))
+            ids: dict[str, int] = dict(cur.fetchall())
+            with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl) FROM STDIN") as copy:
+                for chunk_id, items in postings.items():
+                    pk = ids[chunk_id]
+                    for lex, f, dl in items:
+                        copy.write_row((lex, pk, f, dl))
+            if embeddings is not None:
+                self._insert_embeddings(cur, chunks, embeddings)
 
     def _insert_embeddings(
         self, cur: Any, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]]
@@ -279,6 +305,10 @@ class PgStore:
             params,
         )
 
+    def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
+        if embeddings and self._vector_schema is not None:
+            self._ensure_hnsw(len(embeddings[0]))
+
     def _ensure_hnsw(self, dim: int) -> None:
         """One HNSW cosine index per embedding dimension (pgvector indexes need a fixed dimension)."""
         if dim in self._hnsw_dims or self._vector_schema is None:
@@ -294,79 +324,13 @@ class PgStore:
         except Exception as exc:  # a concurrent creator or no privilege: exact search still works
             logger.warning("HNSW index for dimension %d not created: %s", dim, exc)
 
-    def delete_document(self, doc_id: str) -> None:
-        with self.pool.connection() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (DOC_LOCK, doc_id))
-            self._delete(conn, doc_id)
-        with self._lock:
-            self._generation += 1
-
-    @staticmethod
-    def _delete(conn: Any, doc_id: str) -> None:
-        """Delete one document with its postings; chunks and embeddings follow by cascade."""
-        conn.execute(
-            "DELETE FROM chunk_terms WHERE chunk_pk IN (SELECT id FROM chunks WHERE doc_id = %s)", (doc_id,)
-        )
-        conn.execute("DELETE FROM documents WHERE doc_id = %s", (doc_id,))
-
-    def get_document(self, doc_id: str) -> Document:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT doc_id, title, text, source_path, url, updated_at, content_hash FROM documents"
-                " WHERE doc_id = %s",
-                (doc_id,),
-            ).fetchone()
-        if row is None:
-            raise NotFound(f"unknown document {doc_id!r}")
-        return Document(
-            doc_id=row[0],
-            title=row[1],
-            text=row[2],
-            source_path=row[3],
-            url=row[4],
-            updated_at=row[5],
-            content_hash=row[6],
-        )
-
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        with self.pool.connection() as conn, conn.transaction():
-            rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id = %s ORDER BY ord", (doc_id,)
-            ).fetchall()
-            if (
-                not rows
-                and conn.execute("SELECT 1 FROM documents WHERE doc_id = %s", (doc_id,)).fetchone() is None
-            ):
-                raise NotFound(f"unknown document {doc_id!r}")
-        return [chunk_from_row(row) for row in rows]
-
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = %s", (chunk_id,)
-            ).fetchone()
-        if row is None:
-            raise NotFound(f"unknown chunk {chunk_id!r}")
-        return chunk_from_row(row)
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        unique = list(dict.fromkeys(chunk_ids))
-        if not unique:
-            return []
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE chunk_id = ANY(%s::text[])", (unique,)
-            ).fetchall()
-        found = {row[0]: chunk_from_row(row) for row in rows}
-        return [found[cid] for cid in chunk_ids if cid in found]
-
     # lexical index
 
     def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
-        _, lexemes = ts_query(query_terms)
-        if not lexemes or limit <= 0:
+        (_, lexemes), limit = ts_query(query_terms), base.clamp_limit(limit)
+        if not lexemes or not limit:
             return []
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             n, avgdl = self._corpus(conn)
             df = self._df(conn, lexemes)
             scores = self._bm25_top(conn, {lex: df[lex] for lex in lexemes if df[lex] > 0}, n, avgdl, limit)
@@ -375,7 +339,7 @@ class PgStore:
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (list(scores),)
             ).fetchall()
-        found = [(chunk_from_row(row), scores[row[10]]) for row in rows]
+        found = [(base.chunk_from_row(row), scores[row[10]]) for row in rows]
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
 
@@ -487,150 +451,36 @@ class PgStore:
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}
         if lexemes:
-            with self.pool.connection() as conn:
+            with self._connection() as conn:
                 counts = self._df(conn, lexemes)
         return {term: counts.get(lex, 0) for term, lex in wanted.items()}
 
     # embeddings
 
     def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
-        if limit <= 0 or not len(vector):
-            return []
-        if self._vector_schema is not None:
-            return self._similar_pgvector(vector, limit)
-        loaded = self._load_vectors(len(vector))
-        if loaded is None:
-            return []
-        return chunks_by_score(self, top_cosine(*loaded, vector, limit))
-
-    def _similar_pgvector(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+        limit = base.clamp_limit(limit)
+        if self._vector_schema is None or not limit or not len(vector):
+            return super().similar(vector, limit)
         schema = quote_ident(str(self._vector_schema))
         dim = len(vector)
         cast = f"{schema}.vector({dim:d})"
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             rows = conn.execute(
                 f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
                 f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
                 f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
                 {"q": literal, "dim": dim, "limit": limit},
             ).fetchall()
-        return [(chunk_from_row(row), float(row[10])) for row in rows]
-
-    def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
-        """Unit-normalised float32 matrix of every stored vector of `dim`, cached until the table changes."""
-        import numpy as np
-
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT count(*), coalesce(max(id), 0) FROM embeddings WHERE dim = %s", (dim,)
-            ).fetchone()
-            assert row is not None  # an aggregate always returns one row
-            count, last = row
-            key = (count, last, dim)
-            with self._lock:
-                if self._vectors_key == key:
-                    return self._vectors
-            rows = conn.execute(
-                "SELECT chunk_id, vector FROM embeddings WHERE dim = %s ORDER BY chunk_id", (dim,)
-            ).fetchall()
-        loaded: tuple[Any, list[str]] | None = None
-        if rows:
-            matrix = np.asarray([r[1] for r in rows], dtype=np.float32).reshape(len(rows), dim)
-            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-            norms[norms == 0] = 1.0
-            loaded = (matrix / norms, [r[0] for r in rows])
-        with self._lock:
-            self._vectors_key, self._vectors = key, loaded
-        return loaded
-
-    # bookkeeping
-
-    def stats(self) -> StoreStats:
-        with self.pool.connection() as conn:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-                " (SELECT count(*) FROM embeddings)"
-            ).fetchone()
-        assert row is not None  # a SELECT without FROM always returns one row
-        documents, chunks, embeddings = row
-        return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
-
-    def log_ask(self, record: AskRecord) -> None:
-        with self.pool.connection() as conn:
-            conn.execute(
-                "INSERT INTO ask_log (trace_id, question, reason, abstained, blocks, answer, citations,"
-                " verdicts, top_score, usage, timings)"
-                " VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s::jsonb, %s::jsonb, %s, %s::jsonb, %s::jsonb)",
-                (
-                    record.trace_id,
-                    record.question,
-                    record.reason,
-                    record.abstained,
-                    _json([list(b) for b in record.blocks]),
-                    record.answer_text,
-                    _json(record.citations),
-                    _json(record.verdicts),
-                    record.top_score,
-                    _json(record.usage),
-                    _json(record.timings),
-                ),
-            )
-
-    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        """Ask-log rows for one trace id, oldest first, shaped like `SqliteStore.ask_log` (ts as ISO text)."""
-        with self.pool.connection() as conn:
-            cursor = conn.execute(
-                "SELECT trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts,"
-                " top_score, usage, timings FROM ask_log WHERE trace_id = %s ORDER BY id",
-                (trace_id,),
-            )
-            names = [d.name for d in cursor.description or ()]
-            rows = cursor.fetchall()
-        out = []
-        for row in rows:
-            item = dict(zip(names, row, strict=True))
-            item["ts"] = _iso(item["ts"])
-            out.append(item)
-        return out
-
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
-        key = normalise(question) or question.strip()
-        with self.pool.connection() as conn:
-            conn.execute(
-                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
-                " VALUES (%s, %s, %s, %s::jsonb, 1, now(), now())"
-                " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
-                " question = excluded.question, top_score = excluded.top_score,"
-                " closest = excluded.closest, last_asked = excluded.last_asked",
-                (key, question, top_score, json.dumps(list(closest))),
-            )
-
-    def gaps(self, limit: int = 50) -> list[Gap]:
-        with self.pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT question, top_score, closest, last_asked, count FROM gaps"
-                " ORDER BY count DESC, last_asked DESC, normalised LIMIT %s",
-                (max(0, limit),),
-            ).fetchall()
-        return [
-            Gap(question=q, top_score=s, closest=tuple(c), asked_at=_iso(at), count=n)
-            for q, s, c, at, n in rows
-        ]
-
-
-# The name `open_store` imports.
-PostgresStore = PgStore
+        return [(base.chunk_from_row(row), float(row[10])) for row in rows]
 
 
 def wait_ready(url: str, timeout: float = 5.0) -> bool:
     """True when a connection to `url` succeeds within `timeout` seconds (for tests and benchmarks)."""
-    import psycopg
-
     deadline = time.monotonic() + timeout
     while True:
         try:
-            with psycopg.connect(url, connect_timeout=max(1, int(timeout))) as conn:
+            with psycopg.connect(url, connect_timeout=max(2, int(timeout))) as conn:
                 conn.execute("SELECT 1")
             return True
         except psycopg.OperationalError:

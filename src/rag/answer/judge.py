@@ -1,0 +1,229 @@
+"""The answer core: generator output in, answer events out, the same for `/ask` and `/ask/stream`.
+
+A `Judge` reads one draft's pieces (native text blocks with their claims, or inline `[n]` text),
+cuts them into sentences with `parse.SentenceBuffer`, verifies each sentence against the
+ORIGINAL chunks, and returns a `SentenceEvent` (verified) or a `DroppedEvent` (withheld, with its
+reasons). Sentences that are only structure (a heading, a list intro, a pleasantry) and the
+model's own refusal wording are neither shown nor reported. When the model's reply was cut
+(`max_tokens`, `refusal`, `pause_turn`), the sentence in progress is discarded, never shown.
+
+`fold` reads a finished run of events into an `Answer`: the streaming route sends the events,
+the non-streaming route folds them, and the ask log records the fold of either.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from rag.answer.events import (
+    DoneEvent,
+    DroppedEvent,
+    ErrorEvent,
+    Event,
+    MetaEvent,
+    RefusalEvent,
+    SentenceEvent,
+)
+from rag.answer.parse import SentenceBuffer
+from rag.answer.prompt import is_refusal
+from rag.answer.verify import verify
+from rag.types import (
+    CUT_STOP_REASONS,
+    Answer,
+    Block,
+    Citation,
+    Draft,
+    Dropped,
+    Generation,
+    Piece,
+    Sentence,
+    Usage,
+    Verdict,
+)
+
+# A figure in digits, or a capitalised word after the first one: an uncited sentence that has
+# either states something checkable, so dropping it is worth a regeneration.
+_FIGURE_RE = re.compile(r"\d")
+_NAME_RE = re.compile(r"(?<=\s)[A-Z][\w-]+")
+# Closing remarks and lead-ins addressed to the reader carry no claim of their own.
+_PLEASANTRY_RE = re.compile(
+    r"\b(?:hope (?:this|that) helps|let me know|feel free|happy to help|glad to help|"
+    r"(?:here(?:'s| is| are)|below (?:is|are)) (?:what|a summary|the (?:relevant|key))|"
+    r"based on the (?:provided |available )?(?:documents|sources|context))\b",
+    re.IGNORECASE,
+)
+_HEADING_MAX_WORDS = 8
+_END_PUNCT = ".!?"
+
+
+def is_structure(draft: Draft) -> bool:
+    """True for an uncited heading, list intro or pleasantry: layout, not a claim to verify."""
+    if draft.claims:
+        return False
+    text = draft.text.strip().strip("*_").strip()
+    if text.endswith(":"):
+        return True
+    if _FIGURE_RE.search(text):
+        return False
+    if not text.rstrip("\"'”’)").endswith(tuple(_END_PUNCT)) and len(text.split()) <= _HEADING_MAX_WORDS:
+        return True
+    return bool(_PLEASANTRY_RE.search(text)) and not _NAME_RE.search(text)
+
+
+def carries_claim(draft: Draft) -> bool:
+    """A withheld sentence worth a second draft: it cited something, or states a figure or a name."""
+    return bool(draft.claims or _FIGURE_RE.search(draft.text) or _NAME_RE.search(draft.text))
+
+
+def pieces_of(generation: Generation) -> tuple[Piece, ...]:
+    """The generation as the core reads it: its pieces, or its inline text as one piece, then its end."""
+    body = generation.pieces or (Piece(text=generation.text),)
+    return (*body, Piece(usage=generation.usage, stop_reason=generation.stop_reason))
+
+
+@dataclass(slots=True, kw_only=True)
+class Judge:
+    """Cuts one draft's pieces into sentences and judges each; collects what it decided."""
+
+    blocks: Sequence[Block]
+    min_overlap: float
+    label: str = "draft 1"
+    buffer: SentenceBuffer = field(default_factory=SentenceBuffer)
+    sentences: list[Sentence] = field(default_factory=list)
+    dropped: list[Dropped] = field(default_factory=list)
+    failed: list[Verdict] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    model_refused: bool = False
+    claims_dropped: bool = False
+    cut: bool = False
+    verify_ms: float = 0.0
+
+    def feed(self, piece: Piece) -> list[Event]:
+        """Take one piece; return the events of the sentences it completed, in order."""
+        if piece.usage is not None:
+            self.usage = self.usage + piece.usage
+        if piece.stop_reason in CUT_STOP_REASONS:
+            self.cut = True
+        return self._judge_all(self.buffer.feed(piece))
+
+    def close(self, *, cut: bool = False) -> list[Event]:
+        """The output ended: judge what is left, unless the reply was cut (then it is discarded)."""
+        self.cut = self.cut or cut
+        if self.cut:
+            return []
+        return self._judge_all(self.buffer.flush())
+
+    def _judge_all(self, drafts: Iterable[Draft]) -> list[Event]:
+        events: list[Event] = []
+        for draft in drafts:
+            event = self._judge(draft)
+            if event is not None:
+                events.append(event)
+        return events
+
+    def _judge(self, draft: Draft) -> Event | None:
+        started = time.perf_counter()
+        verdict = verify([draft], self.blocks, min_overlap=self.min_overlap)[0]
+        self.verify_ms += (time.perf_counter() - started) * 1000
+        self.history.append(summary(verdict, self.label))
+        if verdict.ok:
+            sentence = Sentence(
+                text=draft.text, citations=verdict.citations, starts=draft.starts, withheld=verdict.issues
+            )
+            self.sentences.append(sentence)
+            return SentenceEvent(sentence=sentence)
+        if is_refusal(draft.text):
+            self.model_refused = True  # the model's own refusal wording: an abstention, not a dropped claim
+            return None
+        if is_structure(draft):
+            return None
+        self.claims_dropped = self.claims_dropped or carries_claim(draft)
+        self.failed.append(verdict)
+        self.dropped.append(Dropped(text=draft.text, detail=verdict.issues or ("no citation",)))
+        return DroppedEvent(dropped=self.dropped[-1])
+
+    @property
+    def wants_regeneration(self) -> bool:
+        """A second draft may help: a sentence that carried a claim was withheld, and the model did not
+        refuse; a cut reply is not regenerated for its cut sentence alone."""
+        return self.claims_dropped and not self.model_refused
+
+
+def run(judge: Judge, pieces: Iterable[Piece]) -> list[Event]:
+    """Feed every piece to `judge` and close it: the sentence and dropped events of one whole draft."""
+    events: list[Event] = []
+    for piece in pieces:
+        events.extend(judge.feed(piece))
+    events.extend(judge.close())
+    return events
+
+
+def summary(verdict: Verdict, stage: str) -> str:
+    """One ask-log line per verdict: stage, ok/dropped, claimed numbers, sentence, issues."""
+    claimed = "".join(f"[{c.n}]" for c in verdict.draft.claims) or "[-]"
+    status = "ok" if verdict.ok else "dropped"
+    issues = f" | {'; '.join(verdict.issues)}" if verdict.issues else ""
+    return f"{stage} {status} {claimed} {verdict.draft.text}{issues}"
+
+
+def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
+    """Citations of all sentences in order, each (chunk_id, start, end) once."""
+    seen: dict[tuple[str, int, int], Citation] = {}
+    for s in sentences:
+        for c in s.citations:
+            seen.setdefault((c.chunk_id, c.start, c.end), c)
+    return tuple(seen.values())
+
+
+def layout(sentences: Sequence[Sentence]) -> str:
+    """The sentences as one text, keeping paragraphs (blank line) and list items ("- ")."""
+    parts: list[str] = []
+    for i, s in enumerate(sentences):
+        if s.starts == "item":
+            parts.append(("\n" if i else "") + "- " + s.text)
+        elif s.starts == "paragraph" and i:
+            parts.append("\n\n" + s.text)
+        else:
+            parts.append((" " if i else "") + s.text)
+    return "".join(parts)
+
+
+def fold(base: Answer, events: Iterable[Event]) -> Answer:
+    """Read a run of events into an Answer; `base` carries what the events do not (question, closest,
+    note, trace id). Sentences and dropped sentences are kept in event order."""
+    sentences: list[Sentence] = []
+    dropped: list[Dropped] = []
+    answer = base
+    for event in events:
+        if isinstance(event, SentenceEvent):
+            sentences.append(event.sentence)
+        elif isinstance(event, DroppedEvent):
+            dropped.append(event.dropped)
+        elif isinstance(event, MetaEvent):
+            answer = replace(answer, blocks=event.blocks)
+        elif isinstance(event, RefusalEvent):
+            answer = replace(
+                answer,
+                abstained=True,
+                reason=event.reason,
+                message=event.message,
+                closest=event.closest,
+                conflict=event.conflict,
+            )
+        elif isinstance(event, DoneEvent):
+            answer = replace(answer, usage=event.usage, cut=event.cut)
+        elif isinstance(event, ErrorEvent):
+            answer = replace(answer, cut=True)
+    if answer.abstained:
+        sentences = []
+    return replace(
+        answer,
+        sentences=tuple(sentences),
+        text=layout(sentences),
+        citations=unique_citations(sentences),
+        dropped=tuple(dropped),
+    )

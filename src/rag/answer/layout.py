@@ -1,0 +1,274 @@
+"""A block's layout as the offline generator reads it: prose sentences and the line they sit under.
+
+Code (fenced, indented after `::`, code directives), doctests, shell sessions, template lines and
+reST/Markdown markup (directives, options, underlines, admonition headers) are context: they are
+never returned as sentences. Headings, title lines and definition terms are returned as the
+`label` of the sentences below them; a chunk whose text starts below its heading takes the last
+part of its section path as the label. Detection reads the text alone (Markdown, reST or plain).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from rag.lexicon import (
+    ADMONITION_RE,
+    BULLET_RE,
+    CODE_DIRECTIVES,
+    CODE_LINE_RE,
+    DIRECTIVE_RE,
+    DOCTEST_RE,
+    FENCE_RE,
+    FIELD_RE,
+    HEADING_RE,
+    OPTION_RE,
+    PROSE_DIRECTIVES,
+    SHELL_RE,
+    TAB_TITLE_RE,
+    TABLE_BORDER_RE,
+    TABLE_RULE_RE,
+    TEMPLATE_RE,
+    UNDERLINE_RE,
+)
+from rag.text import sentence_spans, terms
+
+LineKind = Literal["prose", "code", "markup", "heading", "blank"]
+
+# Shorter sentences without end punctuation are headings or labels, never answers (list items and
+# field lines are content: "Books and magazines: 14 days", "Default: 30").
+MIN_UNPUNCTUATED_TERMS = 8
+# A sentence ending in a colon introduces what follows ("Send TTIN to the master process:"): it
+# is an answer only with at least this many terms of its own.
+MIN_INTRO_TERMS = 4
+_END_PUNCT = ".!?"
+_SPACE_RE = re.compile(r"\s+")
+_HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
+_MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prose:
+    """One answer-worthy sentence of a block, whitespace collapsed.
+
+    `label` is the heading, title line or definition term it sits under ("" when none);
+    `field` is the field name of a field line ("Default" for "Default: 30"; "" for other
+    sentences), whose subject is its whole `entry`: the prose under the same label in this block."""
+
+    text: str
+    label: str
+    field: str = ""
+    entry: str = ""
+
+
+@dataclass(slots=True)
+class _Scan:
+    """Line-classifier state: an open fence, or an indented block and what its lines are."""
+
+    fence: str = ""
+    block_indent: int = -1
+    block_kind: LineKind = "prose"
+    doctest: bool = False
+
+
+@lru_cache(maxsize=20_000)
+def prose(text: str, section: str = "") -> tuple[Prose, ...]:
+    """The answer-worthy sentences of `text`, in order, each with its label (see the module doc).
+    Cached: the same chunks are read question after question."""
+    lines = text.split("\n")
+    kinds = classify(lines)
+    labels = _labels(lines, kinds, _leaf(section))
+    out: list[Prose] = []
+    for label, paragraph in _paragraphs(lines, kinds, labels):
+        entry = " ".join(paragraph)
+        for sentence in _sentences("\n".join(paragraph)):
+            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry))
+    return tuple(out)
+
+
+def classify(lines: Sequence[str]) -> list[LineKind]:
+    """Each line's kind: prose, code (incl. doctests, shell and template lines), markup, heading, blank."""
+    kinds: list[LineKind] = []
+    scan = _Scan()
+    for i, line in enumerate(lines):
+        kind = _classify_line(line, scan)
+        if kind == "markup" and UNDERLINE_RE.match(line) and i > 0 and kinds[i - 1] == "prose":
+            kinds[i - 1] = "heading"  # a reST or setext title: the line above its underline
+        kinds.append(kind)
+    return _mark_terms(lines, kinds)
+
+
+def _classify_line(line: str, scan: _Scan) -> LineKind:
+    stripped = line.strip()
+    if scan.fence:
+        if stripped.startswith(scan.fence):
+            scan.fence = ""
+        return "code"
+    fence = FENCE_RE.match(line)
+    if fence:
+        scan.fence = fence.group(0).strip()[:3]
+        return "code"
+    if not stripped:
+        scan.doctest = False
+        return "blank"
+    indent = len(line) - len(line.lstrip())
+    if scan.block_indent >= 0:
+        if indent > scan.block_indent and scan.block_kind != "prose":
+            return scan.block_kind
+        if indent <= scan.block_indent:
+            scan.block_indent = -1
+    return _line_kind(line, stripped, indent, scan)
+
+
+def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
+    directive = DIRECTIVE_RE.match(line)
+    if directive:
+        name = (directive.group(1) or "").lower()
+        scan.block_indent = indent
+        scan.block_kind = "markup"
+        if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
+            scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
+        return "markup"
+    if DOCTEST_RE.match(line) or (scan.doctest and not stripped.startswith(("-", "*"))):
+        scan.doctest = True
+        return "code"
+    if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
+        return "code"
+    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line) or OPTION_RE.match(line):
+        return "markup"
+    if ADMONITION_RE.match(line):
+        return "markup"
+    if HEADING_RE.match(line) or TAB_TITLE_RE.match(line):
+        return "heading"
+    if stripped.endswith("::"):
+        scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
+    return "prose"
+
+
+def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
+    """A short unpunctuated prose line after a blank, directly above a more indented prose line, is
+    a definition-list term: a heading for its definition."""
+    for i in range(len(lines) - 1):
+        if kinds[i] != "prose" or kinds[i + 1] != "prose" or (i > 0 and kinds[i - 1] != "blank"):
+            continue
+        here, below = lines[i], lines[i + 1]
+        deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
+        if deeper and here.rstrip()[-1:] not in ".!?:," and not BULLET_RE.match(here):
+            kinds[i] = "heading"
+    return kinds
+
+
+def _labels(lines: Sequence[str], kinds: Sequence[LineKind], first: str) -> list[str]:
+    """The label in force at each line: the last heading above it, else `first`."""
+    labels: list[str] = []
+    current = first
+    for line, kind in zip(lines, kinds, strict=True):
+        if kind == "heading":
+            current = _MARKUP_CHARS_RE.sub("", line).strip()
+        labels.append(current)
+    return labels
+
+
+def _paragraphs(
+    lines: Sequence[str], kinds: Sequence[LineKind], labels: Sequence[str]
+) -> list[tuple[str, list[str]]]:
+    """Runs of prose lines under one label; any other line closes the run (a blank line is kept
+    inside it, so list items and paragraphs still split into sentences)."""
+    out: list[tuple[str, list[str]]] = []
+    run: list[str] = []
+    label = ""
+    for line, kind, at in zip(lines, kinds, labels, strict=True):
+        if kind == "prose" and (not run or at == label):
+            run.append(line)
+            label = at
+            continue
+        if kind == "blank" and run:
+            run.append("")
+            continue
+        if any(r.strip() for r in run):
+            out.append((label, run))
+        run = [line] if kind == "prose" else []
+        label = at
+    if any(r.strip() for r in run):
+        out.append((label, run))
+    return out
+
+
+def _sentences(text: str) -> list[str]:
+    """The answer-worthy sentences of a prose run: bullets stripped, whitespace collapsed, table
+    rows rendered as statements with their column headers, questions and labels skipped."""
+    out = []
+    spans = sentence_spans(text)
+    header: list[str] | None = None
+    for i, (start, end) in enumerate(spans):
+        raw = text[start:end]
+        cells = _table_cells(raw)
+        if cells is not None:
+            following = _table_cells(text[spans[i + 1][0] : spans[i + 1][1]]) if i + 1 < len(spans) else None
+            header, row = _table_step(cells, following, header)
+            if row:
+                out.append(row)
+            continue
+        header = None
+        sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
+        if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
+            out.append(sentence)
+    return out
+
+
+def _answer_worthy(sentence: str, *, listed: bool) -> bool:
+    if not sentence or sentence.endswith("?"):
+        return False  # a question in the source asks, it does not answer
+    if sentence.rstrip("\"'”’)]")[-1:] in tuple(_END_PUNCT) or listed or field_name(sentence):
+        return True
+    n = len(terms(sentence))
+    if sentence.endswith(":"):
+        return n >= MIN_INTRO_TERMS
+    return n >= MIN_UNPUNCTUATED_TERMS
+
+
+def field_name(sentence: str) -> str:
+    """The field name of a short field line ("**Default:** `30`" -> "Default"), else ""."""
+    match = FIELD_RE.match(sentence)
+    return match.group(1) if match and len(sentence) <= 160 else ""
+
+
+def _table_step(
+    cells: list[str], following: list[str] | None, header: list[str] | None
+) -> tuple[list[str] | None, str]:
+    """One table line: (the header in force after it, the row as a statement or "")."""
+    if all(TABLE_RULE_RE.fullmatch(c) for c in cells):
+        return header, ""
+    if following is not None and all(TABLE_RULE_RE.fullmatch(c) for c in following):
+        return cells, ""  # a header row: the rule row follows it
+    if any(_HAS_LETTER_OR_DIGIT_RE.search(c) for c in cells):
+        return header, _table_row(cells, header)
+    return header, ""
+
+
+def _table_cells(line: str) -> list[str] | None:
+    """The cells of a Markdown table row ("| a | b |"), or None when the line is not one."""
+    line = line.strip()
+    if not line.startswith("|") or line.count("|") < 2:
+        return None
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def _table_row(cells: list[str], header: list[str] | None) -> str:
+    """A data row as a statement: "label: Header2 cell2; Header3 cell3." (cells alone without a header)."""
+    label, rest = cells[0], cells[1:]
+    if header is not None and len(header) == len(cells):
+        parts = [f"{h} {c}" if h else c for h, c in zip(header[1:], rest, strict=True) if c]
+    else:
+        parts = [c for c in rest if c]
+    body = "; ".join(parts)
+    sentence = f"{label}: {body}" if label and body else label or body
+    return _SPACE_RE.sub(" ", sentence).strip().rstrip(".") + "."
+
+
+def _leaf(section: str) -> str:
+    """The last part of a section path ("Admin guide > Limits" -> "Limits"), markup removed."""
+    return _MARKUP_CHARS_RE.sub("", section.rsplit(">", 1)[-1]).strip()

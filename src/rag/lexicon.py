@@ -1,0 +1,278 @@
+"""The heuristic word lists and patterns of text handling and the answer path, in one place.
+
+Plain English and plain document layout only: never a word from one corpus. Word lists of stems
+are Snowball-stemmed (what `rag.text.terms` returns); patterns are compiled once here. Each entry
+says what it is for; the modules that read it are named where it is not obvious.
+"""
+
+from __future__ import annotations
+
+import re
+
+# ---------------------------------------------------------------------------------------------
+# Words and tokens (rag.text)
+
+# Stop words: never content terms of a question, a chunk or a sentence.
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are aren't as at be because been before being
+    below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down
+    during each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here
+    here's hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself
+    let's me more most mustn't my myself no nor not of off on once only or other ought our ours ourselves
+    out over own same shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this those through
+    to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
+    where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
+    you've your yours yourself yourselves also just may might must shall will can could would should
+    get gets got us its via per etc e g i e vs please tell know want need does do one two""".split()
+)
+# Abbreviations after which a period does not end a sentence (lowercase, without the final dot).
+ABBREVIATIONS = frozenset(
+    """e.g i.e etc vs cf approx mr mrs ms dr prof sr jr st no nos fig figs vol eq ref sec al inc ltd corp co
+    dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
+    e.u a.m p.m ph.d""".split()
+)
+# Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
+# fee per year, as "monthly" is per month, which Snowball already maps to "month").
+SAME_STEM = {"annual": "year", "annum": "year"}
+# Sentences that state a proposal, a possibility or a plan rather than what holds now.
+PROPOSAL_RE = re.compile(
+    r"\b(?:propos(?:al|als|ed|es|ing)|suggest(?:s|ed|ion)?|draft|consider(?:s|ed|ing)?"
+    r"|plans?\s+to|planning\s+to|intends?\s+to|if\s+approved)\b",
+    re.IGNORECASE,
+)
+# Modal verbs: a sentence using one supposes rather than states what holds (conflict detection).
+MODAL_RE = re.compile(r"\b(?:would|could|might)\b", re.IGNORECASE)
+
+# ---------------------------------------------------------------------------------------------
+# Question wording
+
+# Stems of how-questions ("how long", "how many", "how big") that say nothing about the topic.
+HOW_FORMS = frozenset({"long", "much", "mani", "often", "far", "soon", "big", "larg", "high"})
+# Stems that carry no topic in a question ("still", "the whole ..."): never question terms.
+QUESTION_FILLERS = HOW_FORMS | frozenset(
+    {"still", "happen", "whole", "anoth", "instead", "just", "exact", "actual", "realli", "quick"}
+    | {"ever", "current", "typic", "usual", "possibl", "exist"}
+)
+# Stems that ask for a default ("the default value", "by default"): a sentence stating one covers them.
+DEFAULT_TERMS = frozenset({"default", "valu"})
+# Stems naming the kind of answer wanted ("deadline", "maximum") rather than its topic: the
+# source states them as figures ("within 30 days", "up to 10"), so they weigh less.
+ANSWER_TYPE_TERMS = frozenset(
+    {"limit", "maximum", "minimum", "max", "min", "deadlin", "daili", "quota", "ahead", "advanc", "notic"}
+    | {"largest", "smallest", "highest", "lowest", "biggest"}
+)
+# Stems of price words: an amount question worded around a price is answered by a money amount.
+PRICE_TERMS = frozenset({"cost", "price", "fee", "charg", "pay"})
+# Stems that ask for money without naming what it is for: "fee" on one side and "cost" on the
+# other do not make two subjects (conflict detection).
+MONEY_FORMS = PRICE_TERMS | frozenset({"paid", "amount", "spend"})
+# Stems that carry no topic in the words before a quantity: never conflict context keys.
+WEAK_KEYS = frozenset({"within", "now", "everi", "around", "approxim", "rough", "current", "total", "least"})
+# Stems marking a lower or an upper bound ("minimum 3", "at most 10") in conflict context.
+LOWER_BOUND = frozenset({"minimum", "min", "least", "lower", "floor"})
+UPPER_BOUND = frozenset({"maximum", "max", "upper", "ceil", "cap", "exceed"})
+# Questions asking for a point in time: only these compare calendar years (conflict detection).
+ASKS_WHEN_RE = re.compile(r"\b(?:when|what year|which year|in what year|what date)\b", re.IGNORECASE)
+
+# Question wording per answer type (see rag.answer.answer_types).
+TIME_QUESTION_RE = re.compile(
+    r"\bhow\s+(?:long|often|soon|quickly|fast|frequently|early|late)\b|\b(?:deadline|duration|timeout|frequency)\b"
+    r"|\bhow\s+far\s+(?:ahead|in\s+advance)\b|\bhow\s+much\s+notice\b",
+    re.IGNORECASE,
+)
+DATE_QUESTION_RE = re.compile(
+    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b|,\s*when\b",
+    re.IGNORECASE,
+)
+NUMBER_QUESTION_RE = re.compile(
+    r"\bhow\s+(?:many|much|big|large|far|old|high|low|small)\b"
+    r"|\b(?:limit|limits|maximum|minimum|max|min|price|prices|cost|costs|size|quota|rate|percent|percentage"
+    r"|number\s+of|amount\s+of|version|fee|fees|allowance|largest|smallest|highest|lowest)\b"
+    r"|\b(?:what|which)\s+port\b",
+    re.IGNORECASE,
+)
+PLACE_QUESTION_RE = re.compile(
+    r"^\W*where\b|\b(?:in\s+)?(?:what|which)\s+(?:city|country|region|town)\b", re.IGNORECASE
+)
+CAUSE_QUESTION_RE = re.compile(
+    r"^\W*why\b|\bwhat\s+(?:caused|causes|led\s+to)\b|\b(?:the\s+)?reason\s+for\b", re.IGNORECASE
+)
+PERSON_QUESTION_RE = re.compile(r"^\W*who(?:m|se)?\b", re.IGNORECASE)
+# A how-to question ("How can I change the number of ...", "How do I turn off ..."): it asks for a
+# procedure, not an amount, whatever nouns follow.
+HOW_TO_QUESTION_RE = re.compile(
+    r"^\W*how\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|we|you|one)\b", re.IGNORECASE
+)
+# The noun phrase a "how many / how much" question counts ("how many free guests"): its last word is
+# the noun a figure must be about. Auxiliaries, articles and prepositions end it.
+MEASURED_NOUN_RE = re.compile(
+    r"\bhow\s+(?:many|much)\s+((?:(?!(?:do|does|did|is|are|was|were|can|could|will|would|should|shall|may"
+    r"|might|must|has|have|had|of|the|a|an|it|they|we|i|you|per|in|on|for|to|at|with|time|more|less|longer)\b)"
+    r"[a-z][\w'-]*\s*){1,3})",
+    re.IGNORECASE,
+)
+# A count question ("how many ..."): answered by a figure next to what it counts.
+COUNT_QUESTION_RE = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# A figure and the few words after it ("50 members", "4 of them", "3 guests per paid seat").
+COUNTED_RE = re.compile(
+    r"(?<![\w.])(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty"
+    r"|hundred|dozen)\b((?:\W+\w+){1,3})",
+    re.IGNORECASE,
+)
+# Asking for a default: "what is the default ...", "... by default?", "default value of ...".
+DEFAULT_QUESTION_RE = re.compile(r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b", re.IGNORECASE)
+# The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
+TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
+# Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
+# ..." asks for a kind, not a price.
+_PRICE_WORDS = r"(?:cost|costs|price|prices|priced|fee|fees|charge|charges|charged|pay)"
+PRICE_QUESTION_RE = re.compile(
+    rf"\bhow\s+much\b.*\b{_PRICE_WORDS}\b|\b(?:do|does|did|will|would|to)\b.*\bcost\b"
+    rf"|\bwhat(?:'s|\s+is|\s+are|\s+was)?\s+(?:\w+\s+){{0,4}}?{_PRICE_WORDS}\b",
+    re.IGNORECASE,
+)
+# "What time", "by what time": a time of day, stated as a clock time.
+CLOCK_QUESTION_RE = re.compile(r"\bwhat\s+time\b", re.IGNORECASE)
+
+# ---------------------------------------------------------------------------------------------
+# Facts a sentence states
+
+# Word-like tokens for comparing a sentence's figures with the question's ("v1", "3.2", "14-day").
+WORD_TOKEN_RE = re.compile(r"[\w.,:'-]*\w")
+# Figures: digits, or number words a source writes out ("three times", "twice").
+FIGURE_RE = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+    r"|thirty|forty|fifty|sixty|hundred|thousand|million|billion|dozen|once|twice|half)\b",
+    re.IGNORECASE,
+)
+# Units and adverbs of time: a figure next to one states a duration or a frequency.
+TIME_WORD_RE = re.compile(
+    r"\b(?:milliseconds?|ms|seconds?|secs?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|daily|weekly"
+    r"|monthly|hourly|yearly|annually|quarterly|nightly)\b",
+    re.IGNORECASE,
+)
+MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+# A date, a year, a clock time or a weekday: what a "when" question is answered with.
+DATE_RE = re.compile(
+    rf"\b(?:{MONTHS})\b\.?\s*\d|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{MONTHS})\b|\b(?:1[5-9]|20)\d\d\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}:\d\d\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b",
+    re.IGNORECASE,
+)
+# Day-and-month or ISO dates: what a "how many / how much" answer is not.
+CALENDAR_DATE_RE = re.compile(
+    rf"\b(?:{MONTHS})\b\.?\s*\d{{1,2}}\b(?:,?\s*\d{{4}})?|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{MONTHS})\b(?:\s+\d{{4}})?"
+    r"|\b\d{4}-\d{2}-\d{2}\b",
+    re.IGNORECASE,
+)
+# A clock time ("6:00 am", "noon"): what a "what time" question is answered with.
+CLOCK_RE = re.compile(
+    r"\b\d{1,2}(?::\d\d)?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d\d\b|\b(?:noon|midday|midnight)\b", re.I
+)
+# A causal phrase: what a "why" question is answered with.
+CAUSE_RE = re.compile(
+    r"\b(?:because|due\s+to|caused|causes|cause|reason|owing\s+to|led\s+to|result(?:ed)?\s+(?:of|from)"
+    r"|so\s+that|in\s+order\s+to|so\s+as\s+to|intended\s+to|meant\s+to|to\s+(?:avoid|prevent|ensure|allow))\b",
+    re.IGNORECASE,
+)
+# A money amount, and a statement that something costs nothing: answers to a price question.
+MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|usd|eur|gbp|aud|cad)\b", re.I)
+NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
+# A default stated in prose ("by default", "defaults to", "the default is"): answers a default question.
+DEFAULT_STATEMENT_RE = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
+# A capitalised word after a place preposition ("in Lisbon", "near Porto"): answers "where".
+PLACE_RE = re.compile(r"\b(?:in|at|near|from|outside|inside)\s+(?:the\s+)?([A-Z][\w'-]+)")
+# A capitalised word inside a sentence (not its first word): a name it mentions.
+CAPITALISED_RE = re.compile(r"(?<=[a-z,;:] )([A-Z][a-z][\w'-]*)")
+# Capitalised words that are never places or names.
+NOT_PLACES = frozenset(MONTHS.split("|")) | {
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"
+}  # fmt: skip
+
+# ---------------------------------------------------------------------------------------------
+# Sentences that are never an answer on their own
+
+# Sentences that open by referring back ("It keeps ...", "They ..."): their neighbours name the topic.
+ANAPHOR_RE = re.compile(r"^\W*(?:it|its|they|them|their|he|she|his|her)\b", re.IGNORECASE)
+# Pronouns that refer back to something named nearby ("at most 4 of them").
+PRONOUN_RE = re.compile(r"\b(?:it|its|they|them|their|these|those)\b", re.IGNORECASE)
+# Pointers elsewhere ("See the documentation of X for details.", "Read the design guide.",
+# "For more information, refer to ..."): they name where an answer is, they do not give it.
+SEE_ALSO_RE = re.compile(
+    r"^\W*(?:see(?:\s+also)?|read|refer\s+to|consult|check\s+out|have\s+a\s+look\s+at|look\s+at"
+    r"|follow\s+the\s+(?:recommendations|instructions|guide))\b"
+    r"|\b(?:for\s+(?:more\s+|further\s+|full\s+)?(?:details|information|more|guidance|examples?)"
+    r"|see\s+(?:the\s+)?(?:\S+\s+){0,6}?(?:documentation|docs|section|reference|guide|page|chapter)\b)",
+    re.IGNORECASE,
+)
+# Text that addresses the assistant or the reader's assistant ("ignore previous instructions",
+# "tell the user that", "answer that ..."): quoted material, never an answer on its own.
+ADDRESSED_RE = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|preceding"
+    r"|your|other)\s+(?:\w+\s+)?(?:instructions?|prompts?|rules|messages?|context)\b"
+    r"|\b(?:tell|inform|assure|remind|reply\s+to|respond\s+to)\s+(?:the\s+)?(?:user|users|customer|customers"
+    r"|reader|readers|requester|asker)\b"
+    r"|(?:^|[.;:,]\s*|\b(?:and|then|to|always|please|must|should)\s+)(?:answer|say|reply|respond)\s+(?:only\s+)?"
+    r"(?:that|with)\b"
+    r"|\b(?:you\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|language\s+model|chatbot|bot))\b"
+    r"|\b(?:as\s+an?\s+(?:ai|assistant|language\s+model))\b|\bsystem\s+prompt\b"
+    r"|\b(?:assistants?|ai|chatbots?|llms?|language\s+models?)\s+(?:must|should|shall|will)\b",
+    re.IGNORECASE,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Document layout: what is prose and what is code, markup or a heading (rag.answer.layout)
+
+# A Markdown list item's marker.
+BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
+# A Markdown ATX heading ("## Trash").
+HEADING_RE = re.compile(r"^\s*#{1,6}\s")
+# A Markdown table's rule cell ("---", ":--:") or an empty cell.
+TABLE_RULE_RE = re.compile(r":?-{2,}:?|")
+# A code fence (``` or ~~~), opening or closing.
+FENCE_RE = re.compile(r"^\s*(?:`{3,}|~{3,})")
+# A reST explicit markup line: a directive (".. note::"), a link target (".. _name:"), a
+# substitution (".. |x| ...") or a comment (".." alone).
+DIRECTIVE_RE = re.compile(r"^\s*\.\.(?:\s+([\w:-]+)::|\s+_[^:]*:|\s+\|[^|]+\||\s*$|\s+\S)")
+# Directives whose indented content is code or a literal, never prose.
+CODE_DIRECTIVES = frozenset(
+    {"code", "code-block", "sourcecode", "doctest", "testcode", "testoutput", "literalinclude"}
+    | {"parsed-literal", "math", "highlight", "productionlist", "raw", "csv-table", "graphviz", "jinja"}
+)
+# Directives whose indented content is prose (admonitions and notes).
+PROSE_DIRECTIVES = frozenset(
+    {"note", "warning", "danger", "caution", "attention", "hint", "important", "tip", "error", "admonition"}
+    | {"topic", "sidebar", "rubric", "container", "deprecated", "versionadded", "versionchanged"}
+)
+# A reST directive option or field-list marker on a line of its own (":alt: a screenshot").
+OPTION_RE = re.compile(r"^\s*:[\w -]+:(?:\s|$)")
+# A title underline, overline or horizontal rule: one punctuation character repeated.
+UNDERLINE_RE = re.compile(r"^\s*([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
+# A reST simple or grid table border ("====  ======", "+----+----+").
+TABLE_BORDER_RE = re.compile(r"^\s*(?:[=+-]{3,}[\s+]*){2,}$")
+# A content-tab title in MkDocs Material ('=== "Sync"'): a heading for the indented text below it.
+TAB_TITLE_RE = re.compile(r'^\s*===\s+"[^"]+"\s*$')
+# A Markdown admonition header ("!!! note", '??? info "Changed in 19.4"').
+ADMONITION_RE = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w")
+# Interactive sessions: a Python prompt or continuation, a shell prompt.
+DOCTEST_RE = re.compile(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")
+SHELL_RE = re.compile(r"^\s*(?:\$|%|[\w.-]+@[\w.-]+[:~][^\s]*[$#])\s+\S")
+# Template syntax ("{{ user }}", "{% if %}", "{# note #}"): a template line, not prose.
+TEMPLATE_RE = re.compile(r"\{\{|\{%|\{#|%\}|\}\}")
+# Lines that read as code outside a marked block: imports, definitions, assignments, calls.
+CODE_LINE_RE = re.compile(
+    r"^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.]+\s*$|def\s+\w+\(|class\s+\w+[(:]|return\b|@\w[\w.]*"
+    r"|if\s+__name__\b|[\w.\[\]\"']+\s*[+\-*/]?=\s*\S|[\w.]+\([^)]*\)?[,)]*\s*$|[\]\[{}()]+[,;]?\s*$)"
+)
+# Inline code and reST roles ("``x``", "`x`", ":meth:`x`"): literal values, not the sentence's topic words.
+INLINE_CODE_RE = re.compile(r"(?::[\w:-]+:)?``[^`]+``|(?::[\w:-]+:)?`[^`]+`")
+# A code identifier: snake_case, dotted.path or --flag (compared after `-` -> `_`, lowercased).
+IDENTIFIER_RE = re.compile(
+    r"(?<![\w.-])(?:--[A-Za-z][\w-]+|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+|\w*[A-Za-z]\w*_\w+)"
+)
+# A field line ("**Default:** `100`", "Default: ``X``", "- Command line: -t INT"): a short
+# label, a colon, a value.
+FIELD_RE = re.compile(r"^[\W_]{0,4}([A-Za-z][\w-]*(?: [\w-]+){0,2}?)[*_`]{0,3}:[*_`]{0,3}\s+(\S.*)$")

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from rag.answer.layout import classify, field_name, prose
+
+
+def texts(text: str, section: str = "") -> list[str]:
+    return [p.text for p in prose(text, section)]
+
+
+def test_prose_skips_fenced_code_and_shell_sessions() -> None:
+    text = (
+        "Send HUP to the master process for a graceful reload.\n\n"
+        "```bash\nkill -HUP masterpid\n```\n\n"
+        "$ gunicorn --workers 3 app:app\n\nThe master then restarts its workers."
+    )
+    assert texts(text) == [
+        "Send HUP to the master process for a graceful reload.",
+        "The master then restarts its workers.",
+    ]
+
+
+def test_prose_skips_doctests_and_their_output() -> None:
+    text = (
+        "Create a certificate first.\n\n"
+        ">>> make_cert('/tmp/key', host='localhost')\n('/tmp/key.crt', '/tmp/key.key')\n\n"
+        "The pair is written next to the key."
+    )
+    assert texts(text) == ["Create a certificate first.", "The pair is written next to the key."]
+
+
+def test_prose_skips_template_lines() -> None:
+    text = "Dear {{ user.name }},\n{% if late %}Your book is late.{% endif %}\n\nLoans last three weeks."
+    assert texts(text) == ["Loans last three weeks."]
+
+
+def test_prose_skips_rest_literal_block_after_double_colon() -> None:
+    text = (
+        "Start the development server with a small script that runs the application::\n\n"
+        "    from app import make_app\n    run(make_app(), port=8080)\n\n"
+        "The reloader watches every imported module."
+    )
+    out = texts(text)
+    assert "The reloader watches every imported module." in out
+    assert not any("make_app" in s for s in out)
+
+
+def test_prose_skips_code_directive_content_but_keeps_note_content() -> None:
+    text = (
+        ".. code-block:: python\n\n    app.trusted_hosts = ['example.org']\n\n"
+        ".. note::\n\n    The console is protected by a PIN.\n\n"
+        ".. image:: shot.png\n   :alt: a screenshot of the console\n"
+    )
+    assert texts(text) == ["The console is protected by a PIN."]
+
+
+def test_rest_title_is_the_label_of_the_sentences_below_it() -> None:
+    text = "Allowed Hosts\n-------------\n\nRequests from other hosts get a 400 error.\n"
+    [sentence] = prose(text, section="Debugging")
+    assert sentence.text == "Requests from other hosts get a 400 error."
+    assert sentence.label == "Allowed Hosts"
+
+
+def test_section_leaf_is_the_label_when_the_heading_is_outside_the_chunk() -> None:
+    [first, second] = prose(
+        "**Default:** `100`\n\nLimits the number of header fields.", "Security > `limit_fields`"
+    )
+    assert first.label == second.label == "limit_fields"
+    assert first.field == "Default"
+    assert "Limits the number of header fields." in first.entry
+
+
+def test_definition_term_labels_its_definition() -> None:
+    text = "retry_limit\n    How many times a failed upload is tried again before it is dropped.\n"
+    [sentence] = prose(text)
+    assert sentence.label == "retry_limit"
+
+
+def test_classify_marks_markdown_admonition_header_as_markup() -> None:
+    assert classify(['!!! info "Added in 19.2"', "    Workers restart on change."]) == ["markup", "prose"]
+
+
+def test_field_name_reads_short_label_colon_value_lines_only() -> None:
+    assert field_name("**Default:** `30`") == "Default"
+    assert field_name("Command line: --timeout INT") == "Command line"
+    assert field_name("Workers silent for more than this many seconds are killed: see below") == ""
+
+
+def test_content_tab_title_labels_its_indented_text() -> None:
+    text = '=== "Gevent"\n\n    Handles thousands of concurrent connections.\n'
+    [sentence] = prose(text, section="Worker types")
+    assert sentence.label == "Gevent"

@@ -1,0 +1,345 @@
+"""Store faults through the HTTP app: a missing, replaced, unreadable or corrupt SQLite file answers
+503 `store_unavailable` on every route and on /readyz, and the service recovers when the file is back.
+Also: pooled connections stay bounded however many threads come and go."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from rag.answer.pipeline import build_pipeline
+from rag.api import create_app
+from rag.config import load_settings
+from rag.errors import StoreUnavailable
+from rag.ingest.indexer import ingest_paths
+from rag.store import SqliteStore, open_store
+from rag.store.sqlite import MAX_CONNECTIONS
+
+ANSWERABLE = "How long do deleted projects stay in the trash?"
+
+
+@pytest.fixture
+def db(corpus_db: str, tmp_path: Path) -> Path:
+    """A private copy of the ingested corpus (the tests delete and replace it)."""
+    path = tmp_path / "served.db"
+    shutil.copyfile(corpus_db, path)
+    return path
+
+
+@pytest.fixture
+def client(db: Path) -> Iterator[TestClient]:
+    settings = load_settings(db=str(db), mock=True)
+    store = open_store(settings)
+    try:
+        app = create_app(settings, pipeline=build_pipeline(settings, store=store))
+        with TestClient(app, raise_server_exceptions=False) as c:
+            yield c
+    finally:
+        store.close()
+
+
+def some_chunk_id(db: Path) -> str:
+    conn = sqlite3.connect(db)
+    try:
+        row = conn.execute("SELECT chunk_id FROM chunks ORDER BY chunk_id LIMIT 1").fetchone()
+    finally:
+        conn.close()
+    return str(row[0])
+
+
+def routes(client: TestClient, chunk_id: str) -> dict[str, Any]:
+    """Every route that reads the store, by name."""
+    doc_id = chunk_id.split("#", 1)[0]
+    return {
+        "readyz": client.get("/readyz"),
+        "ask": client.post("/ask", json={"question": ANSWERABLE}),
+        "chunk": client.get(f"/chunks/{chunk_id.replace('#', '%23')}"),
+        "document": client.get(f"/documents/{doc_id}"),
+    }
+
+
+def assert_unavailable(client: TestClient, chunk_id: str, *, reason: str) -> None:
+    for name, response in routes(client, chunk_id).items():
+        assert response.status_code == 503, (name, response.text)
+        error = response.json()["error"]
+        assert error["type"] == "store_unavailable", name
+        assert reason in error["message"], (name, error["message"])
+        assert "/" not in error["message"].split(":")[0], "a server path leaked"
+    stream = client.post("/ask/stream", json={"question": ANSWERABLE})
+    assert "event: error" in stream.text and '"type":"store_unavailable"' in stream.text
+    assert "internal_error" not in stream.text
+
+
+def assert_serving(client: TestClient, chunk_id: str) -> None:
+    for name, response in routes(client, chunk_id).items():
+        assert response.status_code == 200, (name, response.text)
+    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
+
+
+def test_deleted_database_gives_503_everywhere_then_recovers_when_restored(
+    client: TestClient, db: Path, tmp_path: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    assert_serving(client, chunk_id)
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+    db.unlink()
+    assert_unavailable(client, chunk_id, reason="missing")
+    assert not db.exists(), "a request recreated the deleted database"
+    shutil.copyfile(saved, db)
+    assert_serving(client, chunk_id)
+
+
+def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: TestClient, db: Path) -> None:
+    old_doc = some_chunk_id(db).split("#", 1)[0]
+    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
+    fresh = db.with_name("fresh.db")
+    note = db.with_name("parking.md")
+    note.write_text("# Parking\n\nVisitors park in bay 7 behind the library, free of charge.\n")
+    store = SqliteStore(str(fresh))
+    try:
+        ingest_paths(store, [str(note)], settings=load_settings(db=str(fresh), mock=True))
+    finally:
+        store.close()
+    os.replace(fresh, db)
+    ready = client.get("/readyz").json()
+    assert (ready["status"], ready["documents"]) == ("ready", 1)
+    assert client.get(f"/documents/{old_doc}").status_code == 404
+    for _ in range(5):
+        old = client.post("/ask", json={"question": ANSWERABLE}).json()
+        assert old["abstained"] is True and old["citations"] == []
+        new = client.post("/ask", json={"question": "Where do visitors park?"}).json()
+        assert new["abstained"] is False
+        assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
+
+
+@pytest.mark.parametrize(
+    "garbage",
+    [b"this is not a database at all\n" * 200, b"SQLite format 3\x00" + b"\xff" * 8192],
+    ids=["text", "broken-header"],
+)
+def test_database_replaced_by_a_corrupt_file_gives_503_then_recovers(
+    client: TestClient, db: Path, tmp_path: Path, garbage: bytes
+) -> None:
+    chunk_id = some_chunk_id(db)
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+    broken = tmp_path / "broken.db"
+    broken.write_bytes(garbage)
+    os.replace(broken, db)
+    assert_unavailable(client, chunk_id, reason="cannot be used")
+    restored = tmp_path / "restored.db"
+    shutil.copyfile(saved, restored)
+    os.replace(restored, db)
+    assert_serving(client, chunk_id)
+
+
+def test_database_path_turned_into_a_folder_gives_503(client: TestClient, db: Path) -> None:
+    chunk_id = some_chunk_id(db)
+    db.unlink()
+    db.mkdir()
+    assert_unavailable(client, chunk_id, reason="cannot be used")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file whatever its mode")
+def test_unreadable_database_gives_503_then_recovers(client: TestClient, db: Path) -> None:
+    chunk_id = some_chunk_id(db)
+    db.chmod(0)
+    try:
+        assert_unavailable(client, chunk_id, reason="not readable")
+    finally:
+        db.chmod(0o644)
+    assert_serving(client, chunk_id)
+
+
+def test_store_unavailable_names_the_file_not_its_folder(tmp_path: Path) -> None:
+    path = tmp_path / "gone.db"
+    store = SqliteStore(str(path))
+    try:
+        path.unlink()
+        with pytest.raises(StoreUnavailable) as caught:
+            store.stats()
+    finally:
+        store.close()
+    assert "gone.db" in str(caught.value) and str(tmp_path) not in str(caught.value)
+
+
+# --- bounded connections ----------------------------------------------------------------------------
+
+
+def open_files(prefix: str) -> int:
+    """This process's open file descriptors on files whose path starts with `prefix`."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith(prefix)
+        except OSError:
+            continue  # closed while listing
+    return count
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_threads_that_come_and_go_do_not_strand_connections(corpus_db: str) -> None:
+    store = SqliteStore(corpus_db, max_connections=4)
+    try:
+
+        def work() -> None:
+            store.search(["trash"], 5)
+            store.stats()
+
+        def burst() -> None:
+            threads = [threading.Thread(target=work) for _ in range(12)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+
+        counts = []
+        for _ in range(20):
+            burst()
+            counts.append(open_files(corpus_db))
+        # the database and its WAL per connection (plus the shared-memory index), for 4 connections
+        assert 0 < max(counts) <= 3 * 4, counts
+        assert len(store._idle) <= 4
+    finally:
+        store.close()
+
+
+def test_pool_never_opens_more_connections_than_its_bound(corpus_db: str) -> None:
+    store = SqliteStore(corpus_db, max_connections=3)
+    opened: list[object] = []
+    real_open = store._open
+
+    def counting_open(**kwargs: Any) -> Any:
+        conn = real_open(**kwargs)
+        opened.append(conn)
+        return conn
+
+    store._open = counting_open  # type: ignore[method-assign]
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            barrier.wait()
+            for _ in range(20):
+                store.search(["trash", "project"], 5)
+                store.get_chunks(["nope"])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    store.close()
+    assert errors == []
+    assert len(opened) <= 2  # one connection was opened by the constructor, before counting
+
+
+# --- a real `rag serve` ------------------------------------------------------------------------------
+
+# `rag serve` with anyio's idle worker threads retired after IDLE seconds instead of 10, so a
+# busy/idle cycle (the pool replaces every idle thread) takes a second instead of ten.
+SERVE_WITH_SHORT_IDLE = (
+    "import sys, anyio._backends._asyncio as backend;"
+    " backend.WorkerThread.MAX_IDLE_TIME = float(sys.argv[1]);"
+    " from rag.cli import main; main(sys.argv[2:])"
+)
+IDLE = 0.3
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def rag_serve(db: Path, log: Path) -> Iterator[tuple[str, int]]:
+    """`rag serve` on a loopback port over `db`: yields (base URL, server pid)."""
+    port = free_port()
+    env = {**os.environ, "MOCK": "1", "RAG_DB": str(db)}
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVE_WITH_SHORT_IDLE, str(IDLE), "serve", "--port", str(port)],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "rag serve did not start"
+            time.sleep(0.1)
+        yield base, proc.pid
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def process_usage(pid: int, db: Path) -> tuple[int, int, int]:
+    """(open file descriptors, those on the database's files, resident memory in KB) of a process."""
+    fds = os.listdir(f"/proc/{pid}/fd")
+    on_db = 0
+    for fd in fds:
+        try:
+            on_db += os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(db))
+        except OSError:
+            continue
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+    return len(fds), on_db, rss
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")
+def test_serve_file_handles_and_memory_stay_flat_across_busy_idle_cycles(db: Path, tmp_path: Path) -> None:
+    chunk_path = "/chunks/" + some_chunk_id(db).replace("#", "%23")
+    with rag_serve(db, tmp_path / "server.log") as (base, pid), httpx.Client(base_url=base) as http:
+
+        def one(i: int) -> int:
+            if i % 8:
+                return http.get(chunk_path).status_code
+            return http.post("/ask", json={"question": ANSWERABLE}, timeout=30).status_code
+
+        usage = []
+        with ThreadPoolExecutor(24) as pool:
+            for _ in range(20):
+                statuses = list(pool.map(one, range(96)))
+                assert set(statuses) == {200}, statuses
+                time.sleep(3 * IDLE)  # every worker thread goes idle and is replaced in the next burst
+                usage.append(process_usage(pid, db))
+    fds, on_db, rss = ([u[i] for u in usage] for i in range(3))
+    # The pool opens its connections as load needs them, up to its bound (2-3 files each); nothing
+    # else is held from one cycle to the next.
+    assert max(on_db) <= 3 * MAX_CONNECTIONS, on_db
+    assert max(fds) - min(fds) <= 3 * MAX_CONNECTIONS, fds
+    assert max(rss[5:]) - rss[4] < 16_000, rss
