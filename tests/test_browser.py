@@ -402,6 +402,46 @@ if __name__ == "__main__":
     take_screenshot(cli.screenshot, cli.question)
 
 
+def test_page_runs_under_its_csp_without_violations(browser: Any, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    console: list[str] = []
+    pg.on("console", lambda msg: console.append(msg.text))
+    response = pg.goto(base_url + "/")
+    assert response is not None and "script-src 'self'" in response.headers["content-security-policy"]
+    ask(pg, ANSWERABLE)
+    widths = pg.eval_on_selector_all(".score-fill", "els => els.map(e => e.style.width)")
+    context.close()
+    assert widths and all(w.endswith("%") for w in widths)
+    assert [m for m in console if "Content Security Policy" in m] == []
+
+
+def test_docs_page_renders_the_api_reference_offline(browser: Any, base_url: str) -> None:
+    context = browser.new_context()
+    outside: list[str] = []
+
+    def only_loopback(route: Any) -> None:
+        if route.request.url.startswith(base_url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    console: list[str] = []
+    pg.on("console", lambda msg: console.append(msg.text))
+    pg.goto(base_url + "/docs")
+    pg.wait_for_selector("[data-testid=docs-operation]")
+    paths = pg.locator("[data-testid=docs-operation] .path").all_inner_texts()
+    context.close()
+    assert {"/ask", "/ask/stream", "/chunks/{chunk_id}", "/readyz"} <= set(paths)
+    assert outside == []
+    assert [m for m in console if "Content Security Policy" in m] == []
+
+
 def test_page_keeps_paragraphs_and_list_items_of_the_answer(page: Any) -> None:
     body = (
         sse("meta", {"blocks": [], "context_tokens": 10, "trace_id": "t"})

@@ -315,9 +315,19 @@ def test_cli_ingest_then_chunk_prints_summary_and_provenance(corpus: Path) -> No
     assert as_json["section"] == "Limits"
 
 
-def test_cli_chunk_unknown_id_fails_with_message(tmp_path: Path) -> None:
+def test_cli_chunk_unknown_id_fails_with_message_naming_the_database(corpus: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["ingest", str(corpus)]).exit_code == 0
+    result = runner.invoke(main, ["chunk", "nope#c00"])
+    assert result.exit_code == 1
+    assert f"unknown chunk 'nope#c00' in {tmp_path / 'rag.db'}" in result.output
+
+
+def test_cli_chunk_without_database_says_so_and_creates_none(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["chunk", "nope#c00"])
-    assert result.exit_code == 1 and "unknown chunk 'nope#c00'" in result.output
+    assert result.exit_code == 1
+    assert f"no database at {tmp_path / 'rag.db'}" in result.output and "rag ingest" in result.output
+    assert not (tmp_path / "rag.db").exists()
 
 
 def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, settings: Settings) -> None:

@@ -212,3 +212,18 @@ def test_ingest_and_retrieve_when_voyage_is_down_fall_back_to_lexical(
     assert "embedding failed" in caplog.text and "dense retrieval failed" in caplog.text
     assert math.isfinite(results[0].lexical)
     store.close()
+
+
+def test_voyage_key_without_the_voyage_extra_is_a_one_line_config_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    from rag.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "voyageai", None)
+    monkeypatch.setitem(sys.modules, "voyageai.client", None)
+    settings = load_settings(voyage_api_key="k", mock=False)
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[voyage\]'"):
+        make_embedder(settings)
+    assert isinstance(make_reranker(settings), LexicalReranker)

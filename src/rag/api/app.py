@@ -2,9 +2,10 @@
 
 Routes: `POST /ask`, `POST /ask/stream` and `GET /ask/stream?q=` (SSE), `GET /chunks/{chunk_id}`,
 `GET /documents/{doc_id}`, `GET /healthz`, `GET /readyz`, `GET /` (the web page), `/static/*`,
-OpenAPI at `/docs`. Errors are `{"error": {"type", "message"}}` with the status of the
-`RagError` (or 422 for a malformed request, 404 for an unknown route, 413 for a body over
-64 KB, 500 without a stack trace).
+the API reference at `/docs` (a local page over `/openapi.json`: no CDN). `HEAD` works wherever
+`GET` does, and every response carries the security headers (`middleware.SECURITY_HEADERS`).
+Errors are `{"error": {"type", "message"}}` with the status of the `RagError` (or 422 for a
+malformed request, 404 for an unknown route, 413 for a body over 64 KB, 500 without a stack trace).
 """
 
 from __future__ import annotations
@@ -28,7 +29,15 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
-from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.middleware import (
+    ACCESS_KEY,
+    TRACE_KEY,
+    ApiKeyAuth,
+    BodyLimit,
+    HeadAsGet,
+    RequestContext,
+    SecurityHeaders,
+)
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -48,7 +57,7 @@ from rag.store.base import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
 STATUS_TYPES = {
     400: "bad_request",
     401: "unauthorized",
@@ -155,6 +164,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 400:
+            # FastAPI's only 400: a body it could not decode (not UTF-8); the documented status is 422.
+            return error_response(422, "invalid_request", "request body is not valid UTF-8 JSON")
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         message = str(exc.detail)
         if exc.status_code in (404, 405) and request.scope.get("route") is None:
@@ -171,6 +183,21 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal_error)
 
 
+def warm_up(qa: QAService) -> None:
+    """Load what the first ask would otherwise load lazily (the general-English word list behind the
+    lexical reranker, the store's connection), so the first request after start is not the slow one.
+
+    Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
+    """
+    from rag.answer.rerank import english_frequency
+
+    try:
+        english_frequency("the")
+        qa.store.stats()
+    except Exception as exc:
+        log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
+
+
 def _protected(path: str) -> bool:
     return path not in PUBLIC_PATHS and not path.startswith("/static/")
 
@@ -184,6 +211,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
+        await run_in_threadpool(warm_up, qa)
         yield
         if built is not None:
             built.store.close()
@@ -199,6 +228,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             "accepts `?key=<key>`."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     _install_error_handlers(app)
     app.add_middleware(BodyLimit)
@@ -211,7 +242,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Trace-Id", "Retry-After"],
         )
+    app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
+    app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:
@@ -326,6 +359,11 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         if page.is_file():
             return FileResponse(page, media_type="text/html")
         return HTMLResponse(PLACEHOLDER_PAGE)
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    async def docs() -> Response:
+        """The API reference: a local page that renders `/openapi.json` (works offline)."""
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

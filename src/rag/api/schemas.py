@@ -265,7 +265,6 @@ class DocumentOut(_Out):
             "title": "Employee handbook",
             "url": "",
             "updated_at": "2026-03-02",
-            "source_path": "docs/handbook.md",
             "content_hash": "3b5d0c...",
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
         }
@@ -275,7 +274,6 @@ class DocumentOut(_Out):
     title: str
     url: str
     updated_at: str | None
-    source_path: str
     content_hash: str
     chunks: list[ChunkOut]
 

@@ -69,6 +69,7 @@ async def sse_stream(
     """
     iterator = aiter(events)
     pending: asyncio.Task[Event | None] | None = None
+    sent_done = False
     try:
         while True:
             if pending is None:
@@ -88,6 +89,8 @@ async def sse_stream(
                     log.exception("stream failed (trace %s)", details.get("trace_id", ""))
                     error = ErrorEvent(type="internal_error", message="internal error while answering")
                 details["error"] = error.type
+                if sent_done:
+                    return  # the client has its whole answer; `done` is always the last event
                 yield encode(error)
                 yield encode(
                     DoneEvent(
@@ -98,6 +101,7 @@ async def sse_stream(
             if event is None:
                 return
             note_event(details, event)
+            sent_done = sent_done or isinstance(event, DoneEvent)
             yield encode(event)
     finally:
         with anyio.CancelScope(shield=True):

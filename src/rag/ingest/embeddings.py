@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from rag.config import Settings
+from rag.errors import ConfigError
 from rag.types import Chunk
 
 # Voyage accepts up to 1,000 texts per call; smaller batches keep each request well under its token cap.
@@ -33,8 +34,17 @@ def embedding_text(chunk: Chunk) -> str:
 
 
 def voyage_client(*, api_key: str, base_url: str = "", timeout: float = 60.0, max_retries: int = 2) -> Any:
-    """A `voyageai.Client`; `base_url` "" means the SDK default. Imported lazily (slow to import)."""
-    from voyageai.client import Client
+    """A `voyageai.Client`; `base_url` "" means the SDK default. Imported lazily (slow to import).
+
+    Raises ConfigError when the optional `voyageai` package (the `voyage` extra) is not installed.
+    """
+    try:
+        from voyageai.client import Client
+    except ImportError:
+        raise ConfigError(
+            "VOYAGE_API_KEY is set but the voyageai package is not installed: "
+            "pip install -e '.[voyage]' (make run does it when the key is set), or unset the key"
+        ) from None
 
     return Client(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
 

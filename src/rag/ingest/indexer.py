@@ -2,25 +2,21 @@
 
 Re-ingest is idempotent by content hash (unchanged files are neither parsed nor written);
 each document is written in one transaction; a file that cannot be read is skipped and
-reported with its reason, never fatal. Also the CLI glue for `rag ingest` and `rag chunk`.
+reported with its reason, never fatal. Progress goes to a callback; the terminal is `rag.cli`'s.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import click
 
 from rag.config import Settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
-from rag.ingest.embeddings import Embedder, embedding_text, make_embedder
+from rag.ingest.embeddings import Embedder, embedding_text
 from rag.ingest.readers import (
     SUPPORTED_SUFFIXES,
     content_hash,
@@ -28,8 +24,7 @@ from rag.ingest.readers import (
     parse_document,
     read_document,
 )
-from rag.serialize import dumps
-from rag.store import Store, open_store
+from rag.store import Store
 
 __all__ = [
     "IngestReport",
@@ -38,13 +33,9 @@ __all__ = [
     "discover",
     "ingest_paths",
     "parse_document",
-    "print_chunk_cli",
-    "run_ingest_cli",
 ]
 
 logger = logging.getLogger(__name__)
-
-PROGRESS_EVERY = 500
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
@@ -202,68 +193,3 @@ def ingest_paths(
         embedded=embedded,
         seconds=round(time.perf_counter() - started, 3),
     )
-
-
-# --- CLI glue -------------------------------------------------------------------------------------
-
-
-class _CliProgress:
-    """A click progress bar on a terminal; otherwise a plain line every PROGRESS_EVERY files."""
-
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self._bar: Any = None
-
-    def __call__(self, done: int, total: int, path: str) -> None:
-        if self.tty:
-            if self._bar is None:
-                self._bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr)
-                self._bar.__enter__()
-            self._bar.update(1)
-        elif done % PROGRESS_EVERY == 0:
-            click.echo(f"ingest: {done}/{total} files", err=True)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-
-
-def run_ingest_cli(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool) -> IngestReport:
-    """`rag ingest`: ingest, then print the summary (or the report as JSON) and each skipped file."""
-    store = open_store(settings)
-    progress = _CliProgress()
-    try:
-        report = ingest_paths(
-            store, paths, settings=settings, prune=prune, embedder=make_embedder(settings), progress=progress
-        )
-    finally:
-        progress.close()
-        store.close()
-    if as_json:
-        click.echo(dumps(report, indent=True).decode())
-        return report
-    for item in report.skipped:
-        click.echo(f"skipped {item.path}: {item.reason}", err=True)
-    click.echo(report.summary())
-    return report
-
-
-def print_chunk_cli(settings: Settings, chunk_id: str, *, as_json: bool) -> None:
-    """`rag chunk ID`: one chunk's text with title, section, updated date, url and offsets."""
-    store = open_store(settings)
-    try:
-        chunk = store.get_chunk(chunk_id)
-    finally:
-        store.close()
-    if as_json:
-        click.echo(dumps(chunk, indent=True).decode())
-        return
-    where = f"{chunk.title} > {chunk.section}" if chunk.section else chunk.title
-    click.echo(f"{chunk.chunk_id}  {where}")
-    click.echo(f"updated: {chunk.updated_at.isoformat() if chunk.updated_at else 'unknown'}")
-    if chunk.url:
-        click.echo(f"url: {chunk.url}")
-    click.echo(f"offsets: {chunk.start_char}-{chunk.end_char} in {chunk.doc_id}")
-    click.echo("")
-    click.echo(chunk.text)

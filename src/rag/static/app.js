@@ -62,6 +62,7 @@
       else if (name === "text") node.textContent = value;
       else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
       else if (name === "dataset") Object.assign(node.dataset, value);
+      else if (name === "style") Object.assign(node.style, value);  // CSSOM: allowed by the CSP
       else node.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -341,7 +342,7 @@
         block.section && block.section !== block.title ? h("span", { class: "block-section" }, block.section) : null),
       h("span", { class: "block-score", title: "Relevance score (0 to 1)" },
         h("span", { class: "score-bar", "aria-hidden": "true" },
-          h("span", { class: "score-fill", style: `width:${(score * 100).toFixed(0)}%` })),
+          h("span", { class: "score-fill", style: { width: `${(score * 100).toFixed(0)}%` } })),
         h("span", { class: "score-num", testid: "block-score" }, formatScore(block.score)))));
   }
 
