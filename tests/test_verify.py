@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import date
 
 import pytest
@@ -374,3 +375,26 @@ def test_verify_native_offsets_of_any_value_never_raise_and_stay_verbatim(start:
     (verdict,) = verify([_draft("Exports run nightly.", claim)], blocks, min_overlap=0.42)
     for citation in verdict.citations:
         assert REPEATED[citation.start : citation.end] == citation.cited_text == "Exports run nightly."
+
+
+def test_verify_a_contradicting_span_withholds_the_sentence_even_when_another_span_supports_it() -> None:
+    from rag.types import Chunk
+
+    text = (
+        "Guests can be invited by admins. Guests do not use a paid seat. "
+        "A workspace may invite up to 3 guests per paid seat."
+    )
+    chunk = Chunk(chunk_id="guide#c01", doc_id="guide", title="Admin guide", section="Guests", text=text)
+    block = Block(n=1, chunk=chunk, score=0.9, sent_text=text)
+    other = Block(n=2, chunk=replace(chunk, chunk_id="guide#c02", text=text), score=0.8, sent_text=text)
+    sentence = "Guests use a paid seat, and a workspace may invite up to 3 guests per paid seat."
+    flipped = Claim(n=1, cited_text="Guests do not use a paid seat.")
+    same_block = Claim(n=1, cited_text="A workspace may invite up to 3 guests per paid seat.")
+    other_block = Claim(n=2, cited_text="A workspace may invite up to 3 guests per paid seat.")
+    for claims in ((flipped, same_block), (flipped, other_block)):
+        (verdict,) = verify([Draft(text=sentence, claims=claims)], [block, other], min_overlap=0.42)
+        assert not verdict.ok
+        assert any("negation" in issue for issue in verdict.issues)
+    faithful = "Guests do not use a paid seat, and a workspace may invite up to 3 guests per paid seat."
+    (kept,) = verify([Draft(text=faithful, claims=(flipped, other_block))], [block, other], min_overlap=0.42)
+    assert kept.ok

@@ -125,11 +125,14 @@ _SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS) - _SCOPE_EQUIVALENTS_ONLY
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """The support verdict of one sentence against one block's cited spans; `issue` is "" when supported."""
+    """The support verdict of one sentence against one block's cited spans; `issue` is "" when supported.
+    `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
+    swapped values), which no other citation can make right."""
 
     issue: str
     coverage: float
     core: str
+    contradicts: bool = False
 
 
 def misattribution(sentence: str, block: Block) -> str:
@@ -200,14 +203,14 @@ def judge(
     reversed_ = _opposite(core, evidence)
     if reversed_:
         said, source = reversed_
-        return Judgement(f"[{n}] says {said!r} where its cited span says {source!r}", coverage, core)
+        return Judgement(f"[{n}] says {said!r} where its cited span says {source!r}", coverage, core, True)
     flipped = _negation_flip(core, evidence)
     if flipped:
-        return Judgement(f"[{n}] {flipped} its cited span", coverage, core)
+        return Judgement(f"[{n}] {flipped} its cited span", coverage, core, True)
     swapped = _swapped(core, evidence)
     if swapped:
         return Judgement(
-            f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span", coverage, core
+            f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span", coverage, core, True
         )
     return Judgement("", coverage, core)
 

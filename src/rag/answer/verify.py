@@ -152,6 +152,7 @@ class _Unsupported:
     spans: tuple[tuple[int, int], ...]
     texts: tuple[str, ...]
     issues: tuple[str, ...]
+    contradicts: bool = False
 
 
 def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float) -> Verdict:
@@ -181,6 +182,9 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             unsupported.append(result)
         else:
             issues.extend(result)
+    vetoes = [i for u in unsupported if u.contradicts for i in u.issues]
+    if vetoes:  # a cited span that says the opposite withholds the sentence, whatever else supports it
+        return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
     if not passed and len(unsupported) > 1:
         passed = _merged(draft.text, unsupported, common)
     if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
@@ -239,8 +243,16 @@ def _native(
         return [*issues, f"[{n}] {ADDRESSED}"]
     texts = [chunk_text[s:e] for s, e in usable]
     judgement = judge(sentence, texts, [block], common=common)
+    if not judgement.contradicts and len(texts) > 1:
+        # each span alone may contradict the clause it is cited for, which the other spans hide
+        judgement = next(
+            (j for j in (judge(sentence, [t], [block], common=common) for t in texts) if j.contradicts),
+            judgement,
+        )
     if judgement.issue:
-        return _Unsupported(block, tuple(usable), tuple(texts), (*issues, judgement.issue))
+        return _Unsupported(
+            block, tuple(usable), tuple(texts), (*issues, judgement.issue), judgement.contradicts
+        )
     return _Passed(block, tuple(usable), " ".join(texts), judgement.core, tuple(texts))
 
 
