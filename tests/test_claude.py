@@ -483,3 +483,19 @@ def test_serve_with_rejected_key_exits_with_clear_message_before_serving(
     assert "ANTHROPIC_API_KEY was rejected" in result.output
     assert "Traceback" not in result.output
     assert "web page" not in result.output
+
+
+def test_generate_repeated_sentence_is_highlighted_where_the_api_says(fake_anthropic: FakeAnthropic) -> None:
+    repeated = "Exports run every night."
+    body = f"{repeated} Backups are kept for a week. {repeated} Restores take an hour."
+    second = body.rindex(repeated)
+    blocks = (_block(1, "ops-guide", body),)
+    fake_anthropic.enqueue(
+        reply(cited("Exports run every night", cite(0, repeated, second, second + len(repeated))), text("."))
+    )
+    generation = _generator(fake_anthropic).generate("When do exports run?", blocks)
+    claims = [c for piece in generation.pieces for c in piece.claims]
+    assert [(c.start, c.end) for c in claims] == [(second, second + len(repeated))]
+    (verdict,) = verify(generation.drafts, blocks, min_overlap=0.42)
+    assert verdict.ok
+    assert [(c.start, c.end) for c in verdict.citations] == [(second, second + len(repeated))]
