@@ -69,7 +69,7 @@ def test_parse_inline_reversed_or_huge_range_is_not_a_citation() -> None:
 def test_parse_inline_marker_only_sentences_are_dropped() -> None:
     assert parse_inline("First claim.\n\n[1][2]\n\nSecond claim. [3]") == (
         Draft(text="First claim.", claims=()),
-        Draft(text="Second claim.", claims=_claims(3)),
+        Draft(text="Second claim.", claims=_claims(3), starts="paragraph"),
     )
 
 
@@ -77,10 +77,15 @@ def test_parse_inline_bullets_headings_and_enumerators_are_tidied() -> None:
     text = "# Limits\n- Uploads stop at 250 MB [1]\n* Trash keeps 30 days [2]\n1. Open Settings [3]"
     assert parse_inline(text) == (
         Draft(text="Limits", claims=()),
-        Draft(text="Uploads stop at 250 MB", claims=_claims(1)),
-        Draft(text="Trash keeps 30 days", claims=_claims(2)),
-        Draft(text="Open Settings", claims=_claims(3)),
+        Draft(text="Uploads stop at 250 MB", claims=_claims(1), starts="item"),
+        Draft(text="Trash keeps 30 days", claims=_claims(2), starts="item"),
+        Draft(text="Open Settings", claims=_claims(3), starts="item"),
     )
+
+
+def test_parse_inline_marks_paragraphs_and_list_items() -> None:
+    text = "Plans differ [1].\n\n- Team: 50 members [1].\n- Business: unlimited [2].\n\nPrices are per user [1]. Billed monthly [1]."
+    assert [d.starts for d in parse_inline(text)] == ["", "item", "item", "paragraph", ""]
 
 
 def test_parse_inline_keeps_decimals_versions_and_abbreviations_in_one_sentence() -> None:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from rag.text import ABBREVIATIONS, sentence_spans
-from rag.types import Claim, Draft, Piece
+from rag.types import Claim, Draft, Piece, SentenceStart
 
 MAX_RANGE = 50
 
@@ -55,11 +55,33 @@ _NON_SPACE_RE = re.compile(r"\S")
 _FIRM_END_RE = re.compile(r"[^\W\d_]{2,}[.!?]+[\"'”’)\]]*$")
 
 
+_LIST_ITEM_RE = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
+_ENUMERATOR_BEFORE_RE = re.compile(r"(?:^|\n)[ \t]*\d{1,3}[.)][ \t]*$")
+
+
+def sentence_start(text: str, start: int) -> SentenceStart:
+    """How the sentence at `start` begins the layout: a list item (a bullet or number before it on its
+    line), a new paragraph (a blank line or a heading line before it), or running on ("")."""
+    if _LIST_ITEM_RE.match(text, start) or _ENUMERATOR_BEFORE_RE.search(text, 0, start):
+        return "item"
+    lead = len(text[start:]) - len(text[start:].lstrip())
+    before = start
+    while before > 0 and text[before - 1].isspace():
+        before -= 1
+    if before == 0:
+        return ""
+    gap = text[before : start + lead]
+    previous_line = text[:before].rsplit("\n", 1)[-1].lstrip()
+    if "\n\n" in gap or ("\n" in gap and previous_line.startswith("#")):
+        return "paragraph"
+    return ""
+
+
 def parse_inline(text: str) -> tuple[Draft, ...]:
     """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
     drafts = []
     for start, end in _sentence_spans(text):
-        draft = _draft(text[start:end])
+        draft = _draft(text[start:end], starts=sentence_start(text, start))
         if draft is not None:
             drafts.append(draft)
     return tuple(drafts)
@@ -126,7 +148,9 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(numbers)
 
 
-def _draft(sentence: str, extra: tuple[Claim, ...] = (), *, native: bool = False) -> Draft | None:
+def _draft(
+    sentence: str, extra: tuple[Claim, ...] = (), *, native: bool = False, starts: SentenceStart = ""
+) -> Draft | None:
     text, numbers = strip_markers(sentence)
     text = _DOUBLE_STOP_RE.sub("", _LEAD_RE.sub("", text).strip())
     if not _HAS_WORD_RE.search(text) or _ENUMERATOR_RE.fullmatch(text):
@@ -135,7 +159,7 @@ def _draft(sentence: str, extra: tuple[Claim, ...] = (), *, native: bool = False
     for claim in extra:
         if claim not in claims:
             claims.append(claim)
-    return Draft(text=text, claims=tuple(claims))
+    return Draft(text=text, claims=tuple(claims), starts=starts)
 
 
 @dataclass(slots=True)
@@ -216,7 +240,7 @@ class SentenceBuffer:
                 ):
                     break
             claims = self._native_claims(start, end, following) if self._native else ()
-            draft = _draft(text[start:end], claims, native=self._native)
+            draft = _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
             self._done = end
             if draft is not None:
                 out.append(draft)
