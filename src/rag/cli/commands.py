@@ -50,11 +50,16 @@ def main() -> None:
 def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
+    With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
+    documents are stored but some chunks lack vectors (run it again to embed exactly those).
+
     Example: rag ingest fixtures/corpus --prune
     """
-    from rag.ingest.indexer import run_ingest_cli
+    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, run_ingest_cli
 
-    run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json)
+    report = run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json)
+    if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
+        raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)
 
 
 @main.command()
