@@ -84,7 +84,10 @@ def test_parse_inline_bullets_headings_and_enumerators_are_tidied() -> None:
 
 
 def test_parse_inline_marks_paragraphs_and_list_items() -> None:
-    text = "Plans differ [1].\n\n- Team: 50 members [1].\n- Business: unlimited [2].\n\nPrices are per user [1]. Billed monthly [1]."
+    text = (
+        "Plans differ [1].\n\n- Team: 50 members [1].\n- Business: unlimited [2].\n\n"
+        "Prices are per user [1]. Billed monthly [1]."
+    )
     assert [d.starts for d in parse_inline(text)] == ["", "item", "item", "paragraph", ""]
 
 

@@ -674,3 +674,31 @@ def test_pg_two_rag_serve_processes_share_one_gap_queue(pg_url: str, tmp_path: P
             proc.wait(timeout=10)
     gaps = json.loads(out)
     assert [(g["question"], g["count"]) for g in gaps] == [("What is the capital of Australia?", 2)]
+
+
+def test_store_embeddings_record_their_model_and_missing_ones_are_listed(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["north", "east", "south"])
+    store.upsert_document(doc, chunks)
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1")] == [
+        "guide#c00",
+        "guide#c01",
+        "guide#c02",
+    ]
+    assert (
+        store.put_embeddings(
+            "m1", [("guide#c00", [1.0, 0.0]), ("guide#c02", [-1.0, 0.1]), ("gone#c00", [1.0, 1.0])]
+        )
+        == 2
+    )
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1")] == ["guide#c01"]
+    assert store.embedding_counts() == [("m1", 2, 2)]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m1")] == ["guide#c00", "guide#c02"]
+    assert store.similar([0.9, 0.1], 3, model="m2") == []
+    # a new model's vector replaces the old one, and queries of each model see only their own
+    assert store.put_embeddings("m2", [("guide#c00", [0.0, 1.0])]) == 1
+    assert store.embedding_counts() == [("m1", 2, 1), ("m2", 2, 1)]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m1")] == ["guide#c02"]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m2")] == ["guide#c00"]
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m2")] == ["guide#c01", "guide#c02"]
+    with pytest.raises(ValueError):
+        store.put_embeddings("m1", [("guide#c01", [1.0]), ("guide#c02", [1.0, 0.0])])

@@ -77,9 +77,23 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_MODEL_PRICES),
         description="USD per million (input, output) tokens per model, for the cost shown with answers",
     )
-    model_max_retries: int = Field(2, ge=0, le=10, description="SDK retries on 429/5xx/529")
+    model_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="retries after the first attempt on 429, 5xx, timeouts (Claude and Voyage)",
+    )
     voyage_embed_model: str = "voyage-3.5"
     voyage_rerank_model: str = "rerank-2.5"
+    embed_concurrency: int = Field(
+        4, ge=1, le=32, description="Voyage embedding requests in flight at ingest"
+    )
+    breaker_failures: int = Field(
+        3, ge=1, le=100, description="failed provider calls in a row that open its circuit breaker"
+    )
+    breaker_cooldown: float = Field(
+        30.0, ge=0, description="seconds an open breaker skips the provider before one trial call"
+    )
 
     # HTTP service
     max_question_chars: int = Field(2000, ge=1)
@@ -107,7 +121,8 @@ class Settings(BaseSettings):
     voyage_base_url: str = Field(
         "",
         validation_alias=AliasChoices("VOYAGE_BASE_URL", "voyage_base_url"),
-        description="Voyage API base URL; empty means the SDK's default (tests point it at a loopback fake)",
+        description="Voyage API root, with or without /v1 (https://api.voyageai.com or .../v1); empty means"
+        " the SDK's default (tests point it at a loopback fake)",
     )
     mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
 
@@ -128,6 +143,14 @@ class Settings(BaseSettings):
             f"{shown} is not a PostgreSQL database: give postgresql://user:password@host:port/dbname,"
             " or leave it empty for SQLite at RAG_DB"
         )
+
+    @field_validator("voyage_base_url")
+    @classmethod
+    def _voyage_root(cls, value: str) -> str:
+        """The API root ending in /v1, whether or not it was given; a non-URL fails at startup."""
+        from rag.voyage import normalise_base_url
+
+        return normalise_base_url(value)
 
     @field_validator("mock", mode="before")
     @classmethod

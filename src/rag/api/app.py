@@ -50,6 +50,7 @@ from rag.api.schemas import (
     ReadyOut,
 )
 from rag.api.stream import EventStreamResponse, sse_stream
+from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.serialize import answer_json, chunk_json, document_json
@@ -322,7 +323,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
     async def readyz() -> Response:
         """The store answers a real query now: document and chunk counts, and the generator and reranker
-        in use; 503 `store_unavailable` when the database is missing, replaced by a broken file,
+        in use, with the state of each provider's circuit breaker (`open`: its calls are skipped and
+        answers use the offline fallback until `retry_in` seconds pass); 503 `store_unavailable`
+        when the database is missing, replaced by a broken file,
         unreadable, corrupt or unreachable."""
         try:
             stats = await run_in_threadpool(qa.store.stats)
@@ -345,6 +348,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
                 "generator": qa.generator.name,
                 "reranker": qa.reranker.name,
                 "min_score": qa.gate_score,
+                "breakers": breaker_states(),
             }
         )
 

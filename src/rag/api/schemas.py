@@ -321,6 +321,11 @@ class ReadyOut(_Out):
     generator: str
     reranker: str
     min_score: float
+    breakers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Circuit breaker per model provider in use: state (closed, open, half_open), failures"
+        " in a row, failed and short-circuited calls, seconds until a trial call, last error.",
+    )
 
 
 class ErrorDetail(_Out):

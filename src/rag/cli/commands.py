@@ -53,6 +53,9 @@ def main() -> None:
 def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
+    With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
+    documents are stored but some chunks lack vectors (run it again to embed exactly those).
+
     Example: rag ingest fixtures/corpus --prune
     """
     _ingest(_settings(), paths, prune=prune, as_json=as_json)
@@ -60,7 +63,7 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
 
 def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool) -> None:
     from rag.ingest.embeddings import make_embedder
-    from rag.ingest.indexer import ingest_paths
+    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
     from rag.store import open_store
 
     store = open_store(settings)
@@ -74,10 +77,12 @@ def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: b
         store.close()
     if as_json:
         click.echo(serialize.dumps(report, indent=True).decode())
-        return
-    for item in report.skipped:
-        click.echo(f"skipped {item.path}: {item.reason}", err=True)
-    click.echo(f"{report.summary()}; database: {describe_database(settings)}")
+    else:
+        for item in report.skipped:
+            click.echo(f"skipped {item.path}: {item.reason}", err=True)
+        click.echo(f"{report.summary()}; database: {describe_database(settings)}")
+    if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
+        raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)
 
 
 @main.command()

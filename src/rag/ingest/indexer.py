@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag.config import Settings
-from rag.errors import IngestError
+from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
-from rag.ingest.embeddings import Embedder, embedding_text
+from rag.ingest.embeddings import Embedder, embed_many, embedding_text
 from rag.ingest.readers import (
     SUPPORTED_SUFFIXES,
     content_hash,
@@ -31,11 +31,15 @@ __all__ = [
     "Skipped",
     "chunk_document",
     "discover",
+    "embed_stored",
     "ingest_paths",
     "parse_document",
 ]
 
 logger = logging.getLogger(__name__)
+
+# `rag ingest` exit status when documents were stored but some chunks lack vectors.
+EXIT_EMBEDDINGS_INCOMPLETE = 3
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
@@ -58,14 +62,31 @@ class IngestReport:
     pruned: tuple[str, ...] = ()
     chunks_written: int = 0
     embedded: int = 0
+    embed_missing: int = 0
+    embed_requests: int = 0
+    embed_model: str = ""
+    embed_errors: tuple[str, ...] = ()
     seconds: float = 0.0
 
     def summary(self) -> str:
-        return (
+        """One line per outcome: documents and chunks, then (with an embedder) the vectors."""
+        lines = [
             f"{len(self.added)} added, {len(self.updated)} updated, {self.unchanged} unchanged, "
             f"{len(self.skipped)} skipped, {len(self.pruned)} pruned; {self.chunks_written} chunks written "
             f"in {self.seconds:.1f} s"
-        )
+        ]
+        if self.embed_model:
+            lines.append(
+                f"embeddings ({self.embed_model}): {self.embedded} chunks embedded in {self.embed_requests}"
+                f" request{'' if self.embed_requests == 1 else 's'}"
+            )
+        if self.embed_missing:
+            why = f" ({self.embed_errors[0]})" if self.embed_errors else ""
+            lines.append(
+                f"INCOMPLETE: {self.embed_missing} chunks lack vectors{why}; dense retrieval skips them."
+                " Run `rag ingest` again to embed exactly those."
+            )
+        return "\n".join(lines)
 
 
 # --- the ingest run -------------------------------------------------------------------------------
@@ -115,8 +136,11 @@ def ingest_paths(
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
     Unchanged files (same content hash at the same path) are not parsed or written. With `prune`,
-    documents whose source file under one of `paths` no longer exists are deleted. Embeds chunks
-    when `embedder` is given; an embedder failure logs a warning and the run continues without.
+    documents whose source file under one of `paths` no longer exists are deleted. With an
+    `embedder`, every stored chunk lacking a vector from its model is then embedded
+    (`embed_stored`): chunks a failed run left without vectors, and all of them after a model
+    change. Failed requests leave their chunks counted in `embed_missing`; a refused key or a
+    base URL that answers 404 raises UpstreamRejected after the documents are stored.
     """
     started = time.perf_counter()
     min_tokens, max_tokens = settings.chunk_min_tokens, settings.chunk_max_tokens
@@ -130,7 +154,7 @@ def ingest_paths(
     skipped: list[Skipped] = []
     removed: list[str] = []
     seen: dict[str, str] = {}
-    unchanged = chunks_written = embedded = 0
+    unchanged = chunks_written = 0
     for done, (file, root) in enumerate(files, start=1):
         shown = str(file)
         try:
@@ -156,16 +180,8 @@ def ingest_paths(
                 raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
             seen[doc.doc_id] = shown
             chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens, layout=parsed.layout)
-            vectors = None
-            if embedder is not None and chunks:
-                try:
-                    vectors = embedder.embed_documents([embedding_text(c) for c in chunks])
-                except Exception as exc:  # any provider failure: keep ingesting, lexically only
-                    logger.warning("embedding failed (%s); continuing without embeddings", exc)
-                    embedder = None
-            store.upsert_document(doc, chunks, vectors)
+            store.upsert_document(doc, chunks)
             chunks_written += len(chunks)
-            embedded += len(chunks) if vectors is not None else 0
             (updated if doc.doc_id in stored else added).append(doc.doc_id)
             for old in by_path.get(source, ()):
                 if old != doc.doc_id and old not in seen:
@@ -183,13 +199,60 @@ def ingest_paths(
             if doc_id not in removed and source and _is_under(source, roots) and not Path(source).exists():
                 store.delete_document(doc_id)
                 removed.append(doc_id)
-    return IngestReport(
+    report = IngestReport(
         added=tuple(added),
         updated=tuple(updated),
         unchanged=unchanged,
         skipped=tuple(skipped),
         pruned=tuple(removed),
         chunks_written=chunks_written,
-        embedded=embedded,
-        seconds=round(time.perf_counter() - started, 3),
+    )
+    if embedder is not None:
+        report = embed_stored(store, embedder, report=report, concurrency=settings.embed_concurrency)
+    return replace(report, seconds=round(time.perf_counter() - started, 3))
+
+
+def embed_stored(
+    store: Store, embedder: Embedder, *, report: IngestReport | None = None, concurrency: int = 4
+) -> IngestReport:
+    """Embed every stored chunk that lacks a vector from `embedder.model`, and nothing else.
+
+    Requests are packed across documents (`embed_many`); each completed request is stored at
+    once. Returns `report` with the embedding outcome filled in; raises UpstreamRejected (after
+    storing what succeeded) when the provider refuses the key or the base URL answers 404.
+    """
+    report = report or IngestReport()
+    other = [(m, n) for m, _, n in store.embedding_counts() if m != embedder.model]
+    missing = store.chunks_missing_embeddings(embedder.model)
+    if other and missing:
+        logger.warning(
+            "embedding model is %s; the store holds vectors from %s: re-embedding %d chunks",
+            embedder.model,
+            ", ".join(f"{m or 'an unrecorded model'} ({n})" for m, n in other),
+            len(missing),
+        )
+    texts = [embedding_text(chunk) for chunk in missing]
+
+    def store_batch(indices: range, vectors: list[list[float]]) -> None:
+        store.put_embeddings(
+            embedder.model, [(missing[i].chunk_id, vectors[i - indices.start]) for i in indices]
+        )
+
+    try:
+        run = embed_many(embedder, texts, on_batch=store_batch, concurrency=concurrency)
+    except UpstreamRejected as exc:
+        raise UpstreamRejected(
+            f"{exc}; documents were stored, {len(store.chunks_missing_embeddings(embedder.model))}"
+            " chunks lack vectors",
+            type=exc.type,
+        ) from exc
+    if run.failed:
+        logger.warning("%d of %d chunks were not embedded: %s", run.failed, len(texts), "; ".join(run.errors))
+    return replace(
+        report,
+        embedded=run.embedded,
+        embed_missing=run.failed,
+        embed_requests=run.requests,
+        embed_model=embedder.model,
+        embed_errors=run.errors,
     )

@@ -129,8 +129,25 @@ class Store(StoreReader, Protocol):
         """Number of chunks containing each term (document frequency for IDF)."""
         ...
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity, best first; empty when no embedding has this dimension."""
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None
+    ) -> list[tuple[Chunk, float]]:
+        """Nearest chunks by cosine similarity, best first, among vectors of this dimension made by
+        `model` (any model when None); empty when there are none."""
+        ...
+
+    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+        """Chunks with no vector made by `model` (none at all, or one from another model), in
+        document order."""
+        ...
+
+    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        """Store (chunk_id, vector) pairs made by `model`, replacing a chunk's previous vector; ids
+        no longer stored are skipped. Returns the number stored."""
+        ...
+
+    def embedding_counts(self) -> list[tuple[str, int, int]]:
+        """(model, dimension, vectors) for every model and dimension stored, most vectors first."""
         ...
 
     def log_ask(self, record: AskRecord) -> None: ...
@@ -412,6 +429,10 @@ class SqlStore(Generic[C]):
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         """Work after a committed upsert (outside the transaction); nothing by default."""
 
+    def _put_embeddings(self, conn: C, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
+        """Upsert vectors of existing chunks, tagged with `model` (rows for unknown ids are skipped)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -525,32 +546,65 @@ class SqlStore(Generic[C]):
 
     # embeddings
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None
+    ) -> list[tuple[Chunk, float]]:
         limit = clamp_limit(limit)
         if not limit or not len(vector):
             return []
-        loaded = self._load_vectors(len(vector))
+        loaded = self._load_vectors(len(vector), model)
         if loaded is None:
             return []
         ranked = top_cosine(*loaded, vector, limit)
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked])}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
-    def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
-        """Unit-normalised matrix of every stored vector of `dim` and its chunk ids, cached until
-        the table changes."""
+    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+        rows = self._read(
+            f"SELECT {chunk_columns('c')} FROM chunks AS c LEFT JOIN embeddings AS e"
+            " ON e.chunk_id = c.chunk_id AND e.model = ? WHERE e.chunk_id IS NULL ORDER BY c.doc_id, c.ord",
+            (model,),
+        )
+        return [chunk_from_row(row) for row in rows]
+
+    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        items = [(chunk_id, [float(x) for x in vector]) for chunk_id, vector in items]
+        if not items:
+            return 0
+        if any(not vector for _, vector in items) or len({len(v) for _, v in items}) != 1:
+            raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
+        stored = 0
+        with self._write() as conn:
+            self._put_embeddings(conn, model, items)
+            for i in range(0, len(items), ID_BATCH):
+                ids = [chunk_id for chunk_id, _ in items[i : i + ID_BATCH]]
+                sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+                stored += int(self._exec(conn, sql, ids).fetchone()[0])
+        with self._lock:
+            self._generation += 1  # replaced rows keep their count and row order: drop the cached matrix
+        self._after_upsert([vector for _, vector in items[:1]])
+        return stored
+
+    def embedding_counts(self) -> list[tuple[str, int, int]]:
+        rows = self._read("SELECT model, dim, count(*) FROM embeddings GROUP BY model, dim")
+        return sorted(((m, int(d), int(n)) for m, d, n in rows), key=lambda r: (-r[2], r[0], r[1]))
+
+    def _load_vectors(self, dim: int, model: str | None = None) -> tuple[Any, list[str]] | None:
+        """Unit-normalised matrix of every stored vector of `dim` (made by `model`, when given) and
+        its chunk ids, cached until the table changes."""
+        where, params = ("dim = ? AND model = ?", (dim, model)) if model is not None else ("dim = ?", (dim,))
         with self._connection() as conn:
             count, last = self._exec(
                 conn,
-                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE dim = ?",
-                (dim,),
+                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE {where}",
+                params,
             ).fetchone()
-            key = (count, last, self._generation, dim)
+            key = (count, last, self._generation, dim, model)
             with self._lock:
                 if self._vectors_key == key:
                     return self._vectors
             rows = self._exec(
-                conn, "SELECT chunk_id, vector FROM embeddings WHERE dim = ? ORDER BY chunk_id", (dim,)
+                conn, f"SELECT chunk_id, vector FROM embeddings WHERE {where} ORDER BY chunk_id", params
             ).fetchall()
         loaded = (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows]) if rows else None
         with self._lock:

@@ -129,12 +129,19 @@ INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
 SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
 """
 
+# The model that made each vector (see the SQLite step of the same name).
+M006_EMBEDDING_MODEL = """
+ALTER TABLE embeddings ADD COLUMN model text NOT NULL DEFAULT '';
+CREATE INDEX embeddings_model_dim ON embeddings (model, dim);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
+    ("m006_embedding_model", M006_EMBEDDING_MODEL),
 )
 
 

@@ -129,12 +129,20 @@ def m005_chunk_ids(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_embedding_model(conn: sqlite3.Connection) -> None:
+    # The model that made each vector: vectors of two models are never compared, and a model change
+    # re-embeds. Vectors stored before this step have model '' (unknown), so they are re-embedded.
+    conn.execute("ALTER TABLE embeddings ADD COLUMN model TEXT NOT NULL DEFAULT ''")
+    conn.execute("CREATE INDEX embeddings_model_dim ON embeddings(model, dim)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
     m003_embeddings,
     m004_gaps_and_ask_log,
     m005_chunk_ids,
+    m006_embedding_model,
 )
 
 

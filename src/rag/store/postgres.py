@@ -305,6 +305,30 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             params,
         )
 
+    def _put_embeddings(
+        self, conn: psycopg.Connection[Any], model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        vec_col, vec_val, vec_set = "", "", ""
+        if self._vector_schema is not None:
+            vec_col, vec_val = ", vec", f", %s::{quote_ident(self._vector_schema)}.vector"
+            vec_set = ", vec = excluded.vec"
+        params = []
+        for chunk_id, vector in items:
+            values = [float(x) for x in vector]
+            row: list[Any] = [chunk_id, len(values), values, model]
+            if vec_col:
+                row.append("[" + ",".join(repr(x) for x in values) + "]")
+            row.append(chunk_id)
+            params.append(row)
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO embeddings (chunk_pk, chunk_id, dim, vector, model{vec_col})"
+                f" SELECT id, %s, %s, %s::real[], %s{vec_val} FROM chunks WHERE chunk_id = %s"
+                " ON CONFLICT (chunk_pk) DO UPDATE SET dim = excluded.dim, vector = excluded.vector,"
+                f" model = excluded.model{vec_set}",
+                params,
+            )
+
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         if embeddings and self._vector_schema is not None:
             self._ensure_hnsw(len(embeddings[0]))
@@ -457,10 +481,12 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
 
     # embeddings
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None
+    ) -> list[tuple[Chunk, float]]:
         limit = base.clamp_limit(limit)
         if self._vector_schema is None or not limit or not len(vector):
-            return super().similar(vector, limit)
+            return super().similar(vector, limit, model=model)
         schema = quote_ident(str(self._vector_schema))
         dim = len(vector)
         cast = f"{schema}.vector({dim:d})"
@@ -469,8 +495,9 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             rows = conn.execute(
                 f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
                 f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
+                " AND (%(model)s::text IS NULL OR e.model = %(model)s::text)"
                 f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
-                {"q": literal, "dim": dim, "limit": limit},
+                {"q": literal, "dim": dim, "limit": limit, "model": model},
             ).fetchall()
         return [(base.chunk_from_row(row), float(row[10])) for row in rows]
 

@@ -337,6 +337,16 @@ class SqliteStore(SqlStore[_Connection]):
                 ],
             )
 
+    def _put_embeddings(
+        self, conn: _Connection, model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO embeddings (chunk_id, dim, vector, model) SELECT chunk_id, ?, ?, ? FROM chunks"
+            " WHERE chunk_id = ? ON CONFLICT (chunk_id) DO UPDATE SET dim = excluded.dim,"
+            " vector = excluded.vector, model = excluded.model",
+            [(len(vector), array("f", vector).tobytes(), model, chunk_id) for chunk_id, vector in items],
+        )
+
     # lexical index
 
     def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
