@@ -62,6 +62,7 @@ eval: $(STAMP)
 	$(BIN)/rag eval
 	$(BIN)/rag eval --set fixtures/holdout/golden.jsonl --corpus fixtures/holdout/corpus
 	$(BIN)/rag eval --set fixtures/holdout2/golden.jsonl --corpus fixtures/holdout2/corpus
+	$(BIN)/rag eval --set fixtures/holdout3/golden.jsonl --corpus fixtures/holdout3/corpus
 	$(BIN)/rag eval --external squad2
 	$(BIN)/rag eval --external attribution
 	$(BIN)/rag eval --external conflicts
