@@ -28,7 +28,9 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.answer.events import Event
 from rag.answer.pipeline import build_pipeline, validate_question
+from rag.api.metrics import install_metrics
 from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.readers import add_reader_routes
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -43,7 +45,7 @@ from rag.api.schemas import (
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
-from rag.serialize import answer_json, chunk_json, document_json
+from rag.serialize import answer_json, chunk_json, document_json, usage_json
 from rag.store import Store
 from rag.types import Answer, Chunk, Document
 
@@ -112,6 +114,7 @@ def _note_answer(details: dict[str, Any], answer: Answer) -> None:
         emitted=len(answer.sentences),
         dropped=len(answer.dropped),
         timings=answer.timings,
+        usage=usage_json(answer.usage),
     )
 
 
@@ -212,6 +215,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             expose_headers=["X-Trace-Id", "Retry-After"],
         )
     app.add_middleware(RequestContext)
+    install_metrics(app)
+    add_reader_routes(app, qa.store)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:

@@ -129,12 +129,26 @@ INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
 SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
 """
 
+# Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+M006_FEEDBACK = """
+CREATE TABLE feedback (
+    id         bigserial PRIMARY KEY,
+    trace_id   text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    verdict    text NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+    note       text NOT NULL DEFAULT '',
+    question   text NOT NULL DEFAULT ''
+);
+CREATE INDEX feedback_trace ON feedback (trace_id);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
+    ("m006_feedback", M006_FEEDBACK),
 )
 
 

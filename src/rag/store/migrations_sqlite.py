@@ -129,12 +129,30 @@ def m005_chunk_ids(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_feedback(conn: sqlite3.Connection) -> None:
+    # Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+    conn.execute(
+        """
+        CREATE TABLE feedback (
+            id         INTEGER PRIMARY KEY,
+            trace_id   TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            verdict    TEXT NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+            note       TEXT NOT NULL DEFAULT '',
+            question   TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    conn.execute("CREATE INDEX feedback_trace ON feedback(trace_id)")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
     m003_embeddings,
     m004_gaps_and_ask_log,
     m005_chunk_ids,
+    m006_feedback,
 )
 
 
