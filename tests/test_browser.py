@@ -174,7 +174,15 @@ def test_page_answerable_chip_opens_source_with_cited_span_highlighted(page: Any
     expect(marks.first).to_be_in_viewport()
     chunk = httpx.get(base_url + spans[0]["chunk_url"], timeout=10).json()
     assert panel.locator("[data-testid=source-title]").inner_text() == chunk["title"]
-    assert panel.locator("[data-testid=source-text]").inner_text().split() == chunk["text"].split()
+    shown = panel.locator("[data-testid=source-text]")
+    assert shown.get_attribute("data-view") == "formatted"
+    assert "**" not in shown.inner_text()
+    visible = page.evaluate("text => RagMarkup.visibleText(text)", chunk["text"])
+    assert shown.inner_text().split() == visible.split()
+    panel.locator("[data-testid=source-view]").click()
+    assert shown.get_attribute("data-view") == "plain"
+    assert shown.inner_text().split() == chunk["text"].split()
+    assert marks.all_inner_texts() == [c["cited_text"] for c in spans]
     if chunk["updated_at"]:
         assert panel.locator("time").get_attribute("datetime") == chunk["updated_at"]
     blocks = page.locator("[data-testid=block-item]")
