@@ -384,31 +384,28 @@
     }
   }
 
-  function sourceLabel(source) {
-    const cited = source.cited ? `, cited by ${source.cited} sentence${source.cited === 1 ? "" : "s"}` : "";
-    return `Open source ${source.ns.join(" and ")}: ${source.title || source.chunkId}, relevance ${formatScore(source.score)}${cited}`;
-  }
-
   function sourceItem(source) {
     const score = Math.max(0, Math.min(1, source.score || 0));
     const fill = h("span", { class: "score-fill" });
     fill.style.width = `${(score * 100).toFixed(0)}%`; // CSSOM, allowed by a strict style-src
     const badge = h("span", { class: "block-cited", testid: "block-cited", hidden: true });
+    // The accessible name is the visible text plus a few hidden words, so it reads as a sentence.
     const button = h("button", {
       type: "button",
       class: "block-button",
-      "aria-label": sourceLabel(source),
       "aria-controls": "source-panel",
       onclick: (e) => openSource({
         chunkId: source.chunkId, n: source.ns[0], spans: source.spans, hint: source, opener: e.currentTarget,
       }),
     },
+    h("span", { class: "visually-hidden" }, "Open source "),
     h("span", { class: "block-n", testid: "block-n" }, source.ns.join(" · ")),
     h("span", { class: "block-main" },
       h("span", { class: "block-title", testid: "block-title" }, source.title || source.chunkId),
       source.section && source.section !== source.title ? h("span", { class: "block-section" }, source.section) : null),
     badge,
     h("span", { class: "block-score", title: "Relevance score (0 to 1)" },
+      h("span", { class: "visually-hidden" }, "relevance "),
       h("span", { class: "score-bar", "aria-hidden": "true" }, fill),
       h("span", { class: "score-num", testid: "block-score" }, formatScore(source.score))));
     source.item = { button, badge };
@@ -426,7 +423,6 @@
     if (source.item) {
       source.item.badge.hidden = false;
       source.item.badge.textContent = `cited ${source.cited}×`;
-      source.item.button.setAttribute("aria-label", sourceLabel(source));
     }
   }
 
@@ -602,7 +598,6 @@
         class: "statement" + (isNewest ? " is-newest" : ""),
         testid: "conflict-statement",
         dataset: { chunkId: s.chunk_id, start: s.start, end: s.end },
-        "aria-label": `${s.quantity || ""} according to ${s.title}, updated ${formatDate(s.updated_at) || "unknown"}. Open source.`,
         onclick: (e) => openSource({
           chunkId: s.chunk_id, n: s.n, spans: [{ start: s.start, end: s.end, cited: s.text }],
           hint: s, opener: e.currentTarget,
