@@ -171,7 +171,7 @@ def open_markdown_chunk(page: Any, spans: list[tuple[int, int]]) -> None:
 def marks(page: Any) -> list[tuple[int, int, str, int]]:
     found: list[list[Any]] = page.eval_on_selector_all(
         "[data-testid=source-text] mark",
-        "ms => ms.map(m => [Number(m.dataset.start), Number(m.dataset.end), m.textContent, Number(m.dataset.span)])",
+        "ms => ms.map(m => [+m.dataset.start, +m.dataset.end, m.textContent, +m.dataset.span])",
     )
     return [(s, e, t, span) for s, e, t, span in found]
 
