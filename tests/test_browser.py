@@ -58,8 +58,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_app(db_path: Path) -> Iterator[str]:
-    """Ingest the bundled corpus into `db_path`, serve the real app on loopback, yield its base URL."""
+def running_app(db_path: Path, **overrides: Any) -> Iterator[str]:
+    """Ingest the bundled corpus into `db_path`, serve the real app on loopback, yield its base URL.
+    `overrides` are settings (`api_keys=...`, `admin_keys=...`)."""
     import uvicorn
 
     from rag.api import create_app
@@ -69,7 +70,15 @@ def running_app(db_path: Path) -> Iterator[str]:
 
     # Explicit values, not the environment: this may run before the per-test offline fixture.
     settings = load_settings(
-        db=str(db_path), mock=True, anthropic_api_key="", voyage_api_key="", api_keys="", database_url=""
+        **{
+            "db": str(db_path),
+            "mock": True,
+            "anthropic_api_key": "",
+            "voyage_api_key": "",
+            "api_keys": "",
+            "database_url": "",
+            **overrides,
+        }
     )
     store = open_store(settings)
     try:

@@ -74,10 +74,10 @@ def browser() -> Iterator[Any]:
 
 
 def open_page(
-    browser: Any, base_url: str, *, csp: bool = False, **options: Any
+    browser: Any, base_url: str, *, csp: bool = False, csp_paths: tuple[str, ...] = ("/",), **options: Any
 ) -> tuple[Any, Any, list[str]]:
-    """A fresh context and page on `/`; with `csp`, the page is served under STRICT_CSP and every
-    violation is recorded in `window.__csp`. Returns (context, page, page errors)."""
+    """A fresh context and page on `/`; with `csp`, the pages at `csp_paths` are served under STRICT_CSP
+    and every violation is recorded in `window.__csp`. Returns (context, page, page errors)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
@@ -95,7 +95,8 @@ def open_page(
                 response=response, headers={**response.headers, "content-security-policy": STRICT_CSP}
             )
 
-        page.route(base_url + "/", with_csp)
+        for path in csp_paths:
+            page.route(base_url + path, with_csp)
     page.goto(base_url + "/")
     return context, page, errors
 

@@ -134,8 +134,8 @@ def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, MIGRATIONS[:5])
     conn.execute("INSERT INTO ask_log (trace_id, ts, question) VALUES ('old', '2026-01-01', 'Kept?')")
-    assert migrate(conn) == ["m006_feedback"]
-    assert conn.execute("SELECT question FROM ask_log").fetchall() == [("Kept?",)]
+    assert migrate(conn) == ["m006_feedback", "m007_ask_log_retrieval"]
+    assert conn.execute("SELECT question, retrieval FROM ask_log").fetchall() == [("Kept?", "{}")]
     assert conn.execute("SELECT count(*) FROM feedback").fetchone() == (0,)
     conn.close()
 

@@ -299,6 +299,11 @@ class AskRecord:
     top_score: float
     usage: Usage
     timings: dict[str, float] = field(default_factory=dict)
+    # What retrieval saw: (chunk_id, reranker score) best first, the reranker that scored and the
+    # retrieval gate's threshold (for the content owners' per-trace view).
+    retrieved: tuple[tuple[str, float], ...] = ()
+    reranker: str = ""
+    threshold: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.answer.events import Event
 from rag.answer.pipeline import build_pipeline, validate_question
+from rag.api.admin import add_admin_routes, is_admin_path
 from rag.api.metrics import install_metrics
 from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
 from rag.api.readers import add_reader_routes
@@ -175,7 +176,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def _protected(path: str) -> bool:
-    return path not in PUBLIC_PATHS and not path.startswith("/static/")
+    # /admin checks its own (admin) keys: see rag.api.admin.
+    return path not in PUBLIC_PATHS and not path.startswith("/static/") and not is_admin_path(path)
 
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
@@ -217,6 +219,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     app.add_middleware(RequestContext)
     install_metrics(app)
     add_reader_routes(app, qa.store)
+    add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:

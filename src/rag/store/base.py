@@ -64,13 +64,13 @@ CHUNK_COLUMNS = (
 DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings"
+    " usage, timings, retrieval"
 )
 FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question"
 # The longest feedback note and copied question a store accepts (characters).
 MAX_FEEDBACK_CHARS = 4000
 FEEDBACK_VERDICTS = ("helpful", "wrong")
-_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
+_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
 _VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
 
 
@@ -149,12 +149,19 @@ class Store(StoreReader, Protocol):
         """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
         ...
 
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        """Ask-log rows newest first (the shape of `ask_log`), optionally only refusals (`abstained=True`)
+        or only answers; at most `limit` (capped), none for a limit <= 0."""
+        ...
+
     def add_feedback(self, feedback: Feedback) -> Feedback:
         """Store a reader's verdict; returns it with its `id` and `created_at`. ValueError on bad values."""
         ...
 
-    def feedback(self, limit: int = 50, *, verdict: str | None = None) -> list[Feedback]:
-        """Stored verdicts, newest first, optionally only one verdict; at most `limit` (capped)."""
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        """Stored verdicts, newest first, optionally of one verdict or one trace; at most `limit` (capped)."""
         ...
 
     def headings(self, limit: int = 200) -> list[Heading]:
@@ -302,6 +309,17 @@ def check_feedback(feedback: Feedback) -> None:
     for name in ("trace_id", "note", "question"):
         if len(getattr(feedback, name)) > MAX_FEEDBACK_CHARS:
             raise ValueError(f"feedback {name} is over {MAX_FEEDBACK_CHARS} characters")
+
+
+def ask_row(row: Sequence[Any]) -> dict[str, Any]:
+    """An ask-log row in `ASK_LOG_COLUMNS` order as a dict: JSON columns decoded, `ts` as ISO text."""
+    names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
+    item = dict(zip(names, row, strict=True))
+    for key in _ASK_LOG_JSON:
+        item[key] = as_json(item[key])
+    item["ts"] = as_iso(item["ts"])
+    item["abstained"] = bool(item["abstained"])
+    return item
 
 
 def feedback_from_row(row: Sequence[Any]) -> Feedback:
@@ -611,7 +629,7 @@ class SqlStore(Generic[C]):
         with self._write() as conn:
             self._exec(
                 conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.trace_id,
                     now_iso(),
@@ -625,6 +643,13 @@ class SqlStore(Generic[C]):
                     record.top_score,
                     json_text(record.usage),
                     json_text(record.timings),
+                    json_text(
+                        {
+                            "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
+                            "reranker": record.reranker,
+                            "threshold": record.threshold,
+                        }
+                    ),
                 ),
             )
 
@@ -633,16 +658,19 @@ class SqlStore(Generic[C]):
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
-        names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
-        out = []
-        for row in rows:
-            item = dict(zip(names, row, strict=True))
-            for key in _ASK_LOG_JSON:
-                item[key] = as_json(item[key])
-            item["ts"] = as_iso(item["ts"])
-            item["abstained"] = bool(item["abstained"])
-            out.append(item)
-        return out
+        return [ask_row(row) for row in rows]
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        where, params = (
+            ("WHERE abstained = ? ", (abstained, limit)) if abstained is not None else ("", (limit,))
+        )
+        rows = self._read(
+            f"SELECT {ASK_LOG_COLUMNS} FROM ask_log {where}ORDER BY {self._ROW_ORDER} DESC LIMIT ?", params
+        )
+        return [ask_row(row) for row in rows]
 
     def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
         now = now_iso()
@@ -686,11 +714,15 @@ class SqlStore(Generic[C]):
             ).fetchone()
         return replace(feedback, id=int(new_id), created_at=created)
 
-    def feedback(self, limit: int = 50, *, verdict: str | None = None) -> list[Feedback]:
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
         limit = clamp_limit(limit)
         if not limit:
             return []
-        where, params = ("WHERE verdict = ? ", (verdict, limit)) if verdict else ("", (limit,))
+        filters = [(name, value) for name, value in (("verdict", verdict), ("trace_id", trace_id)) if value]
+        where = "".join(f"{'WHERE' if i == 0 else 'AND'} {name} = ? " for i, (name, _) in enumerate(filters))
+        params = (*(value for _, value in filters), limit)
         rows = self._read(f"SELECT {FEEDBACK_COLUMNS} FROM feedback {where}ORDER BY id DESC LIMIT ?", params)
         return [feedback_from_row(row) for row in rows]
 

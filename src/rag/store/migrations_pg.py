@@ -142,6 +142,11 @@ CREATE TABLE feedback (
 CREATE INDEX feedback_trace ON feedback (trace_id);
 """
 
+# What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+M007_ASK_LOG_RETRIEVAL = """
+ALTER TABLE ask_log ADD COLUMN retrieval jsonb NOT NULL DEFAULT '{}';
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -149,6 +154,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
     ("m006_feedback", M006_FEEDBACK),
+    ("m007_ask_log_retrieval", M007_ASK_LOG_RETRIEVAL),
 )
 
 

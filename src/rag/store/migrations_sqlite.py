@@ -146,6 +146,11 @@ def m006_feedback(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX feedback_trace ON feedback(trace_id)")
 
 
+def m007_ask_log_retrieval(conn: sqlite3.Connection) -> None:
+    # What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+    conn.execute("ALTER TABLE ask_log ADD COLUMN retrieval TEXT NOT NULL DEFAULT '{}'")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -153,6 +158,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_gaps_and_ask_log,
     m005_chunk_ids,
     m006_feedback,
+    m007_ask_log_retrieval,
 )
 
 
