@@ -20,7 +20,7 @@ from rag.config import Settings, load_settings
 from rag.examples import example_questions, word_question
 from rag.store import Store, open_store
 from rag.store.migrations_sqlite import MIGRATIONS, migrate
-from rag.types import Feedback, Heading
+from rag.types import AskRecord, Feedback, Heading, Usage
 
 
 def heading(section: str, *, doc_id: str = "d", title: str = "Team Handbook", chunks: int = 1) -> Heading:
@@ -127,6 +127,46 @@ def test_store_feedback_rejects_bad_values_and_keeps_nothing(store: Store, bad: 
     with pytest.raises(ValueError):
         store.add_feedback(bad)
     assert store.feedback(10) == []
+
+
+def test_store_recent_asks_newest_first_with_retrieval_and_refusal_filter(store: Store) -> None:  # noqa: F811
+    def record(trace_id: str, abstained: bool) -> AskRecord:
+        return AskRecord(
+            trace_id=trace_id,
+            question=f"Question {trace_id}?",
+            reason="low_retrieval_score" if abstained else "",
+            abstained=abstained,
+            blocks=(),
+            answer_text="",
+            citations=(),
+            verdicts=(),
+            top_score=0.3,
+            usage=Usage(),
+            retrieved=(("a#c01", 0.31234), ("b#c02", 0.2)),
+            reranker="lexical",
+            threshold=0.47,
+        )
+
+    for trace_id, abstained in (("t1", True), ("t2", False), ("t3", True)):
+        store.log_ask(record(trace_id, abstained))
+    assert [r["trace_id"] for r in store.recent_asks(10)] == ["t3", "t2", "t1"]
+    assert [r["trace_id"] for r in store.recent_asks(10, abstained=True)] == ["t3", "t1"]
+    assert [r["trace_id"] for r in store.recent_asks(10, abstained=False)] == ["t2"]
+    assert store.recent_asks(1)[0]["retrieval"] == {
+        "retrieved": [["a#c01", 0.3123], ["b#c02", 0.2]],
+        "reranker": "lexical",
+        "threshold": 0.47,
+    }
+    assert store.ask_log("t1")[0]["retrieval"]["threshold"] == 0.47
+    assert store.recent_asks(0) == []
+
+
+def test_store_feedback_filtered_by_trace(store: Store) -> None:  # noqa: F811
+    store.add_feedback(Feedback(trace_id="t1", verdict="wrong"))
+    store.add_feedback(Feedback(trace_id="t2", verdict="wrong"))
+    store.add_feedback(Feedback(trace_id="t1", verdict="helpful"))
+    assert [f.verdict for f in store.feedback(10, trace_id="t1")] == ["helpful", "wrong"]
+    assert [f.trace_id for f in store.feedback(10, verdict="wrong", trace_id="t2")] == ["t2"]
 
 
 def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
