@@ -68,7 +68,9 @@ def test_metrics_count_requests_by_route_template_and_status(client: TestClient)
     client.post("/ask", json={"question": "  "})
     client.get("/chunks/no-such%23c01")
     client.get("/nowhere/at/all")
+    client.request("BREW", "/nowhere")
     found = samples(client)
+    assert value(found, "rag_http_requests_total", route="unmatched", method="other", status="404") == 1
     assert value(found, "rag_http_requests_total", route="/ask", method="POST", status="200") == 1
     assert value(found, "rag_http_requests_total", route="/ask", method="POST", status="422") == 1
     assert (

@@ -31,6 +31,8 @@ from rag.api.middleware import ACCESS_KEY
 from rag.types import RefusalReason
 
 ANSWER_ROUTES = frozenset({"/ask", "/ask/stream"})
+# Method label values; anything else a client sends is counted as "other" (bounded label sets only).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 OUTCOMES = ("answered", "abstained", "error")
 # Token kind label -> the key of the answer's `usage` that counts it.
 TOKEN_KINDS = {
@@ -69,14 +71,13 @@ class Metrics:
         self.model_tokens = Counter("rag_model_tokens", "Model tokens by kind.", ["kind"], registry=r)
         self.model_retries = Counter("rag_model_retries", "Model call retries by the SDK.", registry=r)
         self.model_cost = Counter("rag_model_cost_usd", "Estimated model cost in USD.", registry=r)
-        # Every label value known up front appears at 0, so a dashboard's rate() has a series from the start.
-        for outcome in OUTCOMES:
-            self.answers.labels(outcome=outcome)
-        for reason in get_args(RefusalReason):
-            if reason:
-                self.refusals.labels(reason=reason)
-        for kind in TOKEN_KINDS:
-            self.model_tokens.labels(kind=kind)
+        # Every label value known up front appears at 0 (a dashboard's rate() has a series from the
+        # start), and its child is looked up once, not per request.
+        self._outcomes = {o: self.answers.labels(outcome=o) for o in OUTCOMES}
+        self._reasons = {r: self.refusals.labels(reason=r) for r in get_args(RefusalReason) if r}
+        self._tokens = {kind: (key, self.model_tokens.labels(kind=kind)) for kind, key in TOKEN_KINDS.items()}
+        self._stages = {stage: self.stage_seconds.labels(stage=stage) for stage in STAGES}
+        self._routes: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe(
         self, *, route: str, method: str, status: int, seconds: float, details: Mapping[str, Any]
@@ -96,19 +97,22 @@ class Metrics:
             outcome = "answered"
         else:
             return  # rejected before answering (422, 401): counted as a request only
-        self.answers.labels(outcome=outcome).inc()
+        self._outcomes[outcome].inc()
         if reason:
-            self.refusals.labels(reason=reason).inc()
+            (self._reasons.get(reason) or self.refusals.labels(reason=reason)).inc()
         timings = details.get("timings") or {}
-        for stage in STAGES:
+        for stage, child in self._stages.items():
             value = timings.get(stage)
             if isinstance(value, int | float) and value >= 0:
-                self.stage_seconds.labels(stage=stage).observe(value / 1000)
+                child.observe(value / 1000)
         usage = details.get("usage") or {}
-        self.model_calls.inc(_count(usage, "calls"))
-        self.model_retries.inc(_count(usage, "retries"))
-        for kind, key in TOKEN_KINDS.items():
-            self.model_tokens.labels(kind=kind).inc(_count(usage, key))
+        if calls := _count(usage, "calls"):
+            self.model_calls.inc(calls)
+        if retries := _count(usage, "retries"):
+            self.model_retries.inc(retries)
+        for key, child in self._tokens.values():
+            if tokens := _count(usage, key):
+                child.inc(tokens)
         cost = usage.get("cost_usd")
         if isinstance(cost, int | float) and cost > 0:
             self.model_cost.inc(cost)
@@ -151,7 +155,7 @@ class MetricsMiddleware:
                 route = "/static" if scope["path"].startswith("/static/") else "unmatched"
             self.metrics.observe(
                 route=route,
-                method=scope["method"],
+                method=scope["method"] if scope["method"] in METHODS else "other",
                 status=status or 500,
                 seconds=time.perf_counter() - started,
                 details=scope.get(ACCESS_KEY) or {},
