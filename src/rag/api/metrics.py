@@ -101,18 +101,18 @@ class Metrics:
         if reason:
             (self._reasons.get(reason) or self.refusals.labels(reason=reason)).inc()
         timings = details.get("timings") or {}
-        for stage, child in self._stages.items():
+        for stage, histogram in self._stages.items():
             value = timings.get(stage)
             if isinstance(value, int | float) and value >= 0:
-                child.observe(value / 1000)
+                histogram.observe(value / 1000)
         usage = details.get("usage") or {}
         if calls := _count(usage, "calls"):
             self.model_calls.inc(calls)
         if retries := _count(usage, "retries"):
             self.model_retries.inc(retries)
-        for key, child in self._tokens.values():
+        for key, counter in self._tokens.values():
             if tokens := _count(usage, key):
-                child.inc(tokens)
+                counter.inc(tokens)
         cost = usage.get("cost_usd")
         if isinstance(cost, int | float) and cost > 0:
             self.model_cost.inc(cost)
