@@ -224,21 +224,32 @@ def test_feedback_after_ask_stores_verdict_with_the_logged_question(
     assert response.status_code == 201, response.text
     body = response.json()
     assert (body["trace_id"], body["verdict"], body["note"]) == (trace, "wrong", "Too vague.")
-    assert body["question"] == ANSWERABLE
+    assert "question" not in body
     opened = open_store(_settings(corpus_db))
     try:
-        stored = opened.feedback(50, verdict="wrong")
+        stored = opened.feedback(50, trace_id=trace)
     finally:
         opened.close()
-    assert any(f.trace_id == trace and f.id == body["id"] for f in stored)
+    assert [(f.id, f.question) for f in stored] == [(body["id"], ANSWERABLE)]
 
 
-def test_feedback_for_unlogged_trace_keeps_the_question_sent(client: TestClient) -> None:
+def test_feedback_for_unlogged_trace_keeps_the_question_sent(client: TestClient, corpus_db: str) -> None:
     response = client.post(
         "/feedback", json={"trace_id": "not-logged-1", "verdict": "helpful", "question": OFF_TOPIC}
     )
     assert response.status_code == 201
-    assert response.json()["question"] == OFF_TOPIC
+    opened = open_store(_settings(corpus_db))
+    try:
+        assert [f.question for f in opened.feedback(10, trace_id="not-logged-1")] == [OFF_TOPIC]
+    finally:
+        opened.close()
+
+
+def test_feedback_never_echoes_the_question_logged_under_a_chosen_trace_id(client: TestClient) -> None:
+    client.post("/ask", json={"question": ANSWERABLE}, headers={"X-Request-ID": "guessable-1"})
+    response = client.post("/feedback", json={"trace_id": "guessable-1", "verdict": "wrong"})
+    assert response.status_code == 201
+    assert ANSWERABLE not in response.text
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@
   (`rag.examples`), one per document; cached for `EXAMPLES_TTL` seconds per (limit, seed).
 - `POST /feedback`: a verdict (`helpful` or `wrong`) with an optional note on the answer named by its
   trace id (the `X-Trace-Id` of the ask, also in the stream's `meta`). The question is copied from
-  the ask log when the trace is there, else taken from the body. Answers 201 with the stored row.
+  the ask log when the trace is there, else taken from the body. Answers 201 with the stored row
+  (without the question).
 """
 
 from __future__ import annotations
@@ -49,11 +50,13 @@ class FeedbackIn(BaseModel):
 
 
 class FeedbackOut(BaseModel):
+    """The stored verdict. The question copied from the ask log is not echoed: a trace id can be
+    chosen by a client (X-Request-ID), so echoing it could show one caller another's question."""
+
     id: int
     trace_id: str
     verdict: Literal["helpful", "wrong"]
     note: str
-    question: str
     created_at: str
 
 
@@ -108,4 +111,4 @@ def add_reader_routes(app: FastAPI, store: Store) -> None:
             return store.add_feedback(record)
 
         stored = await run_in_threadpool(save)
-        return json_response(jsonable(stored), status=201)
+        return json_response({k: v for k, v in jsonable(stored).items() if k != "question"}, status=201)
