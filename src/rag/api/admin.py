@@ -18,8 +18,9 @@ group replace the key list when document-level access lands.)
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, Response
@@ -31,7 +32,7 @@ from rag.config import Settings
 from rag.errors import NotFound
 from rag.review import ask_row_flat, group_refusals, refusal_row, to_csv, wrong_answers
 from rag.serialize import jsonable
-from rag.store import Store
+from rag.types import Chunk, Feedback, Gap
 
 ADMIN_PREFIX = "/admin"
 # Ask-log rows read per summary or export (newest first).
@@ -45,6 +46,23 @@ EXPORT_COLUMNS = {
         "model_calls", "input_tokens", "output_tokens", "total_ms",
     ),
 }  # fmt: skip
+
+
+@runtime_checkable
+class ReviewStore(Protocol):
+    """What the admin routes read from the store (every backend has it; see `rag.store.base.Store`)."""
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]: ...
+
+    def ask_log(self, trace_id: str) -> list[dict[str, Any]]: ...
+
+    def gaps(self, limit: int = 50) -> list[Gap]: ...
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]: ...
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
 
 
 def is_admin_path(path: str) -> bool:
@@ -74,12 +92,12 @@ def admin_refusal(request: Request, settings: Settings) -> Response | None:
     return None
 
 
-def _titles(store: Store, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
+def _titles(store: ReviewStore, chunk_ids: list[str]) -> dict[str, dict[str, Any]]:
     chunks = store.get_chunks(list(dict.fromkeys(chunk_ids)))
     return {c.chunk_id: {"title": c.title, "section": c.section, "doc_id": c.doc_id} for c in chunks}
 
 
-def summary(store: Store) -> dict[str, Any]:
+def summary(store: ReviewStore) -> dict[str, Any]:
     """Everything the admin page shows at first: counts, groups, the latest refusals, wrong answers."""
     asks = store.recent_asks(ASKS_READ)
     refused = [row for row in asks if row["abstained"]]
@@ -105,7 +123,7 @@ def summary(store: Store) -> dict[str, Any]:
     }
 
 
-def trace_view(store: Store, trace_id: str) -> dict[str, Any]:
+def trace_view(store: ReviewStore, trace_id: str) -> dict[str, Any]:
     """One ask as logged, with chunk titles; raises NotFound for a trace id the log does not hold."""
     rows = store.ask_log(trace_id)
     if not rows:
@@ -137,7 +155,7 @@ def trace_view(store: Store, trace_id: str) -> dict[str, Any]:
     }
 
 
-def export_rows(store: Store, what: str) -> list[dict[str, Any]]:
+def export_rows(store: ReviewStore, what: str) -> list[dict[str, Any]]:
     if what == "refusals":
         return [refusal_row(row) for row in store.recent_asks(ASKS_READ, abstained=True)]
     if what == "wrong":
@@ -147,7 +165,7 @@ def export_rows(store: Store, what: str) -> list[dict[str, Any]]:
     return [ask_row_flat(row) for row in store.recent_asks(ASKS_READ)]
 
 
-def add_admin_routes(app: FastAPI, store: Store, settings: Settings, static_dir: Path) -> None:
+def add_admin_routes(app: FastAPI, store: ReviewStore, settings: Settings, static_dir: Path) -> None:
     """Register the `/admin` page and its data routes."""
 
     @app.get("/admin", response_class=Response, include_in_schema=False)

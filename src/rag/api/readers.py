@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from fastapi import FastAPI, Query
 from fastapi.responses import Response
@@ -22,8 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from rag.api.responses import json_response
 from rag.examples import Example, example_questions
 from rag.serialize import jsonable
-from rag.store import Store
-from rag.types import Feedback
+from rag.types import Feedback, Heading
 
 # How long one draw of example questions is reused before the store is read again (seconds).
 EXAMPLES_TTL = 60.0
@@ -31,6 +30,17 @@ EXAMPLES_TTL = 60.0
 HEADINGS_READ = 400
 MAX_NOTE_CHARS = 2000
 TRACE_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
+@runtime_checkable
+class ReaderStore(Protocol):
+    """What these routes need from the store (every backend has it; see `rag.store.base.Store`)."""
+
+    def headings(self, limit: int = 200) -> list[Heading]: ...
+
+    def ask_log(self, trace_id: str) -> list[dict[str, Any]]: ...
+
+    def add_feedback(self, feedback: Feedback) -> Feedback: ...
 
 
 class FeedbackIn(BaseModel):
@@ -71,7 +81,7 @@ class ExamplesOut(BaseModel):
     examples: list[ExampleOut]
 
 
-def add_reader_routes(app: FastAPI, store: Store) -> None:
+def add_reader_routes(app: FastAPI, store: ReaderStore) -> None:
     """Register `/examples` and `/feedback` on `app`, reading and writing `store`."""
     cache: dict[tuple[int, int], tuple[float, list[Example]]] = {}
     lock = threading.Lock()
