@@ -98,6 +98,11 @@ class Settings(BaseSettings):
     # HTTP service
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
+    admin_keys: str = Field(
+        "",
+        description="comma-separated bearer keys that may open /admin (the ask log, gaps, feedback); "
+        "empty: /admin is open only while RAG_API_KEYS is empty too",
+    )
     cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")
     sse_keepalive: float = Field(
         10.0, gt=0, description="seconds without an event before an SSE keep-alive comment"
@@ -168,6 +173,10 @@ class Settings(BaseSettings):
     @property
     def api_key_list(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    @property
+    def admin_key_list(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.admin_keys.split(",") if k.strip())
 
     @property
     def cors_origin_list(self) -> tuple[str, ...]:

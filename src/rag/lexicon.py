@@ -276,3 +276,18 @@ IDENTIFIER_RE = re.compile(
 # A field line ("**Default:** `100`", "Default: ``X``", "- Command line: -t INT"): a short
 # label, a colon, a value.
 FIELD_RE = re.compile(r"^[\W_]{0,4}([A-Za-z][\w-]*(?: [\w-]+){0,2}?)[*_`]{0,3}:[*_`]{0,3}\s+(\S.*)$")
+
+# ---------------------------------------------------------------------------------------------
+# Example questions on the web page (rag.examples)
+
+# Headings that name a part of a document's layout, not a topic a reader would ask about.
+LAYOUT_HEADINGS = frozenset(
+    {"overview", "introduction", "intro", "summary", "contents", "table of contents", "index", "notes"}
+    | {"note", "see also", "references", "appendix", "changelog", "change log", "history", "about"}
+    | {"background", "attendees", "agenda", "action items", "next steps", "minutes", "contact", "contacts"}
+    | {"faq", "glossary", "miscellaneous", "misc", "other", "general", "details", "description"}
+    | {"example", "examples", "links", "resources", "further reading", "conclusion", "preface"}
+    | {"foreword", "acknowledgements", "credits", "decisions", "discussion", "updates", "timeline"}
+)
+# "How to reset a password" -> "How do I reset a password?"
+HOW_TO_HEADING_RE = re.compile(r"^how\s+to\s+(?P<rest>.+)$", re.IGNORECASE)

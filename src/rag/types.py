@@ -18,6 +18,8 @@ SentenceStart = Literal["", "paragraph", "item"]
 # Stop reasons of a model reply that leave the sentence in progress unfinished.
 CUT_STOP_REASONS = frozenset({"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"})
 Fabrication = Literal["", "nonexistent", "unrelated"]
+# A reader's verdict on one answer (the page's "helpful / wrong" buttons).
+FeedbackVerdict = Literal["helpful", "wrong"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -303,6 +305,34 @@ class AskRecord:
     top_score: float
     usage: Usage
     timings: dict[str, float] = field(default_factory=dict)
+    # What retrieval saw: (chunk_id, reranker score) best first, the reranker that scored and the
+    # retrieval gate's threshold (for the content owners' per-trace view).
+    retrieved: tuple[tuple[str, float], ...] = ()
+    reranker: str = ""
+    threshold: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Feedback:
+    """A reader's verdict on one answer, tied to the answer's trace id (`id` and `created_at` are
+    set by the store: 0 and "" before it is stored)."""
+
+    trace_id: str
+    verdict: FeedbackVerdict
+    note: str = ""
+    question: str = ""
+    id: int = 0
+    created_at: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heading:
+    """One section of one document as indexed: its title, its section path and how many chunks it has."""
+
+    doc_id: str
+    title: str
+    section: str
+    chunks: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

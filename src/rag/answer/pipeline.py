@@ -386,6 +386,9 @@ class Pipeline:
                 top_score=plan.top,
                 usage=answer.usage,
                 timings=dict(answer.timings),
+                retrieved=tuple((s.chunk.chunk_id, s.score) for s in plan.scored),
+                reranker=plan.scorer,
+                threshold=plan.threshold,
             )
         )
 

@@ -29,6 +29,8 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
+from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.metrics import install_metrics
 from rag.api.middleware import (
     ACCESS_KEY,
     TRACE_KEY,
@@ -38,6 +40,7 @@ from rag.api.middleware import (
     RequestContext,
     SecurityHeaders,
 )
+from rag.api.readers import ReaderStore, add_reader_routes
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -53,7 +56,7 @@ from rag.api.stream import EventStreamResponse, sse_stream
 from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
-from rag.serialize import answer_json, chunk_json, document_json
+from rag.serialize import answer_json, chunk_json, document_json, usage_json
 from rag.store.base import StoreReader
 from rag.types import Answer, Chunk, Document
 
@@ -122,6 +125,7 @@ def _note_answer(details: dict[str, Any], answer: Answer) -> None:
         emitted=len(answer.sentences),
         dropped=len(answer.dropped),
         timings=answer.timings,
+        usage=usage_json(answer.usage),
     )
 
 
@@ -200,7 +204,8 @@ def warm_up(qa: QAService) -> None:
 
 
 def _protected(path: str) -> bool:
-    return path not in PUBLIC_PATHS and not path.startswith("/static/")
+    # /admin checks its own (admin) keys: see rag.api.admin.
+    return path not in PUBLIC_PATHS and not path.startswith("/static/") and not is_admin_path(path)
 
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
@@ -246,6 +251,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
     app.add_middleware(SecurityHeaders)
+    install_metrics(app)
+    # Readers' and owners' routes need more of the store than the read interface: every backend
+    # has it; a test double without it simply has no such routes.
+    if isinstance(qa.store, ReaderStore):
+        add_reader_routes(app, qa.store)
+    if isinstance(qa.store, ReviewStore):
+        add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:

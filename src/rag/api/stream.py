@@ -23,6 +23,7 @@ from rag.answer.events import (
     encode,
 )
 from rag.errors import RagError
+from rag.serialize import usage_json
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -50,6 +51,7 @@ def note_event(details: dict[str, Any], event: Event) -> None:
         details["stream_status"] = event.status
         details.setdefault("reason", "")
         details["timings"] = event.timings
+        details["usage"] = usage_json(event.usage)
 
 
 async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:

@@ -33,7 +33,7 @@ from rag.config import Settings
 from rag.errors import ConfigError, Gone, NotFound
 from rag.serialize import dumps
 from rag.text import normalise
-from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
+from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific
 # description of a chunk's topic, so a question word in it counts double; the title is shared by
@@ -64,9 +64,13 @@ CHUNK_COLUMNS = (
 DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings"
+    " usage, timings, retrieval"
 )
-_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
+FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question"
+# The longest feedback note and copied question a store accepts (characters).
+MAX_FEEDBACK_CHARS = 4000
+FEEDBACK_VERDICTS = ("helpful", "wrong")
+_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
 _VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
 
 
@@ -160,6 +164,27 @@ class Store(StoreReader, Protocol):
 
     def gaps(self, limit: int = 50) -> list[Gap]:
         """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
+        ...
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        """Ask-log rows newest first (the shape of `ask_log`), optionally only refusals (`abstained=True`)
+        or only answers; at most `limit` (capped), none for a limit <= 0."""
+        ...
+
+    def add_feedback(self, feedback: Feedback) -> Feedback:
+        """Store a reader's verdict; returns it with its `id` and `created_at`. ValueError on bad values."""
+        ...
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        """Stored verdicts, newest first, optionally of one verdict or one trace; at most `limit` (capped)."""
+        ...
+
+    def headings(self, limit: int = 200) -> list[Heading]:
+        """Distinct (document, section) pairs with their chunk counts, in order of the position of
+        their first chunk in its document (so every document's opening sections come before any
+        document's later ones); at most `limit` (capped), none for a limit <= 0."""
         ...
 
     def close(self) -> None: ...
@@ -290,6 +315,40 @@ def check_upsert(
         raise ValueError(
             f"embeddings of {doc.doc_id!r} must share one non-zero dimension, got {sorted(dims)}"
         )
+
+
+def check_feedback(feedback: Feedback) -> None:
+    """Raise ValueError unless the verdict is known, the trace id is set and the texts fit."""
+    if feedback.verdict not in FEEDBACK_VERDICTS:
+        raise ValueError(f"unknown feedback verdict {feedback.verdict!r}; use one of {FEEDBACK_VERDICTS}")
+    if not feedback.trace_id.strip():
+        raise ValueError("feedback needs the trace id of the answer it judges")
+    for name in ("trace_id", "note", "question"):
+        if len(getattr(feedback, name)) > MAX_FEEDBACK_CHARS:
+            raise ValueError(f"feedback {name} is over {MAX_FEEDBACK_CHARS} characters")
+
+
+def ask_row(row: Sequence[Any]) -> dict[str, Any]:
+    """An ask-log row in `ASK_LOG_COLUMNS` order as a dict: JSON columns decoded, `ts` as ISO text."""
+    names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
+    item = dict(zip(names, row, strict=True))
+    for key in _ASK_LOG_JSON:
+        item[key] = as_json(item[key])
+    item["ts"] = as_iso(item["ts"])
+    item["abstained"] = bool(item["abstained"])
+    return item
+
+
+def feedback_from_row(row: Sequence[Any]) -> Feedback:
+    """A Feedback from a row in `FEEDBACK_COLUMNS` order."""
+    return Feedback(
+        id=int(row[0]),
+        trace_id=row[1],
+        created_at=as_iso(row[2]),
+        verdict=row[3],
+        note=row[4],
+        question=row[5],
+    )
 
 
 # --- chunk-id versions -----------------------------------------------------------------------------
@@ -624,7 +683,7 @@ class SqlStore(Generic[C]):
         with self._write() as conn:
             self._exec(
                 conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.trace_id,
                     now_iso(),
@@ -638,6 +697,13 @@ class SqlStore(Generic[C]):
                     record.top_score,
                     json_text(record.usage),
                     json_text(record.timings),
+                    json_text(
+                        {
+                            "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
+                            "reranker": record.reranker,
+                            "threshold": record.threshold,
+                        }
+                    ),
                 ),
             )
 
@@ -646,16 +712,19 @@ class SqlStore(Generic[C]):
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
-        names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
-        out = []
-        for row in rows:
-            item = dict(zip(names, row, strict=True))
-            for key in _ASK_LOG_JSON:
-                item[key] = as_json(item[key])
-            item["ts"] = as_iso(item["ts"])
-            item["abstained"] = bool(item["abstained"])
-            out.append(item)
-        return out
+        return [ask_row(row) for row in rows]
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        where, params = (
+            ("WHERE abstained = ? ", (abstained, limit)) if abstained is not None else ("", (limit,))
+        )
+        rows = self._read(
+            f"SELECT {ASK_LOG_COLUMNS} FROM ask_log {where}ORDER BY {self._ROW_ORDER} DESC LIMIT ?", params
+        )
+        return [ask_row(row) for row in rows]
 
     def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
         now = now_iso()
@@ -684,3 +753,40 @@ class SqlStore(Generic[C]):
             Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n)
             for q, s, c, at, n in rows
         ]
+
+    # readers' feedback and the corpus's headings
+
+    def add_feedback(self, feedback: Feedback) -> Feedback:
+        check_feedback(feedback)
+        created = now_iso()
+        with self._write() as conn:
+            (new_id,) = self._exec(
+                conn,
+                "INSERT INTO feedback (trace_id, created_at, verdict, note, question)"
+                " VALUES (?, ?, ?, ?, ?) RETURNING id",
+                (feedback.trace_id, created, feedback.verdict, feedback.note, feedback.question),
+            ).fetchone()
+        return replace(feedback, id=int(new_id), created_at=created)
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        filters = [(name, value) for name, value in (("verdict", verdict), ("trace_id", trace_id)) if value]
+        where = "".join(f"{'WHERE' if i == 0 else 'AND'} {name} = ? " for i, (name, _) in enumerate(filters))
+        params = (*(value for _, value in filters), limit)
+        rows = self._read(f"SELECT {FEEDBACK_COLUMNS} FROM feedback {where}ORDER BY id DESC LIMIT ?", params)
+        return [feedback_from_row(row) for row in rows]
+
+    def headings(self, limit: int = 200) -> list[Heading]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        rows = self._read(
+            "SELECT doc_id, title, section, count(*), min(ord) FROM chunks GROUP BY doc_id, title, section"
+            " ORDER BY min(ord), doc_id, section LIMIT ?",
+            (limit,),
+        )
+        return [Heading(doc_id=d, title=t, section=s, chunks=int(n)) for d, t, s, n, _ in rows]

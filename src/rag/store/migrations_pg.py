@@ -135,6 +135,24 @@ ALTER TABLE embeddings ADD COLUMN model text NOT NULL DEFAULT '';
 CREATE INDEX embeddings_model_dim ON embeddings (model, dim);
 """
 
+# Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+M007_FEEDBACK = """
+CREATE TABLE feedback (
+    id         bigserial PRIMARY KEY,
+    trace_id   text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    verdict    text NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+    note       text NOT NULL DEFAULT '',
+    question   text NOT NULL DEFAULT ''
+);
+CREATE INDEX feedback_trace ON feedback (trace_id);
+"""
+
+# What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+M008_ASK_LOG_RETRIEVAL = """
+ALTER TABLE ask_log ADD COLUMN retrieval jsonb NOT NULL DEFAULT '{}';
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -142,6 +160,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
     ("m006_embedding_model", M006_EMBEDDING_MODEL),
+    ("m007_feedback", M007_FEEDBACK),
+    ("m008_ask_log_retrieval", M008_ASK_LOG_RETRIEVAL),
 )
 
 

@@ -136,6 +136,28 @@ def m006_embedding_model(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX embeddings_model_dim ON embeddings(model, dim)")
 
 
+def m007_feedback(conn: sqlite3.Connection) -> None:
+    # Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+    conn.execute(
+        """
+        CREATE TABLE feedback (
+            id         INTEGER PRIMARY KEY,
+            trace_id   TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            verdict    TEXT NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+            note       TEXT NOT NULL DEFAULT '',
+            question   TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    conn.execute("CREATE INDEX feedback_trace ON feedback(trace_id)")
+
+
+def m008_ask_log_retrieval(conn: sqlite3.Connection) -> None:
+    # What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+    conn.execute("ALTER TABLE ask_log ADD COLUMN retrieval TEXT NOT NULL DEFAULT '{}'")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -143,6 +165,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     m004_gaps_and_ask_log,
     m005_chunk_ids,
     m006_embedding_model,
+    m007_feedback,
+    m008_ask_log_retrieval,
 )
 
 
