@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import load_settings
-from rag.errors import StoreUnavailable
+from rag.errors import ConfigError, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.store import SqliteStore, open_store
 from rag.store.sqlite import MAX_CONNECTIONS
@@ -343,3 +343,85 @@ def test_serve_file_handles_and_memory_stay_flat_across_busy_idle_cycles(db: Pat
     assert max(on_db) <= 3 * MAX_CONNECTIONS, on_db
     assert max(fds) - min(fds) <= 3 * MAX_CONNECTIONS, fds
     assert max(rss[5:]) - rss[4] < 16_000, rss
+
+
+# --- configuration faults: one line, fast ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://app:secret@db.internal/shop", "sqlite:///data/rag.db", "just-a-hostname"]
+)
+def test_database_url_that_is_not_postgresql_is_refused_naming_the_variable(url: str) -> None:
+    with pytest.raises(ConfigError, match="RAG_DATABASE_URL") as caught:
+        load_settings(database_url=url)
+    assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://rag:rag@127.0.0.1:5432/rag",
+        "postgres://rag@db/rag",
+        "POSTGRESQL://rag@db/rag",
+        "host=127.0.0.1 port=5432 dbname=rag",
+    ],
+)
+def test_database_url_accepts_postgresql_urls_and_conninfo(url: str) -> None:
+    assert load_settings(database_url=f"  {url} ").database_url == url
+
+
+def run_rag(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rag", *args],
+        env={**os.environ, "MOCK": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_cli_refuses_a_mysql_url_in_one_line() -> None:
+    done = run_rag("ingest", "fixtures/corpus", env={"RAG_DATABASE_URL": "mysql://app:secret@db/shop"})
+    assert_one_line_error(done, "RAG_DATABASE_URL", "mysql://")
+    assert "secret" not in done.stderr
+
+
+def test_cli_unreachable_postgresql_fails_fast_naming_host_and_reason() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once the socket closes
+    started = time.monotonic()
+    done = run_rag(
+        "ingest", "fixtures/corpus", env={"RAG_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/x"}
+    )
+    assert_one_line_error(done, f"127.0.0.1:{port}", "refused")
+    assert time.monotonic() - started < 15
+
+
+def test_cli_silent_postgresql_times_out_within_the_connect_timeout() -> None:
+    with socket.socket() as listener:  # accepts connections and never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        done = run_rag(
+            "serve",
+            "--port",
+            str(free_port()),
+            env={
+                "RAG_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/x",
+                "RAG_DB_CONNECT_TIMEOUT": "2",
+            },
+        )
+        elapsed = time.monotonic() - started
+    assert_one_line_error(done, f"127.0.0.1:{port}", "timeout")
+    assert elapsed < 15
