@@ -455,6 +455,40 @@ def test_store_every_id_ever_served_names_one_text_across_edits(store: Store) ->
             pass
 
 
+def write_policy(path: Path, window: str) -> None:
+    path.write_text(
+        "# Billing policy\n\n## Refund window\n\n"
+        f"Refunds are available within {window} of the purchase date for every plan.\n\n"
+        "## Invoices\n\nInvoices are sent by e-mail on the first working day of each month.\n",
+        encoding="utf-8",
+    )
+
+
+def test_store_reingest_after_an_edit_never_lets_an_old_id_name_new_text(
+    store: Store, tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_policy(folder / "billing.md", "14 days")
+    settings = load_settings(mock=True, chunk_min_tokens=10, chunk_max_tokens=40)
+    ingest_paths(store, [folder], settings=settings)
+    (doc_id,) = store.document_hashes()
+    before = {c.chunk_id: c.text for c in store.document_chunks(doc_id)}
+    assert len(before) == 2
+    write_policy(folder / "billing.md", "30 days")
+    ingest_paths(store, [folder], settings=settings)
+    after = {c.chunk_id: c.text for c in store.document_chunks(doc_id)}
+    assert any("30 days" in text for text in after.values())
+    kept = set(before) & set(after)
+    assert len(kept) == 1 and all(before[cid] == after[cid] for cid in kept)
+    (old,) = set(before) - kept
+    assert "14 days" in before[old]
+    with pytest.raises(Gone):
+        store.get_chunk(old)
+    for chunk_id, text in after.items():
+        assert store.get_chunk(chunk_id).text == text
+
+
 # --- concurrency and migrations ------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -177,6 +178,28 @@ def test_store_unavailable_names_the_file_not_its_folder(tmp_path: Path) -> None
     finally:
         store.close()
     assert "gone.db" in str(caught.value) and str(tmp_path) not in str(caught.value)
+
+
+def test_chunk_id_of_edited_text_answers_410_gone_and_the_new_id_serves_the_new_text(
+    client: TestClient, db: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    doc_id = chunk_id.split("#", 1)[0]
+    original = client.get(f"/chunks/{chunk_id.replace('#', '%23')}").json()["text"]
+    store = SqliteStore(str(db))
+    try:
+        doc = store.get_document(doc_id)
+        chunks = store.document_chunks(doc_id)
+        edited = [replace(c, text=c.text + " Edited.") if c.chunk_id == chunk_id else c for c in chunks]
+        store.upsert_document(doc, edited)
+        (new_id,) = {c.chunk_id for c in store.document_chunks(doc_id)} - {c.chunk_id for c in chunks}
+    finally:
+        store.close()
+    gone = client.get(f"/chunks/{chunk_id.replace('#', '%23')}")
+    assert gone.status_code == 410 and gone.json()["error"]["type"] == "gone"
+    assert doc_id in gone.json()["error"]["message"]
+    fresh = client.get(f"/chunks/{new_id.replace('#', '%23')}").json()
+    assert fresh["text"] == original + " Edited."
 
 
 # --- bounded connections ----------------------------------------------------------------------------
