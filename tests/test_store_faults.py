@@ -129,6 +129,32 @@ def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: Test
         assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
 
 
+def test_deleted_then_reingested_database_serves_only_the_new_one_and_stays_intact(
+    client: TestClient, db: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    assert_serving(client, chunk_id)
+    db.unlink()  # the -wal and -shm files stay behind, still open in the server
+    assert client.get("/readyz").status_code == 503
+    note = db.with_name("parking.md")
+    note.write_text("# Parking\n\nVisitors park in bay 7 behind the library, free of charge.\n")
+    store = SqliteStore(str(db))
+    try:
+        ingest_paths(store, [str(note)], settings=load_settings(db=str(db), mock=True))
+    finally:
+        store.close()
+    for _ in range(5):
+        assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is True
+        new = client.post("/ask", json={"question": "Where do visitors park?"}).json()
+        assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
+    assert client.get("/readyz").json()["documents"] == 1
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize(
     "garbage",
     [b"this is not a database at all\n" * 200, b"SQLite format 3\x00" + b"\xff" * 8192],
@@ -144,6 +170,22 @@ def test_database_replaced_by_a_corrupt_file_gives_503_then_recovers(
     broken.write_bytes(garbage)
     os.replace(broken, db)
     assert_unavailable(client, chunk_id, reason="cannot be used")
+    restored = tmp_path / "restored.db"
+    shutil.copyfile(saved, restored)
+    os.replace(restored, db)
+    assert_serving(client, chunk_id)
+
+
+def test_database_corrupted_in_place_gives_503_from_readyz_on(
+    client: TestClient, db: Path, tmp_path: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    assert_serving(client, chunk_id)  # the pool now holds connections with cached pages
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+    with db.open("r+b") as f:  # same inode: only the bytes change
+        f.write(b"\xff" * 100)
+    assert_unavailable(client, chunk_id, reason="not a database")
     restored = tmp_path / "restored.db"
     shutil.copyfile(saved, restored)
     os.replace(restored, db)

@@ -56,6 +56,10 @@ ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
     " usage, timings"
 )
+STATS_SQL = (
+    "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
+    " (SELECT count(*) FROM embeddings)"
+)
 _ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
 
 
@@ -411,10 +415,7 @@ class SqlStore(Generic[C]):
     # bookkeeping
 
     def stats(self) -> StoreStats:
-        ((documents, chunks, embeddings),) = self._read(
-            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-            " (SELECT count(*) FROM embeddings)"
-        )
+        ((documents, chunks, embeddings),) = self._read(STATS_SQL)
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     def log_ask(self, record: AskRecord) -> None:

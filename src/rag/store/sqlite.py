@@ -32,6 +32,7 @@ from rag.store.base import (
     BM25_WEIGHTS,
     CHUNK_ROW_COLUMNS,
     MAX_QUERY_TERMS,
+    STATS_SQL,
     Cursor,
     SqlStore,
     chunk_columns,
@@ -41,7 +42,7 @@ from rag.store.base import (
 )
 from rag.store.migrations_sqlite import migrate
 from rag.text import terms
-from rag.types import Chunk, Document
+from rag.types import Chunk, Document, StoreStats
 
 __all__ = ["SqliteStore", "fts_query"]
 
@@ -63,6 +64,11 @@ _SEARCH_SQL = f"""
 """
 
 logger = logging.getLogger(__name__)
+
+
+def _transient(exc: sqlite3.Error) -> bool:
+    """A fault that passes by itself (another process holds the write lock), not a broken file."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower()
 
 
 def fts_query(query_terms: Iterable[object]) -> str:
@@ -120,7 +126,7 @@ class SqliteStore(SqlStore[_Connection]):
         self.max_connections = 1 if self.memory else max(1, max_connections)
         self._slots = threading.BoundedSemaphore(self.max_connections)
         self._writer = threading.Lock()
-        self._reopening = threading.Lock()
+        self._reopening = threading.RLock()  # one thread retires or reopens connections at a time
         self._idle: list[_Connection] = []
         self._closed = False
         self._epoch = 0
@@ -163,47 +169,69 @@ class SqliteStore(SqlStore[_Connection]):
         return conn
 
     def _stat(self) -> tuple[int, int] | None:
-        """The database file's (device, inode); raises StoreUnavailable when it is missing."""
-        if self.memory:
-            return None
+        """The database file's (device, inode), or None when it is missing."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise StoreUnavailable(
-                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
-            ) from None
+            return None
         except OSError as exc:
             raise StoreUnavailable(f"the database file {self.name} cannot be read: {exc.strerror}") from None
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
-        """Fail while the file is missing or unreadable; reopen when it was replaced."""
+        """Fail while the file is missing or unreadable; reopen when another file took its place.
+
+        Connections to a file that is gone are closed at once: SQLite names its -wal and -shm
+        files after the path, so an old connection left open could checkpoint into, or delete,
+        the journal of whatever file is created at that path next.
+        """
         if self.memory:
             return
         identity = self._stat()
         if identity != self._identity:
-            self._reopen(identity)
+            with self._reopening:
+                if identity != self._identity:  # not already handled by another thread
+                    self._retire()
+                    self._identity = None
+                    if identity is not None:
+                        self._reopen(identity)
+        if identity is None:
+            raise StoreUnavailable(
+                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
+            )
         if not os.access(self.path, os.R_OK):
             raise StoreUnavailable(f"the database file {self.name} is not readable by this process")
 
-    def _reopen(self, identity: tuple[int, int] | None) -> None:
+    def _retire(self) -> None:
+        """Close every connection, waiting for borrowed ones to come back; the next ones open afresh."""
         with self._reopening:
-            if identity == self._identity:
-                return  # another thread got here first
-            logger.warning("database file %s was replaced; reopening it", self.path)
-            with self._lock:
-                self._epoch += 1
-                self._generation += 1
-                idle, self._idle = self._idle, []
-            for old in idle:
-                old.close()
+            taken = 0
             try:
-                conn = self._open()
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(self._describe(exc)) from None
-            with self._lock:
-                self._identity = identity
-                self._idle.append(conn)
+                for _ in range(self.max_connections):
+                    if not self._slots.acquire(timeout=self.busy_timeout):
+                        raise StoreUnavailable(
+                            f"connections to {self.name} stayed busy for {self.busy_timeout:g} s"
+                        )
+                    taken += 1
+                with self._lock:
+                    self._epoch += 1
+                    self._generation += 1
+                    idle, self._idle = self._idle, []
+                for conn in idle:
+                    conn.close()
+            finally:
+                for _ in range(taken):
+                    self._slots.release()
+
+    def _reopen(self, identity: tuple[int, int]) -> None:
+        logger.warning("database file %s was replaced; reopening it", self.path)
+        try:
+            conn = self._open()
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(self._describe(exc)) from None
+        with self._lock:
+            self._identity = identity
+            self._idle.append(conn)
 
     def _describe(self, exc: sqlite3.Error) -> str:
         return f"the database {self.name} cannot be used: {exc}"
@@ -219,6 +247,7 @@ class SqliteStore(SqlStore[_Connection]):
                 f" for {self.busy_timeout:g} s"
             )
         conn: _Connection | None = None
+        fault: sqlite3.Error | None = None
         try:
             with self._lock:
                 conn = self._idle.pop() if self._idle else None
@@ -228,14 +257,18 @@ class SqliteStore(SqlStore[_Connection]):
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise  # a caller's mistake, not a store fault; the connection is fine
         except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-                conn = None
-            raise StoreUnavailable(self._describe(exc)) from exc
+            fault = exc
         finally:
-            if conn is not None:
+            if conn is not None and fault is None:
                 self._give_back(conn)
+            elif conn is not None:
+                conn.close()
             self._slots.release()
+        if fault is not None:
+            if not _transient(fault):
+                # A corrupt or vanished file: pooled connections may answer from stale cached pages.
+                self._retire()
+            raise StoreUnavailable(self._describe(fault)) from fault
 
     def _give_back(self, conn: _Connection) -> None:
         if conn.in_transaction:
@@ -275,17 +308,25 @@ class SqliteStore(SqlStore[_Connection]):
         for conn in idle:
             conn.close()
 
-    def check(self) -> None:
-        """Run a real query on a fresh connection (for readiness): raises StoreUnavailable on any fault."""
+    def stats(self) -> StoreStats:
+        """Counts read now on a fresh connection, so readiness sees the file as it is on disk (pooled
+        connections may hold cached pages of a file corrupted in place); a fault retires the pool."""
         self._follow_file()
         try:
-            conn = self._open(prepare=False)
-            try:
-                conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks LIMIT 1)").fetchone()
-            finally:
-                conn.close()
+            conn = self._open(prepare=False) if not self.memory else None
         except sqlite3.Error as exc:
+            self._retire()
             raise StoreUnavailable(self._describe(exc)) from None
+        if conn is None:
+            return super().stats()
+        try:
+            ((documents, chunks, embeddings),) = conn.execute(STATS_SQL).fetchall()
+        except sqlite3.Error as exc:
+            self._retire()
+            raise StoreUnavailable(self._describe(exc)) from None
+        finally:
+            conn.close()
+        return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     # writes: the FTS index and embeddings beside the chunk rows
 
