@@ -29,7 +29,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
 from rag.config import load_settings
-from rag.errors import Gone, NotFound
+from rag.errors import Gone, NotFound, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.store import SqliteStore, Store, open_store
 from rag.text import terms
@@ -398,6 +398,24 @@ def test_store_ask_log_keeps_every_row_of_one_trace_in_order(store: Store) -> No
     assert all(isinstance(r["ts"], str) and r["ts"][:4].isdigit() for r in rows)
 
 
+def test_store_broken_database_raises_store_unavailable_on_every_read(store: Store, backend: str) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["quota text"]))
+    if backend == "postgres":
+        with store.pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.execute("DROP TABLE chunks, documents, chunk_ids, chunk_terms, embeddings CASCADE")
+    else:
+        Path(store.path).unlink()  # type: ignore[attr-defined]
+    for call in (
+        store.stats,
+        lambda: store.search(["quota"], 5),
+        lambda: store.get_chunk("guide#c00"),
+        lambda: store.document_chunks("guide"),
+        lambda: store.get_document("guide"),
+    ):
+        with pytest.raises(StoreUnavailable):
+            call()
+
+
 # --- chunk ids never name other text ---------------------------------------------------------------
 
 
@@ -708,3 +726,77 @@ def test_pg_two_rag_serve_processes_share_one_gap_queue(pg_url: str, tmp_path: P
             proc.wait(timeout=10)
     gaps = json.loads(out)
     assert [(g["question"], g["count"]) for g in gaps] == [("What is the capital of Australia?", 2)]
+
+
+# --- kill -9 during ingest ---------------------------------------------------------------------------
+
+
+def consistency_problems(store: Store, backend: str) -> list[str]:
+    """Everything that would show a half-written document; empty when the store is whole."""
+    problems = []
+    orphans = {
+        "postings without a chunk": "SELECT count(*) FROM chunk_terms AS t LEFT JOIN chunks AS c"
+        " ON c.id = t.chunk_pk WHERE c.id IS NULL",
+        "chunks without a document": "SELECT count(*) FROM chunks AS c LEFT JOIN documents AS d"
+        " ON d.doc_id = c.doc_id WHERE d.doc_id IS NULL",
+        "chunks without an issued id": "SELECT count(*) FROM chunks AS c LEFT JOIN chunk_ids AS i"
+        " ON i.chunk_id = c.chunk_id WHERE i.chunk_id IS NULL",
+    }
+    if backend == "sqlite":
+        orphans["postings without a chunk"] = (
+            "SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+        )
+        orphans["chunks without postings"] = (
+            "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts)"
+        )
+    for what, sql in orphans.items():
+        count = store._read(sql)[0][0]  # type: ignore[attr-defined]
+        if count:
+            problems.append(f"{count} {what}")
+    if backend == "sqlite":
+        (verdict,) = store._read("PRAGMA integrity_check")[0]  # type: ignore[attr-defined]
+        if verdict != "ok":
+            problems.append(f"integrity_check: {verdict}")
+    for doc_id in store.document_hashes():
+        chunks = store.document_chunks(doc_id)
+        if not chunks:
+            problems.append(f"{doc_id} has no chunks")
+        for chunk in chunks:
+            if store.get_chunk(chunk.chunk_id) != chunk:
+                problems.append(f"{chunk.chunk_id} reads back differently")
+    return problems
+
+
+@pytest.mark.slow
+def test_store_kill_9_during_ingest_leaves_whole_documents_and_a_rerun_completes(
+    backend: str, open_new: StoreFactory, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    from benchmarks.corpus_gen import generate
+
+    corpus = generate(tmp_path / "corpus", 300)
+    files = len(list(corpus.rglob("*.md")))
+    if backend == "postgres":
+        env = {"RAG_DATABASE_URL": request.getfixturevalue("pg_url")}
+    else:
+        env = {"RAG_DB": str(tmp_path / "backend.db")}
+    env = {**os.environ, "MOCK": "1", **env}
+    store = open_new()  # migrates the schema before the ingest starts
+    for kill_after in (5, 60, 150):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rag", "ingest", str(corpus)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while store.stats().documents < kill_after and proc.poll() is None:
+            assert time.monotonic() < deadline, "ingest made no progress"
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+        assert consistency_problems(store, backend) == [], kill_after
+    subprocess.run(
+        [sys.executable, "-m", "rag", "ingest", str(corpus)], env=env, check=True, capture_output=True
+    )
+    assert store.stats().documents == files
+    assert consistency_problems(store, backend) == []

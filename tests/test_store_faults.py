@@ -490,3 +490,47 @@ def test_cli_silent_postgresql_times_out_within_the_connect_timeout() -> None:
         elapsed = time.monotonic() - started
     assert_one_line_error(done, f"127.0.0.1:{port}", "timeout")
     assert elapsed < 15
+
+
+@pytest.mark.slow
+def test_serve_database_deleted_corrupted_and_replaced_answers_503_then_recovers(
+    db: Path, tmp_path: Path
+) -> None:
+    chunk_path = "/chunks/" + some_chunk_id(db).replace("#", "%23")
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+
+    def put(source: Path) -> None:
+        staged = tmp_path / "staged.db"
+        shutil.copyfile(source, staged)
+        os.replace(staged, db)
+
+    with rag_serve(db, tmp_path / "server.log") as (base, _), httpx.Client(base_url=base, timeout=30) as http:
+
+        def statuses() -> dict[str, tuple[int, str]]:
+            replies = {
+                "readyz": http.get("/readyz"),
+                "ask": http.post("/ask", json={"question": ANSWERABLE}),
+                "chunk": http.get(chunk_path),
+            }
+            return {
+                name: (r.status_code, r.json()["error"]["type"] if r.status_code >= 400 else "")
+                for name, r in replies.items()
+            }
+
+        healthy = {"readyz": (200, ""), "ask": (200, ""), "chunk": (200, "")}
+        broken = {name: (503, "store_unavailable") for name in healthy}
+        assert statuses() == healthy
+        db.unlink()
+        assert statuses() == broken
+        put(saved)
+        assert statuses() == healthy
+        garbage = tmp_path / "garbage.db"
+        garbage.write_bytes(os.urandom(64 * 1024))
+        put(garbage)
+        assert statuses() == broken
+        assert http.get("/healthz").status_code == 200  # the process itself is fine
+        put(saved)
+        assert statuses() == healthy
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "internal_error" not in log
