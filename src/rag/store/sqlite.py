@@ -309,23 +309,11 @@ class SqliteStore(SqlStore[_Connection]):
             conn.close()
 
     def stats(self) -> StoreStats:
-        """Counts read now on a fresh connection, so readiness sees the file as it is on disk (pooled
-        connections may hold cached pages of a file corrupted in place); a fault retires the pool."""
-        self._follow_file()
-        try:
-            conn = self._open(prepare=False) if not self.memory else None
-        except sqlite3.Error as exc:
-            self._retire()
-            raise StoreUnavailable(self._describe(exc)) from None
-        if conn is None:
-            return super().stats()
-        try:
+        """Counts read from the file as it is on disk now: the borrowed connection drops its cached
+        pages first, so readiness sees a file corrupted in place (and then retires the pool)."""
+        with self._connection() as conn:
+            conn.execute("PRAGMA shrink_memory")
             ((documents, chunks, embeddings),) = conn.execute(STATS_SQL).fetchall()
-        except sqlite3.Error as exc:
-            self._retire()
-            raise StoreUnavailable(self._describe(exc)) from None
-        finally:
-            conn.close()
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     # writes: the FTS index and embeddings beside the chunk rows
