@@ -21,6 +21,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -124,7 +125,12 @@ class SqliteStore(SqlStore[_Connection]):
         self.busy_timeout = busy_timeout
         self.memory = path in ("", ":memory:")
         self.max_connections = 1 if self.memory else max(1, max_connections)
-        self._slots = threading.BoundedSemaphore(self.max_connections)
+        # The pool: idle connections, and how many are lent out; `_returned` wakes borrowers
+        # waiting for a connection and a retirement waiting for all of them to come back.
+        self._borrowed = 0
+        self._waiting = 0
+        self._retiring = False
+        self._returned = threading.Condition(self._lock)
         self._writer = threading.Lock()
         self._reopening = threading.RLock()  # one thread retires or reopens connections at a time
         self._idle: list[_Connection] = []
@@ -179,7 +185,7 @@ class SqliteStore(SqlStore[_Connection]):
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
-        """Fail while the file is missing or unreadable; reopen when another file took its place.
+        """Fail while the file is missing; reopen when another file took its place.
 
         Connections to a file that is gone are closed at once: SQLite names its -wal and -shm
         files after the path, so an old connection left open could checkpoint into, or delete,
@@ -199,29 +205,26 @@ class SqliteStore(SqlStore[_Connection]):
             raise StoreUnavailable(
                 f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
             )
-        if not os.access(self.path, os.R_OK):
-            raise StoreUnavailable(f"the database file {self.name} is not readable by this process")
 
     def _retire(self) -> None:
-        """Close every connection, waiting for borrowed ones to come back; the next ones open afresh."""
-        with self._reopening:
-            taken = 0
+        """Close every connection, waiting for lent ones to come back; the next ones open afresh."""
+        with self._reopening, self._lock:
+            self._retiring = True
             try:
-                for _ in range(self.max_connections):
-                    if not self._slots.acquire(timeout=self.busy_timeout):
+                deadline = time.monotonic() + self.busy_timeout
+                while self._borrowed:
+                    if not self._returned.wait(deadline - time.monotonic()):
                         raise StoreUnavailable(
                             f"connections to {self.name} stayed busy for {self.busy_timeout:g} s"
                         )
-                    taken += 1
-                with self._lock:
-                    self._epoch += 1
-                    self._generation += 1
-                    idle, self._idle = self._idle, []
+                self._epoch += 1
+                self._generation += 1
+                idle, self._idle = self._idle, []
                 for conn in idle:
                     conn.close()
             finally:
-                for _ in range(taken):
-                    self._slots.release()
+                self._retiring = False
+                self._returned.notify_all()
 
     def _reopen(self, identity: tuple[int, int]) -> None:
         logger.warning("database file %s was replaced; reopening it", self.path)
@@ -236,48 +239,80 @@ class SqliteStore(SqlStore[_Connection]):
     def _describe(self, exc: sqlite3.Error) -> str:
         return f"the database {self.name} cannot be used: {exc}"
 
+    def _unreadable(self) -> str:
+        return f"the database file {self.name} is not readable by this process"
+
+    def _borrow(self) -> _Connection:
+        """An idle connection, or a new one while fewer than `max_connections` are open, or wait."""
+        with self._lock:
+            deadline = 0.0
+            while self._retiring or (not self._idle and self._borrowed >= self.max_connections):
+                deadline = deadline or time.monotonic() + self.busy_timeout
+                self._waiting += 1
+                try:
+                    returned = self._returned.wait(deadline - time.monotonic())
+                finally:
+                    self._waiting -= 1
+                if not returned:
+                    raise StoreUnavailable(
+                        f"all {self.max_connections} connections to {self.name} stayed busy"
+                        f" for {self.busy_timeout:g} s"
+                    )
+            self._borrowed += 1
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            return conn
+        try:
+            return self._open(prepare=False)
+        except BaseException:
+            self._give_back(None)
+            raise
+
+    def _give_back(self, conn: _Connection | None) -> None:
+        """Return a lent connection to the pool; None (or a connection of an older file) is dropped."""
+        if conn is not None and conn.in_transaction:
+            conn.rollback()
+        with self._lock:
+            self._borrowed -= 1
+            if conn is not None and not self._closed and conn.epoch == self._epoch:
+                self._idle.append(conn)
+                conn = None
+            if self._retiring:
+                self._returned.notify_all()  # the retirer is among the waiters
+            elif self._waiting:
+                self._returned.notify()
+        if conn is not None:
+            conn.close()
+
     @contextmanager
     def _connection(self) -> Iterator[_Connection]:
         if self._closed:
             raise StoreUnavailable(f"the store {self.name} is closed")
         self._follow_file()
-        if not self._slots.acquire(timeout=self.busy_timeout):
-            raise StoreUnavailable(
-                f"all {self.max_connections} connections to {self.name} stayed busy"
-                f" for {self.busy_timeout:g} s"
-            )
-        conn: _Connection | None = None
+        try:
+            conn = self._borrow()
+        except sqlite3.Error as exc:
+            if not os.access(self.path, os.R_OK):
+                raise StoreUnavailable(self._unreadable()) from None
+            raise StoreUnavailable(self._describe(exc)) from None
         fault: sqlite3.Error | None = None
         try:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = self._open(prepare=False)
             yield conn
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise  # a caller's mistake, not a store fault; the connection is fine
         except sqlite3.Error as exc:
             fault = exc
         finally:
-            if conn is not None and fault is None:
+            if fault is None:
                 self._give_back(conn)
-            elif conn is not None:
+            else:
                 conn.close()
-            self._slots.release()
+                self._give_back(None)
         if fault is not None:
             if not _transient(fault):
                 # A corrupt or vanished file: pooled connections may answer from stale cached pages.
                 self._retire()
             raise StoreUnavailable(self._describe(fault)) from fault
-
-    def _give_back(self, conn: _Connection) -> None:
-        if conn.in_transaction:
-            conn.rollback()
-        with self._lock:
-            if not self._closed and conn.epoch == self._epoch:
-                self._idle.append(conn)
-                return
-        conn.close()
 
     @contextmanager
     def _transaction(self, doc_id: str | None) -> Iterator[_Connection]:
@@ -311,6 +346,10 @@ class SqliteStore(SqlStore[_Connection]):
     def stats(self) -> StoreStats:
         """Counts read from the file as it is on disk now: the borrowed connection drops its cached
         pages first, so readiness sees a file corrupted in place (and then retires the pool)."""
+        self._follow_file()
+        if not self.memory and not os.access(self.path, os.R_OK):
+            self._retire()  # pooled connections would go on reading through their open handles
+            raise StoreUnavailable(self._unreadable())
         with self._connection() as conn:
             conn.execute("PRAGMA shrink_memory")
             ((documents, chunks, embeddings),) = conn.execute(STATS_SQL).fetchall()
