@@ -632,6 +632,34 @@ def test_pg_search_maxscore_pruning_matches_full_scoring(
     ]
 
 
+def test_pg_lost_connections_answer_store_unavailable_then_the_pool_recovers(pg_url: str) -> None:
+    import psycopg
+
+    from rag.store.postgres import PgStore
+
+    store = PgStore(pg_url, max_size=2)
+    try:
+        store.upsert_document(*doc_and_chunks("guide", ["quota text"]))
+        assert store.stats().chunks == 1
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid() AND usename = current_user"
+            )
+        with pytest.raises(StoreUnavailable, match="PostgreSQL"):
+            store.stats()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert store.stats().chunks == 1
+                break
+            except StoreUnavailable:
+                assert time.monotonic() < deadline, "the pool did not reconnect"
+                time.sleep(0.1)
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def both_stores(pg_url: str, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
     from rag.store.postgres import PgStore
