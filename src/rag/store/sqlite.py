@@ -271,7 +271,11 @@ class SqliteStore(SqlStore[_Connection]):
     def _give_back(self, conn: _Connection | None) -> None:
         """Return a lent connection to the pool; None (or a connection of an older file) is dropped."""
         if conn is not None and conn.in_transaction:
-            conn.rollback()
+            try:
+                conn.rollback()
+            except sqlite3.Error:
+                conn.close()
+                conn = None
         with self._lock:
             self._borrowed -= 1
             if conn is not None and not self._closed and conn.epoch == self._epoch:
@@ -309,7 +313,7 @@ class SqliteStore(SqlStore[_Connection]):
                 conn.close()
                 self._give_back(None)
         if fault is not None:
-            if not _transient(fault):
+            if not _transient(fault) and not self.memory:
                 # A corrupt or vanished file: pooled connections may answer from stale cached pages.
                 self._retire()
             raise StoreUnavailable(self._describe(fault)) from fault
