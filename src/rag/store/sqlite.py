@@ -33,7 +33,6 @@ from rag.store.base import (
     BM25_WEIGHTS,
     CHUNK_ROW_COLUMNS,
     MAX_QUERY_TERMS,
-    STATS_SQL,
     Cursor,
     SqlStore,
     chunk_columns,
@@ -52,6 +51,8 @@ BUSY_TIMEOUT_SECONDS = 10.0
 # so a few connections serve a full thread pool; each costs 2-3 file handles and its page cache.
 MAX_CONNECTIONS = 8
 DF_CACHE_TERMS = 50_000
+# The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")
 _SEARCH_SQL = f"""
@@ -181,7 +182,7 @@ class SqliteStore(SqlStore[_Connection]):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise StoreUnavailable(f"the database file {self.name} cannot be read: {exc.strerror}") from None
+            raise StoreUnavailable(self._unreadable(exc)) from None
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
@@ -239,8 +240,10 @@ class SqliteStore(SqlStore[_Connection]):
     def _describe(self, exc: sqlite3.Error) -> str:
         return f"the database {self.name} cannot be used: {exc}"
 
-    def _unreadable(self) -> str:
-        return f"the database file {self.name} is not readable by this process"
+    def _unreadable(self, exc: OSError | None = None) -> str:
+        if exc is None or isinstance(exc, PermissionError):
+            return f"the database file {self.name} is not readable by this process"
+        return f"the database file {self.name} cannot be read: {exc.strerror}"
 
     def _borrow(self) -> _Connection:
         """An idle connection, or a new one while fewer than `max_connections` are open, or wait."""
@@ -348,16 +351,21 @@ class SqliteStore(SqlStore[_Connection]):
             conn.close()
 
     def stats(self) -> StoreStats:
-        """Counts read from the file as it is on disk now: the borrowed connection drops its cached
-        pages first, so readiness sees a file corrupted in place (and then retires the pool)."""
+        """Counts read now. The file's header is read from disk first, so readiness sees a file that
+        became unreadable or was overwritten in place although pooled connections still hold its
+        pages in their caches; then the pool is retired and every route answers 503."""
         self._follow_file()
-        if not self.memory and not os.access(self.path, os.R_OK):
-            self._retire()  # pooled connections would go on reading through their open handles
-            raise StoreUnavailable(self._unreadable())
-        with self._connection() as conn:
-            conn.execute("PRAGMA shrink_memory")
-            ((documents, chunks, embeddings),) = conn.execute(STATS_SQL).fetchall()
-        return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
+        if not self.memory:
+            try:
+                with open(self.path, "rb") as f:
+                    header = f.read(len(SQLITE_HEADER))
+            except OSError as exc:
+                self._retire()
+                raise StoreUnavailable(self._unreadable(exc)) from None
+            if header != SQLITE_HEADER:
+                self._retire()
+                raise StoreUnavailable(f"the database {self.name} cannot be used: file is not a database")
+        return super().stats()
 
     # writes: the FTS index and embeddings beside the chunk rows
 
