@@ -106,27 +106,36 @@ def test_deleted_database_gives_503_everywhere_then_recovers_when_restored(
     assert_serving(client, chunk_id)
 
 
-def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: TestClient, db: Path) -> None:
-    old_doc = some_chunk_id(db).split("#", 1)[0]
-    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
-    fresh = db.with_name("fresh.db")
+def ingest_parking_note(db: Path) -> None:
+    """Ingest one small document (about visitor parking) into a new database file at `db`."""
     note = db.with_name("parking.md")
     note.write_text("# Parking\n\nVisitors park in bay 7 behind the library, free of charge.\n")
-    store = SqliteStore(str(fresh))
+    store = SqliteStore(str(db))
     try:
-        ingest_paths(store, [str(note)], settings=load_settings(db=str(fresh), mock=True))
+        ingest_paths(store, [str(note)], settings=load_settings(db=str(db), mock=True))
     finally:
         store.close()
-    os.replace(fresh, db)
-    ready = client.get("/readyz").json()
-    assert (ready["status"], ready["documents"]) == ("ready", 1)
-    assert client.get(f"/documents/{old_doc}").status_code == 404
+
+
+def assert_answers_only_from_the_parking_note(client: TestClient) -> None:
     for _ in range(5):
         old = client.post("/ask", json={"question": ANSWERABLE}).json()
         assert old["abstained"] is True and old["citations"] == []
         new = client.post("/ask", json={"question": "Where do visitors park?"}).json()
         assert new["abstained"] is False
         assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
+    assert client.get("/readyz").json()["documents"] == 1
+
+
+def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: TestClient, db: Path) -> None:
+    old_doc = some_chunk_id(db).split("#", 1)[0]
+    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
+    fresh = db.with_name("fresh.db")
+    ingest_parking_note(fresh)
+    os.replace(fresh, db)
+    assert client.get("/readyz").json()["status"] == "ready"
+    assert client.get(f"/documents/{old_doc}").status_code == 404
+    assert_answers_only_from_the_parking_note(client)
 
 
 def test_deleted_then_reingested_database_serves_only_the_new_one_and_stays_intact(
@@ -136,18 +145,8 @@ def test_deleted_then_reingested_database_serves_only_the_new_one_and_stays_inta
     assert_serving(client, chunk_id)
     db.unlink()  # the -wal and -shm files stay behind, still open in the server
     assert client.get("/readyz").status_code == 503
-    note = db.with_name("parking.md")
-    note.write_text("# Parking\n\nVisitors park in bay 7 behind the library, free of charge.\n")
-    store = SqliteStore(str(db))
-    try:
-        ingest_paths(store, [str(note)], settings=load_settings(db=str(db), mock=True))
-    finally:
-        store.close()
-    for _ in range(5):
-        assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is True
-        new = client.post("/ask", json={"question": "Where do visitors park?"}).json()
-        assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
-    assert client.get("/readyz").json()["documents"] == 1
+    ingest_parking_note(db)
+    assert_answers_only_from_the_parking_note(client)
     conn = sqlite3.connect(db)
     try:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
