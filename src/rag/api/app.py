@@ -57,7 +57,7 @@ from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.serialize import answer_json, chunk_json, document_json, usage_json
-from rag.store.base import StoreReader
+from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"

@@ -1,13 +1,10 @@
-"""What every store backend shares, so SQLite and PostgreSQL cannot drift apart.
+"""What both store backends share, so SQLite and PostgreSQL cannot drift apart.
 
-- `StoreReader` (what the HTTP routes read) and `Store` (everything), the interfaces;
-- `SqlStore`, the base class that implements every method whose SQL both engines speak the
-  same way (documents, chunk lookups, stats, the ask log, the gap queue, cosine over a cached
-  matrix), on top of four primitives a backend provides: `_connection`, `_transaction`,
-  `_exec` and `_executemany`;
-- row conversion, argument validation, limits, and chunk-id versions (an id never names
-  other text than it named when it was issued);
-- `open_store`, which picks the backend from the settings.
+`SqlStore` implements every `Store` method whose SQL both engines speak the same way (documents,
+chunk lookups with chunk-id versions, stats, the ask log, the gap queue, cosine over a cached
+matrix) on top of primitives a backend provides: `_connection`, `_transaction`, `_exec` and
+`_executemany`, plus its index-specific parts. Around it: row conversion, argument validation,
+limits and the constants both backends score with.
 
 Shared SQL uses `?` placeholders and only syntax both engines accept; the PostgreSQL backend
 rewrites the placeholders. Backend-specific SQL (the lexical index, pgvector) stays in the
@@ -17,21 +14,17 @@ server) surfaces as `StoreUnavailable`; an unknown id as `NotFound`; a retired i
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import threading
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from rag.config import Settings
-from rag.errors import ConfigError, Gone, NotFound
+from rag.errors import Gone, NotFound
 from rag.serialize import dumps
+from rag.store.ids import text_hash, versioned_chunks
 from rag.text import normalise
 from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
@@ -46,8 +39,6 @@ MAX_QUERY_TERMS = 64
 MAX_LIMIT = 1000
 # Ids per `IN (...)` list when fetching chunks by id (SQLite's default variable limit is 32766).
 ID_BATCH = 500
-# A retired version of a chunk id: "{id issued by the chunker}.v{N}", N >= 2.
-VERSION_MARK = ".v"
 
 CHUNK_COLUMNS = (
     "chunk_id",
@@ -66,145 +57,15 @@ ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
     " usage, timings, retrieval"
 )
+STATS_SQL = (
+    "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
+    " (SELECT count(*) FROM embeddings)"
+)
 FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question"
 # The longest feedback note and copied question a store accepts (characters).
 MAX_FEEDBACK_CHARS = 4000
 FEEDBACK_VERDICTS = ("helpful", "wrong")
 _ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
-_VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
-
-
-class StoreReader(Protocol):
-    """The read side the HTTP routes use: one chunk, one document, and readiness."""
-
-    backend: str
-
-    def get_document(self, doc_id: str) -> Document:
-        """Raises NotFound for an unknown id."""
-        ...
-
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown id."""
-        ...
-
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        """Raises NotFound for an unknown id, Gone for an id whose text was replaced or removed."""
-        ...
-
-    def stats(self) -> StoreStats:
-        """Counts read from the store now (a real query); raises StoreUnavailable when it cannot answer."""
-        ...
-
-
-class Store(StoreReader, Protocol):
-    """The whole store: every backend implements it, and the suite in tests/test_store_backends.py
-    holds both to the same behaviour."""
-
-    def document_hashes(self) -> dict[str, tuple[str, str]]:
-        """doc_id -> (content_hash, source_path) for every stored document."""
-        ...
-
-    def upsert_document(
-        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """Insert or replace one document and all its chunks in one transaction.
-
-        A chunk whose text differs from what its id named before is stored under a new version
-        of the id (`versioned_chunks`); read the stored ids back with `document_chunks`.
-        """
-        ...
-
-    def delete_document(self, doc_id: str) -> None:
-        """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
-        ...
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """Known chunks among `chunk_ids`, in the given order; unknown and retired ids are skipped."""
-        ...
-
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
-        """BM25 over stemmed terms (any term may match), best first; never raises on odd input.
-
-        At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
-        """
-        ...
-
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
-        """Number of chunks containing each term (document frequency for IDF)."""
-        ...
-
-    def similar(
-        self, vector: Sequence[float], limit: int, *, model: str | None = None
-    ) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity, best first, among vectors of this dimension made by
-        `model` (any model when None); empty when there are none."""
-        ...
-
-    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
-        """Chunks with no vector made by `model` (none at all, or one from another model), in
-        document order."""
-        ...
-
-    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
-        """Store (chunk_id, vector) pairs made by `model`, replacing a chunk's previous vector; ids
-        no longer stored are skipped. Returns the number stored."""
-        ...
-
-    def embedding_counts(self) -> list[tuple[str, int, int]]:
-        """(model, dimension, vectors) for every model and dimension stored, most vectors first."""
-        ...
-
-    def log_ask(self, record: AskRecord) -> None: ...
-
-    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
-        ...
-
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None: ...
-
-    def gaps(self, limit: int = 50) -> list[Gap]:
-        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
-        ...
-
-    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
-        """Ask-log rows newest first (the shape of `ask_log`), optionally only refusals (`abstained=True`)
-        or only answers; at most `limit` (capped), none for a limit <= 0."""
-        ...
-
-    def add_feedback(self, feedback: Feedback) -> Feedback:
-        """Store a reader's verdict; returns it with its `id` and `created_at`. ValueError on bad values."""
-        ...
-
-    def feedback(
-        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
-    ) -> list[Feedback]:
-        """Stored verdicts, newest first, optionally of one verdict or one trace; at most `limit` (capped)."""
-        ...
-
-    def headings(self, limit: int = 200) -> list[Heading]:
-        """Distinct (document, section) pairs with their chunk counts, in order of the position of
-        their first chunk in its document (so every document's opening sections come before any
-        document's later ones); at most `limit` (capped), none for a limit <= 0."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def open_store(settings: Settings) -> Store:
-    """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
-    if settings.database_url:
-        try:
-            from rag.store.postgres import PgStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"
-            ) from None
-        return PgStore(settings.database_url, connect_timeout=settings.db_connect_timeout)
-    from rag.store.sqlite import SqliteStore
-
-    if settings.db != ":memory:":
-        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(settings.db)
 
 
 # --- values in and out -------------------------------------------------------------------------------
@@ -349,49 +210,6 @@ def feedback_from_row(row: Sequence[Any]) -> Feedback:
         note=row[4],
         question=row[5],
     )
-
-
-# --- chunk-id versions -----------------------------------------------------------------------------
-
-
-def text_hash(text: str) -> str:
-    """A stable fingerprint of a chunk's text (sha256, 16 hex digits; PostgreSQL computes the same)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def base_id(chunk_id: str) -> str:
-    """The chunker's id behind a versioned id (`doc#c03.v2` -> `doc#c03`)."""
-    match = _VERSION_RE.search(chunk_id)
-    return chunk_id[: match.start()] if match else chunk_id
-
-
-def versioned_chunks(chunks: Sequence[Chunk], issued: Mapping[str, str]) -> list[Chunk]:
-    """`chunks` with ids that never name other text than they did before.
-
-    `issued` maps every id ever stored for the document to the hash of its text. A chunk keeps
-    the chunker's id when that id is new or named this very text; otherwise it takes the
-    version of the id that named this text, or the next unused version (`doc#c03.v2`, `.v3`...).
-    """
-    versions: dict[str, dict[str, str]] = defaultdict(dict)  # base id -> text hash -> id
-    highest: dict[str, int] = defaultdict(int)
-    for chunk_id, digest in issued.items():
-        base = base_id(chunk_id)
-        versions[base].setdefault(digest, chunk_id)
-        match = _VERSION_RE.search(chunk_id)
-        highest[base] = max(highest[base], int(match.group(1)) if match else 1)
-    out = []
-    for chunk in chunks:
-        base = chunk.chunk_id
-        known = versions.get(base)
-        if not known:
-            out.append(chunk)
-            continue
-        same_text = known.get(text_hash(chunk.text))
-        if same_text is None:
-            highest[base] += 1
-            same_text = f"{base}{VERSION_MARK}{highest[base]}"
-        out.append(chunk if same_text == base else replace(chunk, chunk_id=same_text))
-    return out
 
 
 # --- embeddings --------------------------------------------------------------------------------------
@@ -673,10 +491,7 @@ class SqlStore(Generic[C]):
     # bookkeeping
 
     def stats(self) -> StoreStats:
-        ((documents, chunks, embeddings),) = self._read(
-            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-            " (SELECT count(*) FROM embeddings)"
-        )
+        ((documents, chunks, embeddings),) = self._read(STATS_SQL)
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     def log_ask(self, record: AskRecord) -> None:

@@ -116,7 +116,7 @@ CREATE INDEX ask_log_trace ON ask_log (trace_id);
 """
 
 # Every chunk id ever issued, with a fingerprint of the text it named (sha256, 16 hex digits, the
-# same as `rag.store.base.text_hash`): an id whose chunk is gone answers 410 Gone, and a changed
+# same as `rag.store.ids.text_hash`): an id whose chunk is gone answers 410 Gone, and a changed
 # text never takes an id that named other words.
 M005_CHUNK_IDS = """
 CREATE TABLE chunk_ids (

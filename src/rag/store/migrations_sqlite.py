@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from rag.store.base import text_hash
+from rag.store.ids import text_hash
 
 Migration = Callable[[sqlite3.Connection], None]
 
