@@ -398,3 +398,25 @@ def test_verify_a_contradicting_span_withholds_the_sentence_even_when_another_sp
     faithful = "Guests do not use a paid seat, and a workspace may invite up to 3 guests per paid seat."
     (kept,) = verify([Draft(text=faithful, claims=(flipped, other_block))], [block, other], min_overlap=0.42)
     assert kept.ok
+
+
+def test_verify_every_issue_has_a_typed_kind() -> None:
+    from typing import get_args
+
+    from rag.types import Issue, IssueKind
+
+    drafts = [
+        Draft(text="Uploads stop at 250 MB.", claims=()),
+        Draft(text="It is so.", claims=(Claim(n=1),)),
+        Draft(text="Uploads stop at 250 MB.", claims=(Claim(n=8),)),
+        Draft(text="Uploads stop at 250 MB.", claims=(Claim(n=1, cited_text="Words the chunk never had."),)),
+        Draft(text="The cafeteria opens at 7 am every weekday.", claims=(Claim(n=1),)),
+    ]
+    verdicts = verify(drafts, BLOCKS, min_overlap=0.42)
+    kinds = [[i.kind for i in v.issues] for v in verdicts]
+    assert all(isinstance(i, Issue) and i.kind in get_args(IssueKind) for v in verdicts for i in v.issues)
+    assert kinds[0] == ["no_citation"]
+    assert kinds[1] == ["nothing_to_verify"]
+    assert kinds[2] == ["nonexistent_block"]
+    assert kinds[3] == ["span_not_in_source"]
+    assert kinds[4] == ["low_overlap"]

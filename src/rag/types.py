@@ -147,13 +147,38 @@ class Dropped:
     detail: tuple[str, ...]
 
 
+# Why the verifier withheld a citation or a sentence.
+IssueKind = Literal[
+    "no_citation",  # the sentence claims no citation at all
+    "nothing_to_verify",  # no content term to check ("Yes.")
+    "nonexistent_block",  # a number that was not issued for this request
+    "span_not_in_source",  # the quoted span is not in the original chunk
+    "low_overlap",  # too few of the sentence's terms in its evidence
+    "other_subject",  # a name, a scope word or a source the evidence lacks
+    "contradiction",  # the evidence says the opposite (negation, opposites, swapped values)
+    "figures",  # a figure the evidence does not state
+    "addressed_text",  # supported only by text addressed to an assistant
+]
+
+
+class Issue(str):
+    """One verifier finding: the human-readable reason (the string itself) and its typed `kind`."""
+
+    kind: IssueKind
+
+    def __new__(cls, kind: IssueKind, text: str) -> Issue:
+        issue = super().__new__(cls, text)
+        issue.kind = kind
+        return issue
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """The verifier's judgement of one draft sentence."""
 
     draft: Draft
     citations: tuple[Citation, ...]
-    issues: tuple[str, ...]
+    issues: tuple[Issue, ...]
 
     @property
     def ok(self) -> bool:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from rag.text import STOP_WORDS, stem, term_set, terms
-from rag.types import Block
+from rag.types import Block, Issue
 
 # Calibrated on fixtures/support/claims.jsonl (dev split), see docs/eval.md.
 MIN_COVERAGE = 0.5
@@ -125,11 +125,11 @@ _SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS) - _SCOPE_EQUIVALENTS_ONLY
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """The support verdict of one sentence against one block's cited spans; `issue` is "" when supported.
+    """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
     `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
     swapped values), which no other citation can make right."""
 
-    issue: str
+    issue: Issue | None
     coverage: float
     core: str
     contradicts: bool = False
@@ -185,34 +185,43 @@ def judge(
     other = next((m for m in (misattribution(core, b) for b in blocks) if m), "") if core == sentence else ""
     n = first.n
     if other:
-        return Judgement(f"[{n}] is attributed to {other!r}, not to the cited document", 0.0, core)
+        return Judgement(
+            Issue("other_subject", f"[{n}] is attributed to {other!r}, not to the cited document"), 0.0, core
+        )
     wanted = term_set(core)
     if not wanted:
-        return Judgement("nothing substantive to verify", 0.0, core)
+        return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, core)
     context = term_set(" ".join(f"{b.chunk.title} {b.chunk.section}" for b in blocks))
     found = term_set(evidence) | context
     coverage = len(wanted & found) / len(wanted)
     if coverage < min_coverage:
-        return Judgement(f"[{n}] has only {coverage:.2f} overlap with its cited span", coverage, core)
+        return Judgement(
+            Issue("low_overlap", f"[{n}] has only {coverage:.2f} overlap with its cited span"), coverage, core
+        )
     name = _new_name(core, found | common)
     if name:
-        return Judgement(f"[{n}] names {name!r}, which its cited span does not", coverage, core)
+        return Judgement(
+            Issue("other_subject", f"[{n}] names {name!r}, which its cited span does not"), coverage, core
+        )
     widened = _new_scope(core, evidence)
     if widened:
-        return Judgement(f"[{n}] adds {widened!r}, which changes the scope of its cited span", coverage, core)
+        issue = Issue("other_subject", f"[{n}] adds {widened!r}, which changes the scope of its cited span")
+        return Judgement(issue, coverage, core)
     reversed_ = _opposite(core, evidence)
     if reversed_:
         said, source = reversed_
-        return Judgement(f"[{n}] says {said!r} where its cited span says {source!r}", coverage, core, True)
+        issue = Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}")
+        return Judgement(issue, coverage, core, True)
     flipped = _negation_flip(core, evidence)
     if flipped:
-        return Judgement(f"[{n}] {flipped} its cited span", coverage, core, True)
+        return Judgement(Issue("contradiction", f"[{n}] {flipped} its cited span"), coverage, core, True)
     swapped = _swapped(core, evidence)
     if swapped:
-        return Judgement(
-            f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span", coverage, core, True
+        issue = Issue(
+            "contradiction", f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span"
         )
-    return Judgement("", coverage, core)
+        return Judgement(issue, coverage, core, True)
+    return Judgement(None, coverage, core)
 
 
 def _capitalised(text: str) -> str:

@@ -36,11 +36,11 @@ from rag.answer.injection import addressed_spans, overlaps_addressed
 from rag.answer.parse import strip_markers
 from rag.answer.support import judge
 from rag.text import sentence_spans, term_set
-from rag.types import Block, Citation, Claim, Draft, Verdict
+from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
 MIN_COMMON_BLOCKS = 3
-NO_CITATION = "no citation"
-NOTHING_TO_VERIFY = "nothing substantive to verify"
+NO_CITATION = Issue("no_citation", "no citation")
+NOTHING_TO_VERIFY = Issue("nothing_to_verify", "nothing substantive to verify")
 ADDRESSED = "is supported only by text addressed to an assistant, not by a statement of fact"
 
 _WS_RE = re.compile(r"\s+")
@@ -151,7 +151,7 @@ class _Unsupported:
     block: Block
     spans: tuple[tuple[int, int], ...]
     texts: tuple[str, ...]
-    issues: tuple[str, ...]
+    issues: tuple[Issue, ...]
     contradicts: bool = False
 
 
@@ -162,13 +162,13 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
     if not native and not substantive_terms(draft.text, common):
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
 
-    issues: list[str] = []
+    issues: list[Issue] = []
     passed: list[_Passed] = []
     unsupported: list[_Unsupported] = []
     for n, claims in _group(draft.claims):
         block = by_n.get(n)
         if block is None:
-            issues.append(f"cited a nonexistent chunk number [{n}]")
+            issues.append(Issue("nonexistent_block", f"cited a nonexistent chunk number [{n}]"))
             continue
         quoted = [c for c in claims if c.cited_text is not None]
         result = (
@@ -201,7 +201,10 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
                 passed, missing = together, []
         if missing:
             label = "figure" if len(missing) == 1 else "figures"
-            issues.extend(f"[{p.block.n}] does not contain the {label} {', '.join(missing)}" for p in passed)
+            issues.extend(
+                Issue("figures", f"[{p.block.n}] does not contain the {label} {', '.join(missing)}")
+                for p in passed
+            )
             passed = []
 
     kept = {p.block.n for p in passed}
@@ -225,22 +228,22 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
 
 def _native(
     sentence: str, block: Block, claims: Sequence[Claim], common: frozenset[str]
-) -> _Passed | _Unsupported | list[str]:
+) -> _Passed | _Unsupported | list[Issue]:
     """The block's cited spans located in the original chunk and judged against the sentence."""
     n, chunk_text = block.n, block.chunk.text
-    issues: list[str] = []
+    issues: list[Issue] = []
     spans: list[tuple[int, int]] = []
     for claim in claims:
         span = locate_claim(claim, block)
         if span is None:
-            issues.append(f"[{n}] quotes text that is not in its source")
+            issues.append(Issue("span_not_in_source", f"[{n}] quotes text that is not in its source"))
         elif span not in spans:
             spans.append(span)
     if not spans:
         return issues
     usable = [(s, e) for s, e in spans if not overlaps_addressed(chunk_text, s, e)]
     if not usable:
-        return [*issues, f"[{n}] {ADDRESSED}"]
+        return [*issues, Issue("addressed_text", f"[{n}] {ADDRESSED}")]
     texts = [chunk_text[s:e] for s, e in usable]
     judgement = judge(sentence, texts, [block], common=common)
     if not judgement.contradicts and len(texts) > 1:
@@ -271,20 +274,20 @@ def _merged(sentence: str, parts: Sequence[_Unsupported], common: frozenset[str]
     ]
 
 
-def _inline(sentence: str, block: Block, common: frozenset[str], min_overlap: float) -> _Passed | list[str]:
+def _inline(sentence: str, block: Block, common: frozenset[str], min_overlap: float) -> _Passed | list[Issue]:
     """The inline contract: overlap with the whole chunk (text addressed to an assistant left out)."""
     n, chunk_text = block.n, block.chunk.text
     wanted = substantive_terms(sentence, common)
     share = _share(wanted, _chunk_terms(chunk_text))
     if share < min_overlap:
-        return [f"[{n}] has only {share:.2f} substantive overlap with this sentence"]
+        return [Issue("low_overlap", f"[{n}] has only {share:.2f} substantive overlap with this sentence")]
     evidence = _without_addressed(chunk_text)
     if _share(wanted, term_set(evidence)) < min_overlap or (
         evidence != chunk_text
         and missing_figures(sentence, [evidence])
         and not missing_figures(sentence, [chunk_text])
     ):
-        return [f"[{n}] {ADDRESSED}"]
+        return [Issue("addressed_text", f"[{n}] {ADDRESSED}")]
     exact = locate_span(sentence, chunk_text)
     if exact is not None and not overlaps_addressed(chunk_text, *exact):
         span = exact
