@@ -234,7 +234,12 @@ def demo(host: str, port: int) -> None:
 
 @main.command(name="eval")
 @click.option("--set", "dataset", default="fixtures/eval/golden.jsonl", show_default=True)
-@click.option("--sweep", type=click.Choice(["min_score", "min_overlap"]), default=None)
+@click.option(
+    "--sweep",
+    type=click.Choice(["min_score", "min_overlap", "gate_claude"]),
+    default=None,
+    help="gate_claude: the retrieval gate in front of Claude, by a simulated reader (cost curve).",
+)
 @click.option(
     "--external", type=click.Choice(["squad2", "attribution", "conflicts", "support"]), default=None
 )

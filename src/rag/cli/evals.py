@@ -37,6 +37,13 @@ def run_eval_cli(
     """
     if corpus is not None and (sweep is not None or external is not None):
         raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    if sweep == "gate_claude":
+        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
+
+        gate = run_gate_sim(settings)
+        md, png = write_report(gate, Path(out))
+        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
+        return
     if sweep is not None:
         run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
         click.echo(_json(run.json()) if as_json else sweep_text(run))
