@@ -27,7 +27,7 @@ from rag.answer.answer_types import (
     type_match,
     type_terms,
 )
-from rag.answer.layout import Prose, prose
+from rag.answer.layout import Prose, closing_label, prose
 from rag.lexicon import (
     ADDRESSED_RE,
     ANAPHOR_RE,
@@ -103,6 +103,9 @@ _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 _EPS = 1e-9
 _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
+# Two chunks of one document this close (characters between them) are read as one text: the
+# label open at the end of the first is in force where the second starts.
+MAX_CHUNK_GAP = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,6 +159,7 @@ class _Reading:
     broad: frozenset[str]
     fit: float
     names_missing: bool
+    before: str = ""
 
 
 def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[str, float]:
@@ -261,8 +265,9 @@ class OfflineGenerator:
         if ask is None:
             return []
         found: dict[str, _Candidate] = {}
+        leads = _leads(blocks)
         for block in blocks:
-            for reading in _readings(ask, block):
+            for reading in _readings(ask, block, leads.get(block.n, "")):
                 if not self._eligible(ask, reading):
                     continue
                 candidate = _score(ask, block, reading)
@@ -275,6 +280,9 @@ class OfflineGenerator:
         return list(found.values())
 
     def _eligible(self, ask: _Ask, r: _Reading) -> bool:
+        if _named_entry(ask, r):
+            # the asked identifier names the subject exactly; the sentence states the asked fact
+            return _counts_the_measured(ask, r) and not _other_subject(ask, r)
         covered = r.own | r.label | r.entry | r.near | r.broad
         if _share(ask.weights, covered, ask.total) < self.min_coverage - _EPS:
             return False
@@ -367,9 +375,26 @@ def _without_code(text: str, keep: frozenset[str]) -> str:
     return INLINE_CODE_RE.sub(lambda m: m.group(0) if identifiers(m.group(0)) & keep else " ", text)
 
 
-def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
+def _leads(blocks: Sequence[Block]) -> dict[int, str]:
+    """For each block that continues another issued block of the same document and section (the
+    chunker cut one text in two; a heading between them changes the section), the label open at
+    the end of that block: the name of the entry, term or
+    heading its first lines belong to."""
+    ordered = sorted(blocks, key=lambda b: (b.chunk.doc_id, b.chunk.start_char))
+    leads: dict[int, str] = {}
+    for prev, block in zip(ordered, ordered[1:], strict=False):
+        gap = block.chunk.start_char - prev.chunk.end_char
+        same_place = (prev.chunk.doc_id, prev.chunk.section) == (block.chunk.doc_id, block.chunk.section)
+        if same_place and 0 <= gap <= MAX_CHUNK_GAP:
+            lead = closing_label(prev.sent_text, prev.chunk.section, leads.get(prev.n, ""))
+            if lead:
+                leads[block.n] = lead
+    return leads
+
+
+def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
     """The block's answer-worthy sentences that carry the asked kind of answer, with their context."""
-    sentences = prose(block.sent_text, block.chunk.section)
+    sentences = prose(block.sent_text, block.chunk.section, lead)
     keys = ask.weights.keys()
     sentence_terms = [_topic_terms(ask, p.text) for p in sentences]
     title = term_set(block.chunk.title) & keys
@@ -408,7 +433,18 @@ def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
             broad=broad,
             fit=fit,
             names_missing=names_missing,
+            before=_antecedent(sentences, pos),
         )
+
+
+def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
+    """For a sentence that opens by referring back ("It is set to 10 by default."), the sentence
+    before it under the same label: the one that names what "it" is. Else ""."""
+    p = sentences[pos]
+    if pos == 0 or not ANAPHOR_RE.match(p.text):
+        return ""
+    prev = sentences[pos - 1]
+    return prev.text if prev.label == p.label else ""
 
 
 @lru_cache(maxsize=50_000)
@@ -440,6 +476,21 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
     )
 
 
+def _named_entry(ask: _Ask, r: _Reading) -> bool:
+    """An amount, duration, date or default is asked about identifiers the question names, and the
+    sentence states one in the entry of exactly those identifiers: it names them (or the sentence it
+    refers back to does), or it sits under their entry's name (".. py:data:: NAME", a definition
+    term, a heading) and names no other identifier itself. Other question words are then paraphrase
+    ("turned on by default"), not another subject."""
+    if not ask.identifiers or not ask.required or r.fit < 1.0:
+        return False
+    p = r.sentence
+    own = f"{r.before} {p.text}"
+    if identifiers(own) - ask.identifiers and not _names_all(own, ask.identifiers):
+        return False
+    return _names_all(own, ask.identifiers) or _names_all(p.label, ask.identifiers)
+
+
 def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     """Its local context covers MIN_BINDING of the topic mass, and it names something asked itself
     unless it is a field line, leans on a neighbour, or stands under a question heading."""
@@ -461,11 +512,14 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     if not ask.identifiers:
         return True
     p = r.sentence
-    if identifiers(p.text) - ask.identifiers and not any(
-        _names_all(p.text, frozenset({i})) for i in ask.identifiers
-    ):
+    # a pronoun-led sentence is about what the sentence before it names
+    text = f"{r.before} {p.text}" if r.before else p.text
+    if identifiers(text) - ask.identifiers and not any(_names_all(text, frozenset({i})) for i in ask.identifiers):
         return False
-    return _names_all(f"{p.text} {p.label} {p.entry if p.field else ''}", ask.identifiers)
+    # a field line under an entry's name ("Default: 1" under ".. py:data:: MAX_SIZE") is about that
+    # name, not about the other settings its description mentions
+    entry = p.entry if p.field and not identifiers(p.label) else ""
+    return _names_all(f"{text} {p.label} {entry}", ask.identifiers)
 
 
 def _other_subject(ask: _Ask, r: _Reading) -> bool:
@@ -495,8 +549,10 @@ def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
     if p.field:
         return term_set(f"{p.text} {p.entry}")
     if ask.counts:
-        # a count is a figure next to what it counts: "up to 50 members", "at most 4 of them"
+        # a count is a figure next to what it counts: "up to 50 members", "at most 4 of them";
+        # or, in a sentence referring back ("It is set to 10."), what the sentence before counts
         counted = any(_counts(m.group(1), ask.measured) for m in COUNTED_RE.finditer(p.text))
+        counted = counted or ask.measured in term_set(r.before)
         return frozenset({ask.measured}) if counted else frozenset()
     found = term_set(p.text)
     return found | r.near if PRONOUN_RE.search(p.text) else found

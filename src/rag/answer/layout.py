@@ -20,7 +20,9 @@ from rag.lexicon import (
     BULLET_RE,
     CODE_DIRECTIVES,
     CODE_LINE_RE,
+    CUT_DIRECTIVE_RE,
     DIRECTIVE_RE,
+    ENTRY_DIRECTIVES,
     DOCTEST_RE,
     FENCE_RE,
     FIELD_RE,
@@ -41,6 +43,9 @@ LineKind = Literal["prose", "code", "markup", "heading", "blank"]
 # Shorter sentences without end punctuation are headings or labels, never answers (list items and
 # field lines are content: "Books and magazines: 14 days", "Default: 30").
 MIN_UNPUNCTUATED_TERMS = 8
+# A definition-list term is a short line: longer lines, or lines with a sentence end inside, are
+# the first line of a paragraph whose indentation the chunker cut off.
+MAX_TERM_WORDS = 8
 # A sentence ending in a colon introduces what follows ("Send TTIN to the master process:"): it
 # is an answer only with at least this many terms of its own.
 MIN_INTRO_TERMS = 4
@@ -48,6 +53,7 @@ _END_PUNCT = ".!?"
 _SPACE_RE = re.compile(r"\s+")
 _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
+_INNER_END_RE = re.compile(r"[.!?]\s+\S")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,12 +81,14 @@ class _Scan:
 
 
 @lru_cache(maxsize=20_000)
-def prose(text: str, section: str = "") -> tuple[Prose, ...]:
+def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     """The answer-worthy sentences of `text`, in order, each with its label (see the module doc).
-    Cached: the same chunks are read question after question."""
+    `lead` is the label in force where the text starts when the caller knows it (the label open at
+    the end of the chunk before); else the last part of `section`. Cached: the same chunks are read
+    question after question."""
     lines = text.split("\n")
     kinds = classify(lines)
-    labels = _labels(lines, kinds, _leaf(section))
+    labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
     for label, paragraph in _paragraphs(lines, kinds, labels):
         entry = " ".join(paragraph)
@@ -94,11 +102,25 @@ def classify(lines: Sequence[str]) -> list[LineKind]:
     kinds: list[LineKind] = []
     scan = _Scan()
     for i, line in enumerate(lines):
-        kind = _classify_line(line, scan)
+        kind = _classify_line(_restored(line) if i == 0 else line, scan)
         if kind == "markup" and UNDERLINE_RE.match(line) and i > 0 and kinds[i - 1] == "prose":
             kinds[i - 1] = "heading"  # a reST or setext title: the line above its underline
         kinds.append(kind)
     return _mark_terms(lines, kinds)
+
+
+def _restored(first: str) -> str:
+    """A text's first line with the ".." of a directive marker the chunker cut off put back."""
+    return f".. {first.lstrip()}" if CUT_DIRECTIVE_RE.match(first) else first
+
+
+def entry_name(line: str) -> str:
+    """The name an entry directive describes (".. py:data:: MAX_SIZE" -> "MAX_SIZE"), else ""."""
+    match = DIRECTIVE_RE.match(line)
+    name = (match.group(1) or "").lower() if match else ""
+    if not name or not (name in ENTRY_DIRECTIVES or ":" in name):
+        return ""
+    return _MARKUP_CHARS_RE.sub("", line.split("::", 1)[1]).strip()
 
 
 def _classify_line(line: str, scan: _Scan) -> LineKind:
@@ -129,6 +151,9 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
         name = (directive.group(1) or "").lower()
         scan.block_indent = indent
         scan.block_kind = "markup"
+        if entry_name(line):
+            scan.block_kind = "prose"  # the description of the named entry
+            return "heading"
         if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
             scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
         return "markup"
@@ -156,20 +181,48 @@ def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
             continue
         here, below = lines[i], lines[i + 1]
         deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
-        if deeper and here.rstrip()[-1:] not in ".!?:," and not BULLET_RE.match(here):
+        if deeper and _term_like(here):
             kinds[i] = "heading"
     return kinds
 
 
+def _term_like(line: str) -> bool:
+    """Short, unpunctuated, not a list item: a definition-list term rather than a cut paragraph line."""
+    return (
+        line.rstrip()[-1:] not in ".!?:,"
+        and not BULLET_RE.match(line)
+        and len(line.split()) <= MAX_TERM_WORDS
+        and not _INNER_END_RE.search(line)
+    )
+
+
 def _labels(lines: Sequence[str], kinds: Sequence[LineKind], first: str) -> list[str]:
-    """The label in force at each line: the last heading above it, else `first`."""
+    """The label in force at each line: the last heading above it, else `first`. An entry
+    directive's name labels the lines indented below it; the label before it resumes after them."""
     labels: list[str] = []
     current = first
-    for line, kind in zip(lines, kinds, strict=True):
+    scopes: list[tuple[int, str]] = []  # open entries: (directive indent, the label outside it)
+    for i, (line, kind) in enumerate(zip(lines, kinds, strict=True)):
+        indent = len(line) - len(line.lstrip())
+        while line.strip() and scopes and indent <= scopes[-1][0]:
+            current = scopes.pop()[1]
         if kind == "heading":
-            current = _MARKUP_CHARS_RE.sub("", line).strip()
+            name = entry_name(_restored(line) if i == 0 else line)
+            if name:
+                scopes.append((indent, current))
+                current = name
+            else:
+                scopes.clear()
+                current = _MARKUP_CHARS_RE.sub("", line).strip()
         labels.append(current)
     return labels
+
+
+def closing_label(text: str, section: str = "", lead: str = "") -> str:
+    """The label in force at the end of `text`: the label where the text that follows it starts."""
+    lines = text.split("\n")
+    labels = _labels(lines, classify(lines), lead or _leaf(section))
+    return labels[-1] if labels else lead or _leaf(section)
 
 
 def _paragraphs(
