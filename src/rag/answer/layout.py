@@ -54,6 +54,7 @@ _SPACE_RE = re.compile(r"\s+")
 _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,12 +63,15 @@ class Prose:
 
     `label` is the heading, title line or definition term it sits under ("" when none);
     `field` is the field name of a field line ("Default" for "Default: 30"; "" for other
-    sentences), whose subject is its whole `entry`: the prose under the same label in this block."""
+    sentences), whose subject is its whole `entry`: the prose under the same label in this block.
+    `unit` numbers the paragraph or list item the sentence belongs to, in the block: sentences of
+    one unit continue each other, neighbouring list items are separate statements."""
 
     text: str
     label: str
     field: str = ""
     entry: str = ""
+    unit: int = 0
 
 
 @dataclass(slots=True)
@@ -90,10 +94,13 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     kinds = classify(lines)
     labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
+    units = 0
     for label, paragraph in _paragraphs(lines, kinds, labels):
         entry = " ".join(paragraph)
-        for sentence in _sentences("\n".join(paragraph)):
-            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry))
+        for sentence, starts_unit in _sentences("\n".join(paragraph)):
+            units += starts_unit or not out
+            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units))
+        units += 1
     return tuple(out)
 
 
@@ -250,25 +257,31 @@ def _paragraphs(
     return out
 
 
-def _sentences(text: str) -> list[str]:
-    """The answer-worthy sentences of a prose run: bullets stripped, whitespace collapsed, table
-    rows rendered as statements with their column headers, questions and labels skipped."""
-    out = []
+def _sentences(text: str) -> list[tuple[str, bool]]:
+    """The answer-worthy sentences of a prose run, each with whether it starts a new paragraph,
+    list item or table row: bullets stripped, whitespace collapsed, table rows rendered as
+    statements with their column headers, questions and labels skipped."""
+    out: list[tuple[str, bool]] = []
     spans = sentence_spans(text)
     header: list[str] | None = None
+    new_unit = True
     for i, (start, end) in enumerate(spans):
         raw = text[start:end]
+        gap = text[spans[i - 1][1] : start] if i else ""
+        new_unit = new_unit or bool(_BLANK_LINE_RE.search(gap)) or bool(BULLET_RE.match(raw))
         cells = _table_cells(raw)
         if cells is not None:
             following = _table_cells(text[spans[i + 1][0] : spans[i + 1][1]]) if i + 1 < len(spans) else None
             header, row = _table_step(cells, following, header)
             if row:
-                out.append(row)
+                out.append((row, True))
+                new_unit = False
             continue
         header = None
         sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
         if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
-            out.append(sentence)
+            out.append((sentence, new_unit))
+            new_unit = False
     return out
 
 
