@@ -110,6 +110,8 @@ _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
 # Two chunks of one document this close (characters between them) are read as one text: the
 # label open at the end of the first is in force where the second starts.
 MAX_CHUNK_GAP = 16
+# The markup around an inline code literal (":data:`", "``"): what remains is the literal itself.
+_CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +130,7 @@ class _Ask:
     price: bool
     default: bool
     identifiers: frozenset[str]
+    literals: str
     names: frozenset[str]
     pairs: frozenset[tuple[str, str]]
 
@@ -347,6 +350,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         price=asks_price(question, kind),
         default=default,
         identifiers=_asked_identifiers(question, blocks),
+        literals=question.lower(),
         names=_names(question),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
     )
@@ -369,15 +373,22 @@ def _spelled(identifier: str) -> str:
 
 def _topic_terms(ask: _Ask, text: str) -> frozenset[str]:
     """The question terms `text` names outside inline code, plus those of code naming an asked identifier."""
-    return term_set(_without_code(text, ask.identifiers)) & ask.weights.keys()
+    return term_set(_without_code(text, ask.identifiers, ask.literals)) & ask.weights.keys()
 
 
 @lru_cache(maxsize=50_000)
-def _without_code(text: str, keep: frozenset[str]) -> str:
-    """`text` with its inline code spans blanked, except those naming an identifier in `keep`."""
+def _without_code(text: str, keep: frozenset[str], literals: str = "") -> str:
+    """`text` with its inline code spans blanked, except those naming an identifier in `keep` or
+    quoting a literal that `literals` (the question, lowercased) writes too ("``run-server``")."""
     if "`" not in text:
         return text
-    return INLINE_CODE_RE.sub(lambda m: m.group(0) if identifiers(m.group(0)) & keep else " ", text)
+
+    def kept(m: re.Match[str]) -> str:
+        code = _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower()
+        quoted = bool(code) and re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", literals) is not None
+        return m.group(0) if quoted or identifiers(m.group(0)) & keep else " "
+
+    return INLINE_CODE_RE.sub(kept, text)
 
 
 def _leads(blocks: Sequence[Block]) -> dict[int, str]:
