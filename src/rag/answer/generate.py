@@ -557,10 +557,12 @@ def _other_subject(ask: _Ask, r: _Reading) -> bool:
 
 
 def _names_all(text: str, wanted: frozenset[str]) -> bool:
-    """True when `text` names every identifier in `wanted`, as code or spelled out in words."""
+    """True when `text` names every identifier in `wanted`, as code or (when it has several parts)
+    spelled out in words."""
     words = f" {normalise(text)} "
     named = identifiers(text)
-    return all(i in named or f" {_spelled(i)} " in words for i in wanted)
+    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word
+    return all(i in named or ("_" in i and f" {_spelled(i)} " in words) for i in wanted)
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
