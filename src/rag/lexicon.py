@@ -60,7 +60,18 @@ DEFAULT_TERMS = frozenset({"default", "valu"})
 # source states them as figures ("within 30 days", "up to 10"), so they weigh less.
 ANSWER_TYPE_TERMS = frozenset(
     {"limit", "maximum", "minimum", "max", "min", "deadlin", "daili", "quota", "ahead", "advanc", "notic"}
-    | {"largest", "smallest", "highest", "lowest", "biggest", "oldest", "earliest", "newest", "latest", "fewest"}
+    | {
+        "largest",
+        "smallest",
+        "highest",
+        "lowest",
+        "biggest",
+        "oldest",
+        "earliest",
+        "newest",
+        "latest",
+        "fewest",
+    }
 )
 # Stems of price words: an amount question worded around a price is answered by a money amount.
 PRICE_TERMS = frozenset({"cost", "price", "fee", "charg", "pay"})

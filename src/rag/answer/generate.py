@@ -536,7 +536,9 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     p = r.sentence
     # a pronoun-led sentence is about what the sentence before it names
     text = f"{r.before} {p.text}" if r.before else p.text
-    if identifiers(text) - ask.identifiers and not any(_names_all(text, frozenset({i})) for i in ask.identifiers):
+    if identifiers(text) - ask.identifiers and not any(
+        _names_all(text, frozenset({i})) for i in ask.identifiers
+    ):
         return False
     # a field line under an entry's name ("Default: 1" under ".. py:data:: MAX_SIZE") is about that
     # name, not about the other settings its description mentions
