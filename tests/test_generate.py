@@ -496,3 +496,12 @@ def test_default_question_wording_beyond_the_word_default() -> None:
     assert not asks_default("Which scheme is used for widgets?")
     assert default_terms("unless I set it") == frozenset({"unless", "set"})
     assert measured_terms("How many worker processes does it start?") == frozenset({"worker", "process"})
+
+
+def test_generator_a_default_field_line_answers_only_a_default_question() -> None:
+    text = "**Default:** `4094`\n\nThe size of the request line in bytes. Values up to 8190 are accepted."
+    lines = [block(1, text, section="`limit_line`")]
+    out = OfflineGenerator().generate("What is the largest value limit_line accepts?", lines)
+    assert [d.text for d in out.drafts] == ["Values up to 8190 are accepted."]
+    out = OfflineGenerator().generate("What is the default value of limit_line?", lines)
+    assert [d.text for d in out.drafts] == ["**Default:** `4094`"]

@@ -428,6 +428,8 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             continue  # no fact of the asked-for kind: at most a neighbour of the answer
         if p.field and not ask.required and not term_set(p.field) & keys:
             continue  # a field line answers only for its field ("Command line: ..." for a flag)
+        if p.field and not ask.default and states_default(p.field):
+            continue  # "Default: 4094" states a default: no answer to "the largest value accepted"
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
         near: frozenset[str] = frozenset()
