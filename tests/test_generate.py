@@ -505,3 +505,11 @@ def test_generator_a_default_field_line_answers_only_a_default_question() -> Non
     assert [d.text for d in out.drafts] == ["Values up to 8190 are accepted."]
     out = OfflineGenerator().generate("What is the default value of limit_line?", lines)
     assert [d.text for d in out.drafts] == ["**Default:** `4094`"]
+
+
+def test_generator_named_entry_does_not_give_its_default_for_an_asked_limit() -> None:
+    text = ".. py:data:: WIDGET_LIMIT\n\n    How many widgets fit. It is set to 40 by default.\n"
+    out = OfflineGenerator().generate("What is the largest WIDGET_LIMIT I can use?", [block(1, text)])
+    assert out.drafts == ()
+    out = OfflineGenerator().generate("What is WIDGET_LIMIT set to by default?", [block(1, text)])
+    assert [d.text for d in out.drafts] == ["It is set to 40 by default."]

@@ -503,6 +503,8 @@ def _named_entry(ask: _Ask, r: _Reading) -> bool:
     if not ask.identifiers or not ask.required or r.fit < 1.0:
         return False
     p = r.sentence
+    if states_default(p.text) and not ask.default:
+        return False  # a default is not the asked limit or duration: the usual rules decide
     own = f"{r.before} {p.text}"
     if identifiers(own) - ask.identifiers and not _names_all(own, ask.identifiers):
         return False
