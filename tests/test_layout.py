@@ -168,3 +168,40 @@ def test_sentences_of_one_paragraph_share_a_unit_and_list_items_do_not() -> None
     assert units[0][0] == units[1][0]
     assert len({u for u, _ in units[1:4]}) == 3
     assert units[3][0] == units[4][0]
+
+
+def test_field_list_fields_are_field_lines_and_directive_options_are_markup() -> None:
+    text = (
+        ".. py:data:: WIDGET_LIMIT\n"
+        "    :type: int\n\n"
+        "    The most widgets one board may hold.\n\n"
+        "    :Default: ``40``\n"
+        "    :param size: the size of one widget.\n\n"
+        ".. image:: board.png\n"
+        "   :alt: a board full of widgets\n"
+    )
+    read = [(p.label, p.field, p.text) for p in prose(text)]
+    assert read == [
+        ("WIDGET_LIMIT", "", "The most widgets one board may hold."),
+        ("WIDGET_LIMIT", "Default", ":Default: ``40``"),
+        ("WIDGET_LIMIT", "param size", ":param size: the size of one widget."),
+    ]
+    units = [p.unit for p in prose(text)]
+    assert len(set(units)) == 3
+
+
+def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> None:
+    from rag.answer.generate import OfflineGenerator
+    from rag.types import Block, Chunk
+
+    text = (
+        ".. py:data:: WIDGET_SIZE\n\n"
+        "    Warn if widgets are larger than this many bytes. Defaults to\n"
+        "    ``4093``. Set to ``0`` to disable the warning.\n\n"
+        ".. py:data:: WIDGET_COUNT\n\n"
+        "    How many widgets a board shows. Defaults to ``12``.\n"
+    )
+    chunk = Chunk(chunk_id="w#c01", doc_id="w", title="Widgets", section="Settings", text=text)
+    blocks = [Block(n=1, chunk=chunk, score=0.5, sent_text=text)]
+    out = OfflineGenerator().generate("What's the default for WIDGET_SIZE?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to ``4093``."]

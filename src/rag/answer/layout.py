@@ -82,6 +82,7 @@ class _Scan:
     block_indent: int = -1
     block_kind: LineKind = "prose"
     doctest: bool = False
+    options: bool = False  # right after a directive line, before a blank line: its options
 
 
 @lru_cache(maxsize=20_000)
@@ -142,6 +143,7 @@ def _classify_line(line: str, scan: _Scan) -> LineKind:
         return "code"
     if not stripped:
         scan.doctest = False
+        scan.options = False
         return "blank"
     indent = len(line) - len(line.lstrip())
     if scan.block_indent >= 0:
@@ -158,6 +160,7 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
         name = (directive.group(1) or "").lower()
         scan.block_indent = indent
         scan.block_kind = "markup"
+        scan.options = True
         if entry_name(line):
             scan.block_kind = "prose"  # the description of the named entry
             return "heading"
@@ -169,8 +172,12 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
         return "code"
     if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
         return "code"
-    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line) or OPTION_RE.match(line):
+    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line):
         return "markup"
+    if OPTION_RE.match(line):
+        # a directive's option (":alt: a screenshot" under ".. image::"), or a bare ":orphan:";
+        # elsewhere a field list's field (":Default: 30", ":param size: ..."): a field line
+        return "markup" if scan.options or not field_name(stripped) else "prose"
     if ADMONITION_RE.match(line):
         return "markup"
     if HEADING_RE.match(line) or TAB_TITLE_RE.match(line):
@@ -280,7 +287,7 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
         header = None
         sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
         if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
-            out.append((sentence, new_unit))
+            out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
             new_unit = False
     return out
 
