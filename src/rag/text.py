@@ -127,26 +127,41 @@ def identifier_forms(identifier: str) -> list[str]:
     components = [c for c in name.split(".") if c]
     if len(components) > 1 and max(len(c) for c in components) < 2:
         return []
-    forms: list[str] = []
     component_parts = [_parts(c) for c in components]
     if len(components) == 1:
-        parts = component_parts[0]
-        if len(parts) < 2:
-            return []
-        if "_" in name or "-" in name:
-            forms.append("".join(parts))
-        else:
-            forms.extend(parts)
+        forms = _compound_forms(name, component_parts[0])
     else:
-        for i in range(min(len(components), _MAX_DOTTED) - 1):
-            forms.append("".join(p for ps in component_parts[i:] for p in ps))
-        for original, parts in zip(components, component_parts, strict=True):
-            if len(parts) > 1:
-                forms.append("".join(parts))
-                if not ("_" in original or "-" in original):
-                    forms.extend(parts)
+        forms = _dotted_forms(components, component_parts)
     seen: set[str] = set()
     return [f for f in forms if len(f) > 1 and not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+
+
+def _separated(name: str) -> bool:
+    """True when the name joins its parts with "_" or "-" (snake or kebab case, not camel case)."""
+    return "_" in name or "-" in name
+
+
+def _compound_forms(name: str, parts: list[str]) -> list[str]:
+    """An undotted name's forms: its joined parts if separated, else (camel case) the parts themselves."""
+    if len(parts) < 2:
+        return []
+    if _separated(name):
+        return ["".join(parts)]
+    return parts
+
+
+def _dotted_forms(components: list[str], component_parts: list[list[str]]) -> list[str]:
+    """A dotted name's forms: each dotted suffix of two or more components, then each compound component."""
+    forms = [
+        "".join(p for ps in component_parts[i:] for p in ps)
+        for i in range(min(len(components), _MAX_DOTTED) - 1)
+    ]
+    for original, parts in zip(components, component_parts, strict=True):
+        if len(parts) > 1:
+            forms.append("".join(parts))
+            if not _separated(original):
+                forms.extend(parts)
+    return forms
 
 
 @lru_cache(maxsize=200_000)
@@ -275,52 +290,82 @@ def code_spans(text: str) -> list[tuple[int, int]]:
     for line in lines:
         starts.append(pos)
         pos += len(line) + 1
+    spans: list[tuple[int, int]] = []
+    for first, last in _code_runs(lines, _code_lines(lines)):
+        _append_span(text, starts[first], starts[last] + len(lines[last]), spans)
+    return spans
+
+
+def _code_lines(lines: list[str]) -> list[bool]:
+    """Per line, True when it belongs to a code block (see `code_spans`)."""
     flagged = [False] * len(lines)
     i = 0
     while i < len(lines):
-        line = lines[i]
-        fence = _FENCE_LINE_RE.match(line)
-        if fence:
-            marker = fence.group(1)
-            j = i + 1
-            while j < len(lines):
-                close = _FENCE_LINE_RE.match(lines[j])
-                if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker):
-                    break
-                j += 1
-            for k in range(i, min(j + 1, len(lines))):
-                flagged[k] = True
-            i = j + 1
+        block = _code_block_at(lines, i)
+        if block is None:
+            i += 1
             continue
-        directive = _DIRECTIVE_RE.match(line)
-        stripped = line.rstrip()
-        literal_intro = not directive and stripped.endswith("::")
-        if literal_intro or (directive and directive.group(1).lower() in CODE_DIRECTIVES):
-            base = _indent(line)
-            j = i + 1
-            last = i if directive else -1
-            while j < len(lines):
-                if lines[j].strip():
-                    if _indent(lines[j]) <= base:
-                        break
-                    last = j
-                j += 1
-            first = i if directive else i + 1
-            for k in range(first, last + 1):
-                flagged[k] = True
-            i = max(i + 1, last + 1)
-            continue
-        if _SHELL_RE.match(line):
-            j = i
-            while j < len(lines) and lines[j].strip():
-                flagged[j] = True
-                j += 1
-            i = j
-            continue
-        if _TEMPLATE_RE.search(line):
-            flagged[i] = True
-        i += 1
-    spans: list[tuple[int, int]] = []
+        first, last, i = block
+        for k in range(first, last + 1):
+            flagged[k] = True
+    return flagged
+
+
+def _code_block_at(lines: list[str], i: int) -> tuple[int, int, int] | None:
+    """The code block that line i opens: (first line, last line, line to look at next); None for prose.
+    The range is empty (last < first) for a literal-block intro with no indented body."""
+    line = lines[i]
+    fence = _FENCE_LINE_RE.match(line)
+    if fence:
+        return _fenced_block(lines, i, fence.group(1))
+    directive = _DIRECTIVE_RE.match(line)
+    literal_intro = not directive and line.rstrip().endswith("::")
+    if literal_intro or (directive and directive.group(1).lower() in CODE_DIRECTIVES):
+        return _indented_block(lines, i, with_intro=directive is not None)
+    if _SHELL_RE.match(line):
+        return _shell_block(lines, i)
+    if _TEMPLATE_RE.search(line):
+        return i, i, i + 1
+    return None
+
+
+def _fenced_block(lines: list[str], i: int, marker: str) -> tuple[int, int, int]:
+    """A fence opened at line i by `marker`, through its closing fence (same character, at least as long)
+    or the last line."""
+    j = i + 1
+    while j < len(lines):
+        close = _FENCE_LINE_RE.match(lines[j])
+        if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker):
+            break
+        j += 1
+    return i, min(j, len(lines) - 1), j + 1
+
+
+def _indented_block(lines: list[str], i: int, *, with_intro: bool) -> tuple[int, int, int]:
+    """The lines indented deeper than line i after it (blank lines inside kept); a directive line itself
+    is code (`with_intro`), a prose line ending in "::" is not."""
+    base = _indent(lines[i])
+    last = i if with_intro else -1
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip():
+            if _indent(lines[j]) <= base:
+                break
+            last = j
+    first = i if with_intro else i + 1
+    return first, last, max(i + 1, last + 1)
+
+
+def _shell_block(lines: list[str], i: int) -> tuple[int, int, int]:
+    """A doctest or shell session from line i to the next blank line."""
+    j = i
+    while j < len(lines) and lines[j].strip():
+        j += 1
+    return i, j - 1, j
+
+
+def _code_runs(lines: list[str], flagged: list[bool]) -> list[tuple[int, int]]:
+    """Runs (first line, last line) of flagged lines, joined across blank lines between code lines."""
+    runs: list[tuple[int, int]] = []
     i = 0
     while i < len(lines):
         if not flagged[i]:
@@ -331,15 +376,9 @@ def code_spans(text: str) -> list[tuple[int, int]]:
             flagged[j + 1] or (not lines[j + 1].strip() and _next_flagged(flagged, lines, j + 1))
         ):
             j += 1
-        start, end = starts[i], starts[j] + len(lines[j])
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if end > start:
-            spans.append((start, end))
+        runs.append((i, j))
         i = j + 1
-    return spans
+    return runs
 
 
 def _next_flagged(flagged: list[bool], lines: list[str], i: int) -> bool:

@@ -241,76 +241,165 @@ def _half_at(tokens: list[_Token], i: int, text: str, base: float, start: int) -
     return _number(text, start, tokens[nxt].end, base + 0.5), nxt + 1
 
 
+# What one word does to a run of number words: extends it, ends it (the word included), or is not part of it.
+_MORE, _LAST, _STOP = "more", "last", "stop"
+_OPEN_KINDS = ("", "tens", "hundred", "scale", "and")  # after these a unit, tens or ordinal word may follow
+
+
+@dataclass(slots=True)
+class _CardinalRun:
+    """The running value of a run of number words ("three hundred and forty-two thousand"), fed word by
+    word; `last_kind` is what the previous word was: "unit", "tens", "hundred", "scale", "dozen", "and",
+    "article" (a leading "a"/"an"), "fraction"."""
+
+    tokens: list[_Token]
+    first: int
+    total: float = 0.0
+    current: float = 0.0
+    last_kind: str = ""
+    ordinal: bool = False
+
+    def take(self, word: str, j: int) -> str:
+        """Add the word at token `j`: _MORE, _LAST or _STOP (the first rule that applies decides)."""
+        rules = (
+            self._article,
+            self._unit,
+            self._tens,
+            self._hundred,
+            self._scale,
+            self._dozen,
+            self._ordinal,
+            self._fraction,
+        )
+        for rule in rules:
+            outcome = rule(word, j)
+            if outcome is not None:
+                return outcome
+        return _STOP
+
+    def _article(self, word: str, j: int) -> str | None:
+        """A leading "a"/"an" (1, not yet a number alone) or "one"."""
+        if word not in _A or self.last_kind != "" or j != self.first:
+            return None
+        self.current, self.last_kind = 1.0, "unit" if word == "one" else "article"
+        return _MORE
+
+    def _unit(self, word: str, j: int) -> str | None:
+        """ "five", "twelve"; after a tens word only 1-9 ("twenty-five"), and "twenty zero" ends the run."""
+        if word not in _UNITS or self.last_kind not in _OPEN_KINDS:
+            return None
+        if self.last_kind == "tens" and _UNITS[word] >= 10:
+            return None
+        if self.last_kind == "tens" and _UNITS[word] == 0:
+            return _STOP
+        self.current += _UNITS[word]
+        self.last_kind = "unit"
+        return _MORE
+
+    def _tens(self, word: str, j: int) -> str | None:
+        """ "twenty" .. "ninety", at the start or after a hundred, a scale or "and"."""
+        if word not in _TENS or self.last_kind not in ("", "hundred", "scale", "and"):
+            return None
+        self.current += _TENS[word]
+        self.last_kind = "tens"
+        return _MORE
+
+    def _hundred(self, word: str, j: int) -> str | None:
+        """ "hundred" after a single unit or an article ("three hundred", "a hundred")."""
+        if word != "hundred" or self.last_kind not in ("unit", "article") or self.current >= 10:
+            return None
+        self.current *= 100
+        self.last_kind = "hundred"
+        return _MORE
+
+    def _scale(self, word: str, j: int) -> str | None:
+        """ "thousand", "million", ...: the amount so far moves into the total."""
+        if word not in _SCALES or self.last_kind not in ("unit", "tens", "hundred", "article"):
+            return None
+        self.total += self.current * _SCALES[word]
+        self.current, self.last_kind = 0.0, "scale"
+        return _MORE
+
+    def _dozen(self, word: str, j: int) -> str | None:
+        """ "dozen" after a small unit or an article ("two dozen", "a dozen")."""
+        if word != "dozen" or self.last_kind not in ("unit", "article") or self.current >= 20:
+            return None
+        self.current *= 12
+        self.last_kind = "dozen"
+        return _MORE
+
+    def _ordinal(self, word: str, j: int) -> str | None:
+        """ "third", "twenty-first", "hundredth": ends the run; a leading "second" only after "the",
+        "every" or "each"."""
+        if word not in _ORDINALS or self.last_kind not in _OPEN_KINDS:
+            return None
+        if (
+            word == "second"
+            and j == self.first
+            and _word(self.tokens, self.first - 1) not in _ORDINAL_SECOND_AFTER
+        ):
+            return _STOP
+        if self.last_kind == "tens" and _ORDINALS[word] >= 10:
+            return _STOP
+        value = _ORDINALS[word]
+        self.current = self.current * value if value >= 100 and self.current else self.current + value
+        self.ordinal = True
+        return _LAST
+
+    def _fraction(self, word: str, j: int) -> str | None:
+        """ "two-thirds", "three quarters": a small unit over a denominator ends the run."""
+        if (
+            word not in _DENOMINATORS
+            or self.last_kind != "unit"
+            or not 0 < self.current < 20
+            or self.total != 0
+        ):
+            return None
+        self.current = self.current / _DENOMINATORS[word]
+        self.last_kind = "fraction"
+        return _LAST
+
+
 def _cardinal_words_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] | None:
     """A run of number words: "three hundred and forty-two thousand", "twenty-first", "two-thirds"."""
-    total = 0.0
-    current = 0.0
-    last_kind = ""  # "unit", "tens", "hundred", "scale"
-    start = tokens[i].start
-    end = tokens[i].end
+    run = _CardinalRun(tokens, i)
+    start, end = tokens[i].start, tokens[i].end
     j = i
-    ordinal = False
     while True:
-        word = _word(tokens, j)
-        if word in _A and last_kind == "" and j == i:
-            current, last_kind = 1.0, "unit" if word == "one" else "article"
-        elif (
-            word in _UNITS
-            and last_kind in ("", "tens", "hundred", "scale", "and")
-            and not (last_kind == "tens" and _UNITS[word] >= 10)
-        ):
-            if last_kind == "tens" and _UNITS[word] == 0:
-                break
-            current += _UNITS[word]
-            last_kind = "unit"
-        elif word in _TENS and last_kind in ("", "hundred", "scale", "and"):
-            current += _TENS[word]
-            last_kind = "tens"
-        elif word == "hundred" and last_kind in ("unit", "article") and current < 10:
-            current *= 100
-            last_kind = "hundred"
-        elif word in _SCALES and last_kind in ("unit", "tens", "hundred", "article"):
-            total += current * _SCALES[word]
-            current, last_kind = 0.0, "scale"
-        elif word == "dozen" and last_kind in ("unit", "article") and current < 20:
-            current *= 12
-            last_kind = "dozen"
-        elif word in _ORDINALS and last_kind in ("", "tens", "hundred", "scale", "and"):
-            if word == "second" and j == i and _word(tokens, i - 1) not in _ORDINAL_SECOND_AFTER:
-                break
-            if last_kind == "tens" and _ORDINALS[word] >= 10:
-                break
-            value = _ORDINALS[word]
-            current = current * value if value >= 100 and current else current + value
-            ordinal, end, j = True, tokens[j].end, j + 1
-            break
-        elif word in _DENOMINATORS and last_kind == "unit" and 0 < current < 20 and total == 0:
-            current = current / _DENOMINATORS[word]
+        outcome = run.take(_word(tokens, j), j)
+        if outcome == _LAST:
             end, j = tokens[j].end, j + 1
-            last_kind = "fraction"
-            break
-        else:
+        if outcome != _MORE:
             break
         end = tokens[j].end
         nxt = _next(tokens, j)
         if nxt is None:
             j += 1
             break
-        if _word(tokens, nxt) == "and" and last_kind in ("hundred", "scale"):
-            after = _next(tokens, nxt)
-            if after is not None and (_word(tokens, after) in _UNITS or _word(tokens, after) in _TENS):
-                last_kind = "and"
-                j = after
-                continue
+        after_and = _after_and(tokens, nxt, run.last_kind)
+        if after_and is not None:
+            run.last_kind, j = "and", after_and
+            continue
         j = nxt
         if not _word(tokens, j):
             break
-    if last_kind == "article":
+    if run.last_kind == "article":
         return None  # a bare "a"/"an"
-    value = total + current
-    if not ordinal and last_kind != "fraction":
+    value = run.total + run.current
+    if not run.ordinal and run.last_kind != "fraction":
         value, end, j = _with_fraction(tokens, _last_index(tokens, end), value, end, j)
-    return _number(text, start, end, value, ordinal=ordinal), j
+    return _number(text, start, end, value, ordinal=run.ordinal), j
+
+
+def _after_and(tokens: list[_Token], nxt: int, last_kind: str) -> int | None:
+    """Index of the unit or tens word after an "and" at `nxt` that continues the run ("three hundred and
+    forty"), when the run is at a hundred or a scale word; else None."""
+    if _word(tokens, nxt) != "and" or last_kind not in ("hundred", "scale"):
+        return None
+    after = _next(tokens, nxt)
+    if after is not None and (_word(tokens, after) in _UNITS or _word(tokens, after) in _TENS):
+        return after
+    return None
 
 
 def _with_fraction(tokens: list[_Token], i: int, value: float, end: int, j: int) -> tuple[float, int, int]:

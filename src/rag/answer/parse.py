@@ -226,19 +226,8 @@ class SentenceBuffer:
             return out
         for i, (start, end) in enumerate(spans):
             following = spans[i + 1][0] if i + 1 < len(spans) else None
-            if not final:
-                pending = _PENDING_RE.match(text, end)
-                in_open_block = self._native and self._open_overlaps(end)
-                # an open block whose citations came first: its sentences go as soon as they end
-                if in_open_block and not self._segments[-1].claims_first:
-                    break
-                at_closed_block_end = (
-                    self._native and not in_open_block and following is None and self._firm_end(start, end)
-                )
-                if not at_closed_block_end and (
-                    pending is None or pending.end() == len(text) or following is None
-                ):
-                    break
+            if not final and not self._complete(start, end, following):
+                break
             claims = self._native_claims(start, end, following) if self._native else ()
             draft = _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
             self._done = end
@@ -247,6 +236,21 @@ class SentenceBuffer:
         if final:
             self._done = len(text) + 1
         return out
+
+    def _complete(self, start: int, end: int, following: int | None) -> bool:
+        """True when the sentence [start, end) can go out before the stream ends: another sentence and
+        non-marker text follow it, or (native) it ends a closed block firmly; a sentence in the open
+        block waits unless that block's citations came first."""
+        text = self._text
+        pending = _PENDING_RE.match(text, end)
+        in_open_block = self._native and self._open_overlaps(end)
+        # an open block whose citations came first: its sentences go as soon as they end
+        if in_open_block and not self._segments[-1].claims_first:
+            return False
+        at_closed_block_end = (
+            self._native and not in_open_block and following is None and self._firm_end(start, end)
+        )
+        return at_closed_block_end or not (pending is None or pending.end() == len(text) or following is None)
 
     def _awaiting_text(self) -> bool:
         """The open block has citations but no text yet: they belong to the text about to come (the

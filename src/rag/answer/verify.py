@@ -156,12 +156,39 @@ class _Unsupported:
 
 
 def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float) -> Verdict:
+    unverifiable = _unverifiable(draft, common)
+    if unverifiable is not None:
+        return unverifiable
+    issues, passed, unsupported = _judge_blocks(draft, by_n, common, min_overlap)
+    vetoes = [i for u in unsupported if u.contradicts for i in u.issues]
+    if vetoes:  # a cited span that says the opposite withholds the sentence, whatever else supports it
+        return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
+    if not passed and len(unsupported) > 1:
+        passed = _merged(draft.text, unsupported, common)
+    if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
+        return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
+    if passed:
+        passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common)
+        issues.extend(figure_issues)
+    kept = {p.block.n for p in passed}
+    issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
+    return Verdict(draft=draft, citations=_citations(passed), issues=tuple(issues))
+
+
+def _unverifiable(draft: Draft, common: frozenset[str]) -> Verdict | None:
+    """The withheld verdict of a draft with no citation, or (inline) with no substantive term; else None."""
     if not draft.claims:
         return Verdict(draft=draft, citations=(), issues=(NO_CITATION,))
     native = any(c.cited_text is not None for c in draft.claims)
     if not native and not substantive_terms(draft.text, common):
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
+    return None
 
+
+def _judge_blocks(
+    draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float
+) -> tuple[list[Issue], list[_Passed], list[_Unsupported]]:
+    """Each cited block judged alone (native spans if quoted, else inline): issues, passed, unsupported."""
     issues: list[Issue] = []
     passed: list[_Passed] = []
     unsupported: list[_Unsupported] = []
@@ -182,34 +209,33 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
             unsupported.append(result)
         else:
             issues.extend(result)
-    vetoes = [i for u in unsupported if u.contradicts for i in u.issues]
-    if vetoes:  # a cited span that says the opposite withholds the sentence, whatever else supports it
-        return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
-    if not passed and len(unsupported) > 1:
-        passed = _merged(draft.text, unsupported, common)
-    if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
-        return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
+    return issues, passed, unsupported
 
-    if passed:
-        sentence = min((p.sentence for p in passed), key=len)
-        missing = missing_figures(sentence, [p.evidence for p in passed])
-        if missing and unsupported and all(p.texts for p in passed):
-            # a figure may come from a block that does not support the sentence alone (merged spans)
-            parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
-            together = _merged(draft.text, parts, common)
-            if together and not missing_figures(together[0].sentence, [together[0].evidence]):
-                passed, missing = together, []
-        if missing:
-            label = "figure" if len(missing) == 1 else "figures"
-            issues.extend(
-                Issue("figures", f"[{p.block.n}] does not contain the {label} {', '.join(missing)}")
-                for p in passed
-            )
-            passed = []
 
-    kept = {p.block.n for p in passed}
-    issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
-    citations = tuple(
+def _figures_checked(
+    sentence: str, passed: list[_Passed], unsupported: list[_Unsupported], common: frozenset[str]
+) -> tuple[list[_Passed], list[Issue]]:
+    """The passed blocks if their evidence states every figure of the sentence (alone, or merged with the
+    unsupported spans); else no block passes and each carries a "figures" issue."""
+    sentence_judged = min((p.sentence for p in passed), key=len)
+    missing = missing_figures(sentence_judged, [p.evidence for p in passed])
+    if missing and unsupported and all(p.texts for p in passed):
+        # a figure may come from a block that does not support the sentence alone (merged spans)
+        parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
+        together = _merged(sentence, parts, common)
+        if together and not missing_figures(together[0].sentence, [together[0].evidence]):
+            return together, []
+    if not missing:
+        return passed, []
+    label = "figure" if len(missing) == 1 else "figures"
+    return [], [
+        Issue("figures", f"[{p.block.n}] does not contain the {label} {', '.join(missing)}") for p in passed
+    ]
+
+
+def _citations(passed: Sequence[_Passed]) -> tuple[Citation, ...]:
+    """One Citation per span of each passed block, its text cut from the ORIGINAL chunk."""
+    return tuple(
         Citation(
             n=p.block.n,
             chunk_id=p.block.chunk.chunk_id,
@@ -223,7 +249,6 @@ def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], mi
         for p in passed
         for s, e in p.spans
     )
-    return Verdict(draft=draft, citations=citations, issues=tuple(issues))
 
 
 def _native(

@@ -204,62 +204,14 @@ def read_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "")
     where = str(path)
     suffix = path.suffix.lower()
     if suffix in PDF_SUFFIXES or suffix in DOCX_SUFFIXES:
-        layout: Layout | None = None
-        if suffix in PDF_SUFFIXES:
-            title, body, layout = parse_pdf(raw, where)
-        else:
-            title, body = parse_docx(raw, where)
-        document = Document(
-            doc_id=derive_doc_id(path, root),
-            title=title or _first_heading(body) or _file_title(path),
-            text=body,
-            source_path=str(path.resolve()),
-            content_hash=content_hash,
-        )
-        return Parsed(document, layout)
-    if b"\0" in raw:
-        raise IngestError(where, "binary file (contains NUL bytes)")
-    try:
-        decoded = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise IngestError(where, f"not valid UTF-8 (bad byte at offset {exc.start})") from None
-    decoded = decoded.replace("\r\n", "\n").replace("\r", "\n")
+        return _read_binary(raw, path, root=root, content_hash=content_hash)
+    decoded = _decode_text(raw, where)
     is_rst = suffix in RST_SUFFIXES or (suffix in TEXT_SUFFIXES and looks_like_rst(decoded))
-    meta: dict[str, Any] = {}
-    match = _FRONT_MATTER_RE.match(decoded)
-    if match:
-        try:
-            loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
-        except yaml.YAMLError as exc:
-            if not is_rst:
-                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                raise IngestError(where, f"invalid YAML front matter: {reason}") from None
-            loaded = None  # in reST, "---" lines are also section adornments
-        if loaded is not None and not isinstance(loaded, dict) and not is_rst:
-            raise IngestError(where, "front matter is not a mapping")
-        if isinstance(loaded, dict) or not is_rst:
-            meta = loaded or {}
-            body = decoded[match.end() :]
-        else:
-            body = decoded
-    else:
-        body = decoded
+    meta, body = _front_matter(decoded, where, is_rst=is_rst)
     html_title = ""
     layout = None
     if suffix in HTML_SUFFIXES:
-        parser = _HtmlText()
-        try:
-            parser.feed(body)
-            # an unterminated tag at the end (truncated file) stays unparsed: drop it, never emit it as text
-            truncated = parser.rawdata.lstrip().startswith("<")
-            if not truncated:
-                parser.close()
-        except Exception as exc:  # html.parser is lenient; anything it still rejects is broken markup
-            raise IngestError(where, f"unparseable HTML: {exc}") from None
-        body = parser.text()
-        html_title = _SPACES_RE.sub(" ", parser.title).strip() or parser.first_h1
-        if not body.strip():
-            raise IngestError(where, "HTML has no text" + (" (truncated markup)" if truncated else ""))
+        body, html_title = _html_text(body, where)
     if not body.strip():
         raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
     title = str(meta.get("title") or "").strip() or html_title
@@ -282,6 +234,74 @@ def read_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "")
         ),
         layout,
     )
+
+
+def _read_binary(raw: bytes, path: Path, *, root: Path, content_hash: str) -> Parsed:
+    """A PDF (with its page layout) or a Word file; titled by its metadata, first heading or file name."""
+    where = str(path)
+    layout: Layout | None = None
+    if path.suffix.lower() in PDF_SUFFIXES:
+        title, body, layout = parse_pdf(raw, where)
+    else:
+        title, body = parse_docx(raw, where)
+    document = Document(
+        doc_id=derive_doc_id(path, root),
+        title=title or _first_heading(body) or _file_title(path),
+        text=body,
+        source_path=str(path.resolve()),
+        content_hash=content_hash,
+    )
+    return Parsed(document, layout)
+
+
+def _decode_text(raw: bytes, where: str) -> str:
+    """UTF-8 text (a BOM dropped) with "\\n" line ends; raises IngestError for binary or non-UTF-8 bytes."""
+    if b"\0" in raw:
+        raise IngestError(where, "binary file (contains NUL bytes)")
+    try:
+        decoded = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise IngestError(where, f"not valid UTF-8 (bad byte at offset {exc.start})") from None
+    return decoded.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _front_matter(decoded: str, where: str, *, is_rst: bool) -> tuple[dict[str, Any], str]:
+    """The YAML front matter (a mapping, else IngestError) and the body after it. In reST a leading
+    "---" block that is not a YAML mapping is section adornment: no metadata, the whole text is body."""
+    match = _FRONT_MATTER_RE.match(decoded)
+    if not match:
+        return {}, decoded
+    try:
+        loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        if not is_rst:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise IngestError(where, f"invalid YAML front matter: {reason}") from None
+        loaded = None  # in reST, "---" lines are also section adornments
+    if loaded is not None and not isinstance(loaded, dict) and not is_rst:
+        raise IngestError(where, "front matter is not a mapping")
+    if isinstance(loaded, dict) or not is_rst:
+        return loaded or {}, decoded[match.end() :]
+    return {}, decoded
+
+
+def _html_text(body: str, where: str) -> tuple[str, str]:
+    """An HTML file's text and title (<title>, else the first <h1>); raises IngestError for markup it
+    cannot parse or that holds no text."""
+    parser = _HtmlText()
+    try:
+        parser.feed(body)
+        # an unterminated tag at the end (truncated file) stays unparsed: drop it, never emit it as text
+        truncated = parser.rawdata.lstrip().startswith("<")
+        if not truncated:
+            parser.close()
+    except Exception as exc:  # html.parser is lenient; anything it still rejects is broken markup
+        raise IngestError(where, f"unparseable HTML: {exc}") from None
+    text = parser.text()
+    title = _SPACES_RE.sub(" ", parser.title).strip() or parser.first_h1
+    if not text.strip():
+        raise IngestError(where, "HTML has no text" + (" (truncated markup)" if truncated else ""))
+    return text, title
 
 
 def _first_heading(text: str) -> str:
