@@ -419,40 +419,52 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
     chunk = block.chunk
     names_missing = bool(ask.names - term_set(f"{chunk.title} {chunk.section} {chunk.text}"))
     for pos, p in enumerate(sentences):
-        if _never_an_answer(p.text):
-            continue  # a pointer elsewhere or words to an assistant: never an answer on its own
-        if term_set(p.text) <= ask.asked:
-            continue  # it only repeats the question's words ("Worker types."): nothing is stated
         fit = _fit(ask, p.text)
-        if ask.required and fit <= 0.0:
-            continue  # no fact of the asked-for kind: at most a neighbour of the answer
-        if p.field and not ask.required and not term_set(p.field) & keys:
-            continue  # a field line answers only for its field ("Command line: ..." for a flag)
-        if p.field and not ask.default and states_default(p.field):
-            continue  # "Default: 4094" states a default: no answer to "the largest value accepted"
+        if not _answer_worthy(ask, p, fit):
+            continue
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
-        near: frozenset[str] = frozenset()
-        if fit >= 1.0 or ANAPHOR_RE.match(p.text):
-            # the neighbours in the same block name the topic a pronoun-heavy or typed sentence is about
-            # (of the same paragraph or list item: neighbouring items are separate statements)
-            around = range(max(0, pos - NEIGHBOURS), min(len(sentences), pos + 1 + NEIGHBOURS))
-            near = frozenset().union(
-                *(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit)
-            )
         yield _Reading(
             sentence=p,
             pos=pos,
             own=own,
             label=term_set(p.label) & keys,
             entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=near,
+            near=_near_terms(sentences, sentence_terms, pos, fit),
             title=title,
             broad=broad,
             fit=fit,
             names_missing=names_missing,
             before=_antecedent(sentences, pos),
         )
+
+
+def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
+    """Whether a sentence may answer at all: not a pointer or words to an assistant, not the
+    question's words back, of the asked kind when a kind is required, a field line only for its field."""
+    keys = ask.weights.keys()
+    if _never_an_answer(p.text):
+        return False  # a pointer elsewhere or words to an assistant: never an answer on its own
+    if term_set(p.text) <= ask.asked:
+        return False  # it only repeats the question's words ("Worker types."): nothing is stated
+    if ask.required and fit <= 0.0:
+        return False  # no fact of the asked-for kind: at most a neighbour of the answer
+    if p.field and not ask.required and not term_set(p.field) & keys:
+        return False  # a field line answers only for its field ("Command line: ..." for a flag)
+    # "Default: 4094" states a default: no answer to "the largest value accepted"
+    return not (p.field and not ask.default and states_default(p.field))
+
+
+def _near_terms(
+    sentences: Sequence[Prose], sentence_terms: Sequence[frozenset[str]], pos: int, fit: float
+) -> frozenset[str]:
+    """The topic terms of the neighbours in the same paragraph or list item, for a typed or
+    pronoun-led sentence (neighbouring items are separate statements); empty otherwise."""
+    p = sentences[pos]
+    if fit < 1.0 and not ANAPHOR_RE.match(p.text):
+        return frozenset()
+    around = range(max(0, pos - NEIGHBOURS), min(len(sentences), pos + 1 + NEIGHBOURS))
+    return frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
 
 
 def _antecedent(sentences: Sequence[Prose], pos: int) -> str:

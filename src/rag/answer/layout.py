@@ -155,23 +155,11 @@ def _classify_line(line: str, scan: _Scan) -> LineKind:
 
 
 def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
-    directive = DIRECTIVE_RE.match(line)
-    if directive:
-        name = (directive.group(1) or "").lower()
-        scan.block_indent = indent
-        scan.block_kind = "markup"
-        scan.options = True
-        if entry_name(line):
-            scan.block_kind = "prose"  # the description of the named entry
-            return "heading"
-        if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
-            scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
-        return "markup"
-    if DOCTEST_RE.match(line) or (scan.doctest and not stripped.startswith(("-", "*"))):
-        scan.doctest = True
-        return "code"
-    if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
-        return "code"
+    if DIRECTIVE_RE.match(line):
+        return _directive_kind(line, indent, scan)
+    code = _code_kind(line, stripped, scan)
+    if code is not None:
+        return code
     if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line):
         return "markup"
     if OPTION_RE.match(line):
@@ -185,6 +173,31 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
     if stripped.endswith("::"):
         scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
     return "prose"
+
+
+def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
+    """A directive line: a named entry's heading, or markup opening a code, prose or markup block."""
+    directive = DIRECTIVE_RE.match(line)
+    name = (directive.group(1) or "").lower() if directive else ""
+    scan.block_indent = indent
+    scan.block_kind = "markup"
+    scan.options = True
+    if entry_name(line):
+        scan.block_kind = "prose"  # the description of the named entry
+        return "heading"
+    if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
+        scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
+    return "markup"
+
+
+def _code_kind(line: str, stripped: str, scan: _Scan) -> LineKind | None:
+    """ "code" for a doctest (and its output), a shell prompt, a template or a code-like line, else None."""
+    if DOCTEST_RE.match(line) or (scan.doctest and not stripped.startswith(("-", "*"))):
+        scan.doctest = True
+        return "code"
+    if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
+        return "code"
+    return None
 
 
 def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
