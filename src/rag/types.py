@@ -31,6 +31,8 @@ class Document:
     url: str = ""
     updated_at: date | None = None
     content_hash: str = ""
+    # The groups that may read it (rag.access), sorted; () means everyone.
+    access: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -280,6 +282,7 @@ class Gap:
     closest: tuple[str, ...]
     asked_at: str
     count: int = 1
+    principal: str = ""  # who asked it last
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,6 +300,7 @@ class AskRecord:
     top_score: float
     usage: Usage
     timings: dict[str, float] = field(default_factory=dict)
+    principal: str = ""  # who asked (rag.access.Principal.name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

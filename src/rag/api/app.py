@@ -26,9 +26,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from rag import __version__
+from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.pipeline import build_pipeline, validate_question
-from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.middleware import ACCESS_KEY, PRINCIPAL_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -42,7 +43,7 @@ from rag.api.schemas import (
 )
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.config import Settings
-from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
+from rag.errors import Forbidden, RagError, StoreUnavailable, UpstreamUnavailable
 from rag.serialize import answer_json, chunk_json, document_json
 from rag.store import Store
 from rag.types import Answer, Chunk, Document
@@ -87,10 +88,22 @@ class QAService(Protocol):
         """The retrieval gate's threshold in [0, 1]."""
         ...
 
-    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer: ...
+    def answer(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
+    ) -> Answer: ...
 
     def answer_stream(
-        self, question: str, *, top_k: int | None = None, trace_id: str | None = None
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
     ) -> AsyncIterator[Event]: ...
 
 
@@ -101,6 +114,20 @@ def _details(request: Request) -> dict[str, Any]:
 
 def _trace_id(request: Request) -> str:
     return str(request.scope.get(TRACE_KEY, ""))
+
+
+def principal_of(request: Request) -> Principal:
+    """The caller (set by ApiKeyAuth); anonymous, reading only what everyone may read, when unset."""
+    principal = request.scope.get(PRINCIPAL_KEY)
+    return principal if isinstance(principal, Principal) else Principal.anonymous()
+
+
+def require_admin(request: Request) -> Principal:
+    """The caller when it is in the admin group; raises Forbidden (403) otherwise."""
+    principal = principal_of(request)
+    if not principal.admin:
+        raise Forbidden("this endpoint is for the admin group")
+    return principal
 
 
 def _note_answer(details: dict[str, Any], answer: Answer) -> None:
@@ -118,6 +145,7 @@ def _note_answer(details: dict[str, Any], answer: Answer) -> None:
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         401: "API keys are configured and the request has none or a wrong one",
+        403: "The caller is not in the admin group",
         404: "Unknown id",
         410: "A chunk id whose text was replaced or removed (an id never names other text)",
         413: "Request body over 64 KB",
@@ -202,7 +230,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     )
     _install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    app.add_middleware(ApiKeyAuth, keys=settings.api_key_list, protected=_protected)
+    app.add_middleware(ApiKeyAuth, keys=settings.principal_map(), protected=_protected)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware,
@@ -219,7 +247,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         question = validate_question(question, settings.max_question_chars)
         details = _details(request)
         details.update(trace_id=_trace_id(request), emitted=0, dropped=0)
-        events = qa.answer_stream(question, top_k=top_k, trace_id=_trace_id(request))
+        events = qa.answer_stream(
+            question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        )
         return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, details=details))
 
     stream_doc: dict[int | str, dict[str, Any]] = {
@@ -236,7 +266,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        answer = await run_in_threadpool(qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request))
+        answer = await run_in_threadpool(
+            qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        )
         _note_answer(_details(request), answer)
         return json_response(answer_json(answer))
 
@@ -262,9 +294,12 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": ChunkOut}, **_errors(401, 404, 410, 503)},
     )
-    async def get_chunk(chunk_id: str) -> Response:
-        """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
-        chunk = await run_in_threadpool(qa.store.get_chunk, chunk_id)
+    async def get_chunk(chunk_id: str, request: Request) -> Response:
+        """One chunk's original text with its provenance. Encode `#` in the id as `%23`. A chunk the
+        caller may not read answers 404, exactly as an unknown id."""
+        chunk = await run_in_threadpool(
+            lambda: qa.store.get_chunk(chunk_id, groups=principal_of(request).reads)
+        )
         return json_response(chunk_json(chunk))
 
     @app.get(
@@ -272,11 +307,12 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
-    async def get_document(doc_id: str) -> Response:
-        """A document's metadata and its chunks in order."""
+    async def get_document(doc_id: str, request: Request) -> Response:
+        """A document's metadata and its chunks in order; 404 for one the caller may not read."""
+        groups = principal_of(request).reads
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id), qa.store.document_chunks(doc_id)
+            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(doc_id, groups=groups)
 
         doc, chunks = await run_in_threadpool(load)
         return json_response(document_json(doc, chunks))
@@ -287,12 +323,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         return json_response({"status": "ok"})
 
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
-    async def readyz() -> Response:
-        """The store answers a real query now: document and chunk counts, and the generator and reranker
-        in use; 503 `store_unavailable` when the database is missing, replaced by a broken file,
-        unreadable, corrupt or unreachable."""
+    async def readyz(request: Request) -> Response:
+        """The store answers a real query now: counts of the documents and chunks the caller may read,
+        and the generator and reranker in use; 503 `store_unavailable` when the database is missing,
+        replaced by a broken file, unreadable, corrupt or unreachable."""
+        groups = principal_of(request).reads
         try:
-            stats = await run_in_threadpool(qa.store.stats)
+            stats = await run_in_threadpool(lambda: qa.store.stats(groups=groups))
         except StoreUnavailable as exc:
             return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:
@@ -314,6 +351,31 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
                 "min_score": qa.gate_score,
             }
         )
+
+    @app.get("/gaps", response_model=None, responses=_errors(401, 403, 503))
+    async def gaps(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Response:
+        """The coverage-gap queue (admin group only): unanswered questions, who asked last, how often."""
+        admin = require_admin(request)
+        rows = await run_in_threadpool(lambda: qa.store.gaps(limit, groups=admin.reads))
+        return json_response(
+            [
+                {
+                    "question": g.question,
+                    "top_score": g.top_score,
+                    "closest": list(g.closest),
+                    "asked_at": g.asked_at,
+                    "count": g.count,
+                    "principal": g.principal,
+                }
+                for g in rows
+            ]
+        )
+
+    @app.get("/asks/{trace_id}", response_model=None, responses=_errors(401, 403, 503))
+    async def ask_log(trace_id: str, request: Request) -> Response:
+        """The ask-log rows of one trace id (admin group only), with the principal who asked."""
+        require_admin(request)
+        return json_response(await run_in_threadpool(qa.store.ask_log, trace_id))
 
     @app.get(
         "/",

@@ -267,6 +267,7 @@ class DocumentOut(_Out):
             "updated_at": "2026-03-02",
             "source_path": "docs/handbook.md",
             "content_hash": "3b5d0c...",
+            "access": ["hr"],
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
         }
     )
@@ -277,6 +278,7 @@ class DocumentOut(_Out):
     updated_at: str | None
     source_path: str
     content_hash: str
+    access: list[str] = Field(description="groups that may read it; empty means everyone")
     chunks: list[ChunkOut]
 
 

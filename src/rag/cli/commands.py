@@ -46,15 +46,25 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--prune", is_flag=True, help="Remove stored documents whose files are gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--access",
+    default="",
+    help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
+def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
-    Example: rag ingest fixtures/corpus --prune
+    Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
     """
+    from rag.access import group_names
     from rag.ingest.indexer import run_ingest_cli
 
-    run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json)
+    try:
+        groups = tuple(sorted(group_names(access, where="--access")))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--access") from None
+    run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json, access=groups)
 
 
 @main.command()
@@ -76,15 +86,24 @@ def chunk(chunk_id: str, as_json: bool) -> None:
 @click.option("--stream", is_flag=True, help="Print verified sentences as they arrive.")
 @click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
 @click.option("--top-k", type=int, default=None)
+@click.option(
+    "--as",
+    "as_principal",
+    default=None,
+    help="Answer as this principal (a name in RAG_PRINCIPALS / RAG_PRINCIPALS_FILE, or 'anonymous');"
+    " default: the local operator, who reads every document.",
+)
 @_friendly
-def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
+def ask(question: str, stream: bool, as_json: bool, top_k: int | None, as_principal: str | None) -> None:
     """Ask a question; prints the cited answer or the refusal with its reason.
 
-    Example: rag ask "What is the maximum upload size?"
+    Example: rag ask "What is the maximum upload size?"; rag ask --as alice "How is overtime paid?"
     """
-    from rag.cli.render import ask_cli
+    from rag.cli.render import ask_cli, principal_named
 
-    ask_cli(_settings(), question, stream=stream, as_json=as_json, top_k=top_k)
+    settings = _settings()
+    principal = principal_named(settings, as_principal) if as_principal is not None else None
+    ask_cli(settings, question, stream=stream, as_json=as_json, top_k=top_k, principal=principal)
 
 
 @main.command()
@@ -93,6 +112,9 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
 @_friendly
 def gaps(limit: int, as_json: bool) -> None:
     """List the coverage-gap queue: questions the knowledge base could not answer.
+
+    Local, for the operator who owns the database: every entry, with who asked it last and
+    every closest match. Over HTTP only the admin group reads it (GET /gaps).
 
     Example: rag gaps --limit 20
     """

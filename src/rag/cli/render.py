@@ -13,22 +13,43 @@ import click
 import orjson
 
 from rag import serialize
+from rag.access import Principal
 from rag.answer.events import DoneEvent, DroppedEvent, ErrorEvent, MetaEvent, RefusalEvent, SentenceEvent
 from rag.answer.judge import unique_citations
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import Settings
+from rag.errors import ConfigError
 from rag.store import open_store
 from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
 
 
-def ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, top_k: int | None) -> None:
-    """`rag ask`: the cited answer with a numbered source list, or the refusal with its reason."""
+def principal_named(settings: Settings, name: str) -> Principal:
+    """The configured principal called `name` ("anonymous": no groups); ConfigError for an unknown name."""
+    if name == "anonymous":
+        return Principal.anonymous()
+    for principal in settings.principal_map().values():
+        if principal.name == name:
+            return principal
+    raise ConfigError(f"no principal named {name!r} in RAG_PRINCIPALS or RAG_PRINCIPALS_FILE")
+
+
+def ask_cli(
+    settings: Settings,
+    question: str,
+    *,
+    stream: bool,
+    as_json: bool,
+    top_k: int | None,
+    principal: Principal | None = None,
+) -> None:
+    """`rag ask`: the cited answer with a numbered source list, or the refusal with its reason.
+    `principal` None is the local operator, who reads every document."""
     pipeline = build_pipeline(settings)
     try:
         if stream and not as_json:
-            _stream_cli(pipeline, question, top_k)
+            _stream_cli(pipeline, question, top_k, principal)
             return
-        answer = pipeline.answer(question, top_k=top_k)
+        answer = pipeline.answer(question, top_k=top_k, principal=principal)
         if as_json:
             click.echo(orjson.dumps(serialize.answer_json(answer), option=orjson.OPT_INDENT_2).decode())
             return
@@ -37,11 +58,11 @@ def ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, t
         pipeline.store.close()
 
 
-def _stream_cli(pipeline: Pipeline, question: str, top_k: int | None) -> None:
+def _stream_cli(pipeline: Pipeline, question: str, top_k: int | None, principal: Principal | None) -> None:
     async def run() -> None:
         blocks: tuple[Block, ...] = ()
         cited: list[Sentence] = []
-        async for event in pipeline.answer_stream(question, top_k=top_k):
+        async for event in pipeline.answer_stream(question, top_k=top_k, principal=principal):
             if isinstance(event, MetaEvent):
                 blocks = event.blocks
             elif isinstance(event, SentenceEvent):
@@ -126,9 +147,10 @@ def gaps_cli(settings: Settings, *, limit: int, as_json: bool) -> None:
         click.echo("The coverage-gap queue is empty.")
         return
     width = min(60, max(len(g.question) for g in gaps))
-    click.echo(f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  closest")
+    click.echo(f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  {'by':<12}  closest")
     for g in gaps:
         q = g.question if len(g.question) <= width else g.question[: width - 1] + "…"
         click.echo(
-            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {', '.join(g.closest)}"
+            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {g.principal:<12}"
+            f"  {', '.join(g.closest)}"
         )

@@ -106,12 +106,14 @@ def ingest_paths(
     prune: bool = False,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    access: tuple[str, ...] = (),
 ) -> IngestReport:
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
     Unchanged files (same content hash at the same path) are not parsed or written. With `prune`,
     documents whose source file under one of `paths` no longer exists are deleted. Embeds chunks
     when `embedder` is given; an embedder failure logs a warning and the run continues without.
+    `access` is the audience of files whose front matter names none (() = everyone).
     """
     started = time.perf_counter()
     min_tokens, max_tokens = settings.chunk_min_tokens, settings.chunk_max_tokens
@@ -135,14 +137,14 @@ def ingest_paths(
                 raw = file.read_bytes()
             except OSError as exc:
                 raise IngestError(shown, f"cannot read: {exc.strerror or exc}") from None
-            digest = content_hash(raw, min_tokens=min_tokens, max_tokens=max_tokens)
+            digest = content_hash(raw, min_tokens=min_tokens, max_tokens=max_tokens, access=access)
             source = str(file.resolve())
             known = [d for d in by_path.get(source, ()) if stored[d][0] == digest]
             if known:
                 unchanged += 1
                 seen.setdefault(known[0], shown)
                 continue
-            doc = parse_document(raw, file, root=root, content_hash=digest)
+            doc = parse_document(raw, file, root=root, content_hash=digest, access=access)
             if doc.doc_id in seen:
                 raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
             seen[doc.doc_id] = shown
@@ -211,13 +213,21 @@ class _CliProgress:
             self._bar = None
 
 
-def run_ingest_cli(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool) -> IngestReport:
+def run_ingest_cli(
+    settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
+) -> IngestReport:
     """`rag ingest`: ingest, then print the summary (or the report as JSON) and each skipped file."""
     store = open_store(settings)
     progress = _CliProgress()
     try:
         report = ingest_paths(
-            store, paths, settings=settings, prune=prune, embedder=make_embedder(settings), progress=progress
+            store,
+            paths,
+            settings=settings,
+            prune=prune,
+            embedder=make_embedder(settings),
+            progress=progress,
+            access=access,
         )
     finally:
         progress.close()

@@ -2,7 +2,8 @@
 
 A document's text is its body after any YAML front matter, newlines normalised to "\\n"; HTML
 is converted to text with '#' heading lines so chunking sees its sections. Front matter keys:
-`title`, `updated` (YYYY-MM-DD), `url`, `doc_id`. Without them the title is the first heading
+`title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the groups that may read it, see
+`rag.access`; absent means the ingest's default audience, none means everyone). Without them the title is the first heading
 (or `<title>`) or the file name, and the doc_id is the slug of the path relative to the root.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from rag.access import group_names
 from rag.errors import IngestError
 from rag.ingest.chunking import find_headings
 from rag.types import Document
@@ -146,10 +148,13 @@ def derive_doc_id(path: Path, root: Path) -> str:
     return slugify(str(relative.with_suffix(""))) or slugify(path.name) or "document"
 
 
-def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int) -> str:
-    """sha256 over the raw file bytes and the chunker parameters: changing either re-chunks the file."""
+def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int, access: tuple[str, ...] = ()) -> str:
+    """sha256 over the raw file bytes, the chunker parameters and the ingest's default audience:
+    changing any of them re-ingests the file."""
     digest = hashlib.sha256(raw)
     digest.update(f"\0chunker={CHUNKER_VERSION}:{min_tokens}:{max_tokens}".encode())
+    if access:
+        digest.update(f"\0access={','.join(sorted(access))}".encode())
     return digest.hexdigest()
 
 
@@ -166,8 +171,21 @@ def _parse_updated(value: object, where: str) -> date | None:
         raise IngestError(where, f"front matter 'updated' is not YYYY-MM-DD: {value!r}") from None
 
 
-def parse_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "") -> Document:
-    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot."""
+def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) -> tuple[str, ...]:
+    if "access" not in meta:
+        return default
+    try:
+        return tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
+    except ValueError as exc:
+        raise IngestError(where, str(exc)) from None
+
+
+def parse_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> Document:
+    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
+
+    `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
     where = str(path)
     if b"\0" in raw:
         raise IngestError(where, "binary file (contains NUL bytes)")
@@ -225,4 +243,5 @@ def parse_document(raw: bytes, path: Path, *, root: Path, content_hash: str = ""
         url=_link(str(meta.get("url") or "").strip()),
         updated_at=_parse_updated(meta.get("updated"), where),
         content_hash=content_hash,
+        access=_parse_access(meta, access, where),
     )

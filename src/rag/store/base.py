@@ -29,10 +29,11 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
 from rag.config import Settings
 from rag.errors import ConfigError, Gone, NotFound
 from rag.serialize import dumps
-from rag.text import normalise
+from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific
@@ -61,13 +62,17 @@ CHUNK_COLUMNS = (
     "start_char",
     "end_char",
 )
-DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash"
+DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings"
+    " usage, timings, principal"
 )
 _ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
 _VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 tokenizer cuts text into tokens
+
+Groups = frozenset[str] | None
+"""The caller's groups for filtering (`rag.access.Principal.reads`): None reads every document."""
 
 
 class StoreReader(Protocol):
@@ -75,20 +80,24 @@ class StoreReader(Protocol):
 
     backend: str
 
-    def get_document(self, doc_id: str) -> Document:
-        """Raises NotFound for an unknown id."""
+    # Every read takes `groups` (see `Groups`): what the caller may not read does not exist for it.
+
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        """Raises NotFound for an unknown id, or one hidden from `groups`."""
         ...
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown id."""
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
+        """The document's chunks in order; raises NotFound for an unknown or hidden id."""
         ...
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        """Raises NotFound for an unknown id, Gone for an id whose text was replaced or removed."""
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        """Raises NotFound for an unknown or hidden id, Gone for a readable id whose text was replaced
+        or removed."""
         ...
 
-    def stats(self) -> StoreStats:
-        """Counts read from the store now (a real query); raises StoreUnavailable when it cannot answer."""
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        """Counts of what `groups` may read, read from the store now (a real query); raises
+        StoreUnavailable when it cannot answer."""
         ...
 
 
@@ -114,23 +123,30 @@ class Store(StoreReader, Protocol):
         """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
         ...
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """Known chunks among `chunk_ids`, in the given order; unknown and retired ids are skipped."""
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
+        """Known chunks among `chunk_ids`, in the given order; unknown, hidden and retired ids are skipped."""
         ...
 
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
-        """BM25 over stemmed terms (any term may match), best first; never raises on odd input.
+    def search(
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
+        """BM25 over stemmed terms (any term may match) among the chunks `groups` may read, best first;
+        never raises on odd input. BM25's corpus statistics cover only documents everyone may read,
+        so no score depends on a document hidden from anyone.
 
         At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
         """
         ...
 
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
-        """Number of chunks containing each term (document frequency for IDF)."""
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
+        """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
         ...
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity, best first; empty when no embedding has this dimension."""
+    def similar(
+        self, vector: Sequence[float], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
+        """Nearest chunks `groups` may read by cosine similarity, best first; empty when no embedding
+        has this dimension."""
         ...
 
     def log_ask(self, record: AskRecord) -> None: ...
@@ -139,10 +155,11 @@ class Store(StoreReader, Protocol):
         """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
         ...
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None: ...
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None: ...
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
-        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
+        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0.
+        Closest-match ids that `groups` may not read are left out."""
         ...
 
     def close(self) -> None: ...
@@ -254,6 +271,22 @@ def document_from_row(row: Sequence[Any]) -> Document:
         url=row[4],
         updated_at=as_date(row[5]),
         content_hash=row[6],
+        access=audience_groups(row[7] or EVERYONE),
+    )
+
+
+def fts_tokens(text: str) -> list[str]:
+    """`text` cut into tokens as FTS5's unicode61 tokenizer cuts it (lowercase alphanumeric runs)."""
+    return _FTS_TOKEN_RE.findall(text.lower())
+
+
+def fts_length(body_terms: str, title: str, section: str) -> int:
+    """A chunk's length in FTS5 tokens over its three indexed columns: the space-joined stemmed body
+    terms as stored, and the title and section (stemmed here), as both backends index them."""
+    return (
+        len(fts_tokens(body_terms))
+        + len(fts_tokens(" ".join(terms(title))))
+        + len(fts_tokens(" ".join(terms(section))))
     )
 
 
@@ -446,11 +479,12 @@ class SqlStore(Generic[C]):
                 ).fetchall()
             )
             stored = versioned_chunks(chunks, issued)
+            audience = audience_text(doc.access)
             self._delete_rows(conn, doc.doc_id)
             self._exec(
                 conn,
                 "INSERT INTO documents (doc_id, title, url, updated_at, source_path, content_hash, text,"
-                " ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " ingested_at, access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     doc.doc_id,
                     doc.title,
@@ -460,12 +494,20 @@ class SqlStore(Generic[C]):
                     doc.content_hash,
                     doc.text,
                     now_iso(),
+                    audience,
                 ),
             )
+            # every id the document ever issued follows its current audience (a retired id of a
+            # document now hidden from a caller answers 404 to it, not 410)
+            self._exec(conn, "UPDATE chunk_ids SET access = ? WHERE doc_id = ?", (audience, doc.doc_id))
             self._executemany(
                 conn,
-                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash) VALUES (?, ?, ?)",
-                [(c.chunk_id, doc.doc_id, text_hash(c.text)) for c in stored if c.chunk_id not in issued],
+                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash, access) VALUES (?, ?, ?, ?)",
+                [
+                    (c.chunk_id, doc.doc_id, text_hash(c.text), audience)
+                    for c in stored
+                    if c.chunk_id not in issued
+                ],
             )
             self._insert_chunks(conn, doc, stored, embeddings)
         self._after_upsert(embeddings)
@@ -474,32 +516,42 @@ class SqlStore(Generic[C]):
         with self._write(doc_id) as conn:
             self._delete_rows(conn, doc_id)
 
-    def get_document(self, doc_id: str) -> Document:
-        rows = self._read(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,))
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        visible, params = visible_sql(groups, "access")
+        rows = self._read(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
+        )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return document_from_row(rows[0])
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
         # One statement, so the document and its chunks come from one snapshot.
+        visible, params = visible_sql(groups, "d.access")
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM documents AS d LEFT JOIN chunks AS c ON c.doc_id = d.doc_id"
-            " WHERE d.doc_id = ? ORDER BY c.ord",
-            (doc_id,),
+            f" WHERE d.doc_id = ? AND {visible} ORDER BY c.ord",
+            (doc_id, *params),
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return [chunk_from_row(row) for row in rows if row[0] is not None]
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        visible, params = visible_sql(groups, "access")
         with self._connection() as conn:
             row = self._exec(
-                conn, f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ?", (chunk_id,)
+                conn,
+                f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ? AND {visible}",
+                (chunk_id, *params),
             ).fetchone()
             retired = None
             if row is None:
                 retired = self._exec(
-                    conn, "SELECT doc_id FROM chunk_ids WHERE chunk_id = ?", (chunk_id,)
+                    conn,
+                    "SELECT doc_id FROM chunk_ids WHERE chunk_id = ? AND chunk_id NOT IN"
+                    f" (SELECT chunk_id FROM chunks) AND {visible}",
+                    (chunk_id, *params),
                 ).fetchone()
         if row is not None:
             return chunk_from_row(row)
@@ -510,31 +562,51 @@ class SqlStore(Generic[C]):
             )
         raise NotFound(f"unknown chunk {chunk_id!r}")
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
         unique = list(dict.fromkeys(chunk_ids))
         found: dict[str, Chunk] = {}
+        visible, params = visible_sql(groups, "access")
         if unique:
             with self._connection() as conn:
                 for i in range(0, len(unique), ID_BATCH):
                     batch = unique[i : i + ID_BATCH]
                     marks = ", ".join("?" * len(batch))
-                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks})"
-                    for row in self._exec(conn, sql, batch).fetchall():
+                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks}) AND {visible}"
+                    for row in self._exec(conn, sql, [*batch, *params]).fetchall():
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
     # embeddings
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+    def similar(
+        self, vector: Sequence[float], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
         limit = clamp_limit(limit)
         if not limit or not len(vector):
             return []
         loaded = self._load_vectors(len(vector))
         if loaded is None:
             return []
-        ranked = top_cosine(*loaded, vector, limit)
-        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked])}
+        matrix, ids = loaded
+        if groups is not None:
+            # filter before ranking: only the rows the caller may read are compared at all
+            readable = self._readable_ids(groups)
+            keep = [i for i, cid in enumerate(ids) if cid in readable]
+            if not keep:
+                return []
+            matrix, ids = matrix[keep], [ids[i] for i in keep]
+        ranked = top_cosine(matrix, ids, vector, limit)
+        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
+
+    def _readable_ids(self, groups: frozenset[str]) -> set[str]:
+        """Ids of the embedded chunks `groups` may read."""
+        visible, params = visible_sql(groups, "c.access")
+        rows = self._read(
+            f"SELECT e.chunk_id FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE {visible}",
+            params,
+        )
+        return {row[0] for row in rows}
 
     def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
         """Unit-normalised matrix of every stored vector of `dim` and its chunk ids, cached until
@@ -559,18 +631,29 @@ class SqlStore(Generic[C]):
 
     # bookkeeping
 
-    def stats(self) -> StoreStats:
-        ((documents, chunks, embeddings),) = self._read(
-            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-            " (SELECT count(*) FROM embeddings)"
-        )
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        if groups is None:
+            ((documents, chunks, embeddings),) = self._read(
+                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
+                " (SELECT count(*) FROM embeddings)"
+            )
+        else:
+            d_visible, d_params = visible_sql(groups, "access")
+            c_visible, c_params = visible_sql(groups, "c.access")
+            ((documents, chunks, embeddings),) = self._read(
+                f"SELECT (SELECT count(*) FROM documents WHERE {d_visible}),"
+                f" (SELECT count(*) FROM chunks AS c WHERE {c_visible}),"
+                " (SELECT count(*) FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
+                f" WHERE {c_visible})",
+                [*d_params, *c_params, *c_params],
+            )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     def log_ask(self, record: AskRecord) -> None:
         with self._write() as conn:
             self._exec(
                 conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.trace_id,
                     now_iso(),
@@ -584,6 +667,7 @@ class SqlStore(Generic[C]):
                     record.top_score,
                     json_text(record.usage),
                     json_text(record.timings),
+                    record.principal,
                 ),
             )
 
@@ -603,30 +687,35 @@ class SqlStore(Generic[C]):
             out.append(item)
         return out
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
         now = now_iso()
         key = normalise(question) or question.strip()
         with self._write() as conn:
             self._exec(
                 conn,
-                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
-                " VALUES (?, ?, ?, ?, 1, ?, ?)"
+                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked,"
+                " principal) VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
                 " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
                 " question = excluded.question, top_score = excluded.top_score,"
-                " closest = excluded.closest, last_asked = excluded.last_asked",
-                (key, question, top_score, json.dumps(list(closest)), now, now),
+                " closest = excluded.closest, last_asked = excluded.last_asked,"
+                " principal = excluded.principal",
+                (key, question, top_score, json.dumps(list(closest)), now, now, principal),
             )
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
         limit = clamp_limit(limit)
         if not limit:
             return []
         rows = self._read(
-            "SELECT question, top_score, closest, last_asked, count FROM gaps"
+            "SELECT question, top_score, closest, last_asked, count, principal FROM gaps"
             " ORDER BY count DESC, last_asked DESC, normalised LIMIT ?",
             (limit,),
         )
-        return [
-            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n)
-            for q, s, c, at, n in rows
+        out = [
+            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n, principal=p)
+            for q, s, c, at, n, p in rows
         ]
+        if groups is None:
+            return out
+        readable = {c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)}
+        return [replace(g, closest=tuple(cid for cid in g.closest if cid in readable)) for g in out]

@@ -129,12 +129,26 @@ INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
 SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
 """
 
+# Who may read a document (rag.access stored form, '' = everyone), on documents, chunks and
+# postings, so every query filters by the caller's groups without a join; BM25 statistics are
+# computed over the postings everyone may read (access = '').
+M006_AUDIENCES = """
+ALTER TABLE documents ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunk_terms ADD COLUMN access text NOT NULL DEFAULT '';
+CREATE INDEX chunks_access ON chunks (access);
+ALTER TABLE chunk_ids ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE ask_log ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE gaps ADD COLUMN principal text NOT NULL DEFAULT '';
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
+    ("m006_audiences", M006_AUDIENCES),
 )
 
 

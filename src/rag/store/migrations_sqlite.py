@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from rag.store.base import text_hash
+from rag.store.base import fts_length, text_hash
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -129,12 +129,34 @@ def m005_chunk_ids(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_audiences(conn: sqlite3.Connection) -> None:
+    # Who may read a document (rag.access stored form, '' = everyone), copied onto its chunks so
+    # every chunk query filters without a join. Restricted chunks are indexed in their own FTS
+    # table: chunks_fts (and so FTS5's BM25 statistics) holds only documents everyone may read,
+    # and a caller's scores never depend on documents hidden from them. `n_tokens` is a chunk's
+    # FTS5 length (all columns), for scoring restricted chunks with the same BM25 in Python.
+    conn.execute("ALTER TABLE documents ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX chunks_access ON chunks(access, n_tokens)")
+    conn.execute("CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')")
+    conn.execute("ALTER TABLE chunk_ids ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE ask_log ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE gaps ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT id, terms, title, section FROM chunks").fetchall()
+    conn.executemany(
+        "UPDATE chunks SET n_tokens = ? WHERE id = ?",
+        [(fts_length(body, title, section), pk) for pk, body, title, section in rows],
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
     m003_embeddings,
     m004_gaps_and_ask_log,
     m005_chunk_ids,
+    m006_audiences,
 )
 
 
