@@ -37,40 +37,76 @@ from rag.types import Document
 
 # name -> (front matter access, title, paragraphs)
 CORPUS: dict[str, tuple[str, str, list[str]]] = {
-    "travel-policy.md": ("", "Travel policy", [
-        "Employees book flights through the travel portal. Economy class is required for flights under six hours.",
-        "Hotel stays are reimbursed up to 150 dollars per night. Taxis to the airport are reimbursed with a receipt.",
-    ]),
-    "expenses.md": ("", "Expense reports", [
-        "Submit expense reports within 30 days of purchase. Receipts are required for any expense above 25 dollars.",
-        "Approved expenses are paid with the next salary run. Mobile phones are provided by the IT desk.",
-    ]),
-    "overtime.md": ("", "Overtime", [
-        "Overtime must be approved by your manager in advance. The overtime limit is 10 hours per week.",
-    ]),
-    "salary-bands.md": ("[hr]", "Salary bands", [
-        "Salary bands are reviewed every April by the compensation committee. Band four engineers earn between"
-        " 92000 and 118000 euros.",
-        "Bonuses are capped at 15 percent of base salary. The compensation committee meets in the Quillfeather room.",
-    ]),
-    "disciplinary.md": ("[hr]", "Disciplinary hearings", [
-        "Disciplinary hearings are scheduled within ten working days of a complaint. The employee may bring a"
-        " colleague to the hearing.",
-        "Outcomes of a disciplinary hearing are recorded in the personnel file for two years.",
-    ]),
-    "overtime-warehouse.md": ("[hr]", "Warehouse overtime", [
-        "For warehouse staff the overtime limit is 12 hours per week. Overtime must be approved by your manager"
-        " in advance.",
-    ]),
-    "incident-2025.md": ("[security]", "Phishing incident review", [
-        "The phishing incident in March affected the payroll mailbox. Attackers used a forged invoice from"
-        " Zentrox Logistics.",
-        "All staff passwords were rotated within 48 hours of the phishing incident.",
-    ]),
-    "pentest.md": ("[security, HR]", "Penetration test", [
-        "The penetration test found an exposed Grafana dashboard on port 3000. The firewall rule was fixed on"
-        " the same day.",
-    ]),
+    "travel-policy.md": (
+        "",
+        "Travel policy",
+        [
+            "Employees book flights through the travel portal. Economy class is required for flights "
+            "under six hours.",
+            "Hotel stays are reimbursed up to 150 dollars per night. Taxis to the airport are "
+            "reimbursed with a receipt.",
+        ],
+    ),
+    "expenses.md": (
+        "",
+        "Expense reports",
+        [
+            "Submit expense reports within 30 days of purchase. Receipts are required for any expense "
+            "above 25 dollars.",
+            "Approved expenses are paid with the next salary run. Mobile phones are provided by the IT desk.",
+        ],
+    ),
+    "overtime.md": (
+        "",
+        "Overtime",
+        [
+            "Overtime must be approved by your manager in advance. The overtime limit is 10 hours per week.",
+        ],
+    ),
+    "salary-bands.md": (
+        "[hr]",
+        "Salary bands",
+        [
+            "Salary bands are reviewed every April by the compensation committee. Band four engineers "
+            "earn between 92000 and 118000 euros.",
+            "Bonuses are capped at 15 percent of base salary. The compensation committee meets in the "
+            "Quillfeather room.",
+        ],
+    ),
+    "disciplinary.md": (
+        "[hr]",
+        "Disciplinary hearings",
+        [
+            "Disciplinary hearings are scheduled within ten working days of a complaint. The employee "
+            "may bring a colleague to the hearing.",
+            "Outcomes of a disciplinary hearing are recorded in the personnel file for two years.",
+        ],
+    ),
+    "overtime-warehouse.md": (
+        "[hr]",
+        "Warehouse overtime",
+        [
+            "For warehouse staff the overtime limit is 12 hours per week. Overtime must be approved by "
+            "your manager in advance.",
+        ],
+    ),
+    "incident-2025.md": (
+        "[security]",
+        "Phishing incident review",
+        [
+            "The phishing incident in March affected the payroll mailbox. Attackers used a forged "
+            "invoice from Zentrox Logistics.",
+            "All staff passwords were rotated within 48 hours of the phishing incident.",
+        ],
+    ),
+    "pentest.md": (
+        "[security, HR]",
+        "Penetration test",
+        [
+            "The penetration test found an exposed Grafana dashboard on port 3000. The firewall rule "
+            "was fixed on the same day.",
+        ],
+    ),
 }
 # ingested with `access=("hr",)`: no front matter
 LOOSE = {
@@ -149,7 +185,9 @@ VIEWS: dict[str, frozenset[str] | None] = {
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
-def stores(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Store]]:
+def stores(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Store]]:
     """One store per view: the full corpus, and the documents each caller may read (nothing else)."""
     made: dict[str, Store] = {}
     schemas: list[str] = []
@@ -260,7 +298,9 @@ def hidden_marks(groups: frozenset[str]) -> list[str]:
 
 
 questions = st.builds(
-    lambda sentence, start, size, lead: (lead + " ".join(sentence.split()[start : start + size])).strip("., ") + "?",
+    lambda sentence, start, size, lead: (
+        (lead + " ".join(sentence.split()[start : start + size])).strip("., ") + "?"
+    ),
     st.sampled_from(RESTRICTED_SENTENCES),
     st.integers(0, 6),
     st.integers(3, 12),
@@ -349,7 +389,9 @@ def test_reingest_with_another_access_option_changes_the_audience(tmp_path: Path
         assert report.updated == ("parental-leave",)
         with pytest.raises(NotFound):
             store.get_chunk("parental-leave#c00", groups=frozenset({"hr"}))
-        assert store.get_chunk("parental-leave#c00", groups=frozenset({"security"})).doc_id == "parental-leave"
+        assert (
+            store.get_chunk("parental-leave#c00", groups=frozenset({"security"})).doc_id == "parental-leave"
+        )
     finally:
         store.close()
 
@@ -429,10 +471,15 @@ def test_dense_search_never_ranks_a_hidden_chunk(tmp_path: Path) -> None:
             doc = Document(doc_id=doc_id, title=doc_id, text="x", access=access)
             from rag.types import Chunk
 
-            chunk = Chunk(chunk_id=f"{doc_id}#c00", doc_id=doc_id, title=doc_id, section="", text="x", end_char=1)
+            chunk = Chunk(
+                chunk_id=f"{doc_id}#c00", doc_id=doc_id, title=doc_id, section="", text="x", end_char=1
+            )
             store.upsert_document(doc, [chunk], [vector])
         assert [c.doc_id for c, _ in store.similar([1.0, 0.0], 5, groups=frozenset())] == ["open"]
-        assert {c.doc_id for c, _ in store.similar([1.0, 0.0], 5, groups=frozenset({"hr"}))} == {"open", "secret"}
+        assert {c.doc_id for c, _ in store.similar([1.0, 0.0], 5, groups=frozenset({"hr"}))} == {
+            "open",
+            "secret",
+        }
     finally:
         store.close()
 
@@ -459,13 +506,17 @@ def test_every_refusal_line_is_exercised_and_leaks_nothing(clients: dict[str, Te
     reasons: dict[str, set[str]] = {}
     for question in LINE_QUESTIONS:
         for key, groups in CALLERS.items():
-            body = clients["full"].post(
-                "/ask", json={"question": question}, headers={"Authorization": f"Bearer {key}"}
-            ).json()
+            body = (
+                clients["full"]
+                .post("/ask", json={"question": question}, headers={"Authorization": f"Bearer {key}"})
+                .json()
+            )
             reasons.setdefault(key, set()).add(body["reason"] or "answered")
-            alone = clients[view_of(groups)].post(
-                "/ask", json={"question": question}, headers={"Authorization": f"Bearer {key}"}
-            ).json()
+            alone = (
+                clients[view_of(groups)]
+                .post("/ask", json={"question": question}, headers={"Authorization": f"Bearer {key}"})
+                .json()
+            )
             assert stable(body) == stable(alone)
     assert {"conflicting_sources", "no_citations", "low_retrieval_score", "answered"} <= reasons["k-alice"]
     assert {"no_citations", "low_retrieval_score", "answered"} <= reasons[PLAIN_KEY]
@@ -484,7 +535,9 @@ def test_conflict_with_a_hidden_document_is_not_shown(clients: dict[str, TestCli
 def test_admin_routes_need_the_admin_group_and_record_principals(clients: dict[str, TestClient]) -> None:
     client = clients["full"]
     asked = client.post(
-        "/ask", json={"question": "Who audits the moon base reactor?"}, headers={"Authorization": "Bearer k-alice"}
+        "/ask",
+        json={"question": "Who audits the moon base reactor?"},
+        headers={"Authorization": "Bearer k-alice"},
     )
     trace = asked.headers["x-trace-id"]
     for key in (PLAIN_KEY, "k-alice", "k-sam"):
@@ -493,15 +546,23 @@ def test_admin_routes_need_the_admin_group_and_record_principals(clients: dict[s
         assert client.get(f"/asks/{trace}", headers=auth).status_code == 403
     admin = {"Authorization": "Bearer k-ann"}
     gaps = client.get("/gaps", headers=admin).json()
-    assert any(g["question"] == "Who audits the moon base reactor?" and g["principal"] == "alice" for g in gaps)
+    assert any(
+        g["question"] == "Who audits the moon base reactor?" and g["principal"] == "alice" for g in gaps
+    )
     rows = client.get(f"/asks/{trace}", headers=admin).json()
     assert [r["principal"] for r in rows] == ["alice"]
 
 
 def test_gap_queue_hides_closest_matches_the_reader_may_not_read(stores: dict[str, Store]) -> None:
     store = stores["full"]
-    store.add_gap("Where is the Quillfeather room booked?", 0.1, ["salary-bands#c00", "travel-policy#c00"], "alice")
-    gap = next(g for g in store.gaps(1000, groups=frozenset({"admin"})) if g.question.startswith("Where is the Quill"))
+    store.add_gap(
+        "Where is the Quillfeather room booked?", 0.1, ["salary-bands#c00", "travel-policy#c00"], "alice"
+    )
+    gap = next(
+        g
+        for g in store.gaps(1000, groups=frozenset({"admin"}))
+        if g.question.startswith("Where is the Quill")
+    )
     assert gap.closest == ("travel-policy#c00",) and gap.principal == "alice"
     everything = next(g for g in store.gaps(1000) if g.question.startswith("Where is the Quill"))
     assert everything.closest == ("salary-bands#c00", "travel-policy#c00")

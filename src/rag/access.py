@@ -27,7 +27,8 @@ _GROUP_RE = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 
 def group_names(value: object, *, where: str = "access") -> frozenset[str]:
-    """Validated, lowercased group names from a list or a comma-separated string; ValueError names the bad one."""
+    """Validated, lowercased group names from a list or a comma-separated string; ValueError names
+    the bad one."""
     if value is None or value == "":
         return frozenset()
     items: Iterable[object]
@@ -115,7 +116,7 @@ def parse_principals(raw: object, *, where: str) -> dict[str, Principal]:
         if not isinstance(key, str) or not key.strip():
             raise ConfigError(f"{where}: an API key is empty")
         if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str) or not spec["name"].strip():
-            raise ConfigError(f"{where}: the principal of a key needs a non-empty \"name\"")
+            raise ConfigError(f'{where}: the principal of a key needs a non-empty "name"')
         try:
             groups = group_names(spec.get("groups") or [], where=f"{where}: groups of {spec['name']!r}")
         except ValueError as exc:

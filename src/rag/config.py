@@ -86,7 +86,8 @@ class Settings(BaseSettings):
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
     principals: str = Field(
-        "", description='JSON {"<key>": {"name": "alice", "groups": ["hr"]}}: keys with their readers\' groups'
+        "",
+        description='JSON {"<key>": {"name": "alice", "groups": ["hr"]}}: keys with their readers\' groups',
     )
     principals_file: str = Field("", description="a JSON file in the RAG_PRINCIPALS format")
     cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")

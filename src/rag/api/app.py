@@ -267,7 +267,11 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
         answer = await run_in_threadpool(
-            qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
+            qa.answer,
+            question,
+            top_k=body.top_k,
+            trace_id=_trace_id(request),
+            principal=principal_of(request),
         )
         _note_answer(_details(request), answer)
         return json_response(answer_json(answer))
@@ -312,7 +316,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         groups = principal_of(request).reads
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(doc_id, groups=groups)
+            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
+                doc_id, groups=groups
+            )
 
         doc, chunks = await run_in_threadpool(load)
         return json_response(document_json(doc, chunks))

@@ -138,7 +138,9 @@ class ApiKeyAuth:
     ) -> None:
         self.app = app
         self.principals: dict[str, Principal] = (
-            dict(keys) if isinstance(keys, Mapping) else {k: Principal(name=f"key-{i}") for i, k in enumerate(keys, 1)}
+            dict(keys)
+            if isinstance(keys, Mapping)
+            else {k: Principal(name=f"key-{i}") for i, k in enumerate(keys, 1)}
         )
         self.keys = tuple(self.principals)
         self.protected = protected

@@ -3,8 +3,9 @@
 A document's text is its body after any YAML front matter, newlines normalised to "\\n"; HTML
 is converted to text with '#' heading lines so chunking sees its sections. Front matter keys:
 `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the groups that may read it, see
-`rag.access`; absent means the ingest's default audience, none means everyone). Without them the title is the first heading
-(or `<title>`) or the file name, and the doc_id is the slug of the path relative to the root.
+`rag.access`; absent means the ingest's default audience, none means everyone). Without them
+the title is the first heading (or `<title>`) or the file name, and the doc_id is the slug of
+the path relative to the root.
 """
 
 from __future__ import annotations

@@ -155,7 +155,9 @@ class Store(StoreReader, Protocol):
         """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
         ...
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None: ...
+    def add_gap(
+        self, question: str, top_score: float, closest: Sequence[str], principal: str = ""
+    ) -> None: ...
 
     def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
         """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0.
@@ -603,7 +605,8 @@ class SqlStore(Generic[C]):
         """Ids of the embedded chunks `groups` may read."""
         visible, params = visible_sql(groups, "c.access")
         rows = self._read(
-            f"SELECT e.chunk_id FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE {visible}",
+            "SELECT e.chunk_id FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
+            f" WHERE {visible}",
             params,
         )
         return {row[0] for row in rows}
@@ -717,5 +720,7 @@ class SqlStore(Generic[C]):
         ]
         if groups is None:
             return out
-        readable = {c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)}
+        readable = {
+            c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)
+        }
         return [replace(g, closest=tuple(cid for cid in g.closest if cid in readable)) for g in out]

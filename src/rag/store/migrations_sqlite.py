@@ -139,7 +139,9 @@ def m006_audiences(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE chunks ADD COLUMN access TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE chunks ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT 0")
     conn.execute("CREATE INDEX chunks_access ON chunks(access, n_tokens)")
-    conn.execute("CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')")
+    conn.execute(
+        "CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')"
+    )
     conn.execute("ALTER TABLE chunk_ids ADD COLUMN access TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE ask_log ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE gaps ADD COLUMN principal TEXT NOT NULL DEFAULT ''")

@@ -480,7 +480,9 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         ).fetchall()
         return {lex: int(count) for lex, count in rows}
 
-    def term_frequencies(self, query_terms: Sequence[str], *, groups: base.Groups = None) -> Mapping[str, int]:
+    def term_frequencies(
+        self, query_terms: Sequence[str], *, groups: base.Groups = None
+    ) -> Mapping[str, int]:
         wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}

@@ -338,7 +338,8 @@ class SqliteStore(SqlStore[_Connection]):
             (doc_id,),
         )
         conn.execute(
-            "DELETE FROM restricted_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ? AND access != '')",
+            "DELETE FROM restricted_fts WHERE rowid IN"
+            " (SELECT id FROM chunks WHERE doc_id = ? AND access != '')",
             (doc_id,),
         )
         conn.execute(
@@ -372,14 +373,16 @@ class SqliteStore(SqlStore[_Connection]):
             chunk_rows.append((*chunk_row(ord_, chunk), body_terms, audience, length))
             fts_rows.append((body_terms, title, section, chunk.chunk_id))
         conn.executemany(
-            f"INSERT INTO chunks ({CHUNK_ROW_COLUMNS}, terms, access, n_tokens) VALUES ({', '.join('?' * 14)})",
+            f"INSERT INTO chunks ({CHUNK_ROW_COLUMNS}, terms, access, n_tokens)"
+            f" VALUES ({', '.join('?' * 14)})",
             chunk_rows,
         )
         # documents everyone may read go into chunks_fts (whose statistics BM25 reads); the rest
         # into restricted_fts, searched only for callers who may read them
         table = "chunks_fts" if not audience else "restricted_fts"
         conn.executemany(
-            f"INSERT INTO {table} (rowid, terms, title, section) SELECT id, ?, ?, ? FROM chunks WHERE chunk_id = ?",
+            f"INSERT INTO {table} (rowid, terms, title, section)"
+            " SELECT id, ?, ?, ? FROM chunks WHERE chunk_id = ?",
             fts_rows,
         )
         if embeddings is not None:
@@ -470,19 +473,18 @@ class SqliteStore(SqlStore[_Connection]):
             cache = self._df_cache(conn)
             visible, params = visible_sql(groups, "c.access")
             assert conn.restricted_df is not None
+            sql = (
+                "SELECT count(*) FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid"
+                f" WHERE restricted_fts MATCH ? AND {visible}"
+            )
             for term in dict.fromkeys(query_terms):
                 counts = []
                 for part in _FTS_TOKEN_RE.findall(term.lower()):
                     count = self._public_df(conn, cache, part)
                     if restricted:
                         if (key, part) not in conn.restricted_df:
-                            conn.restricted_df[key, part] = int(
-                                conn.execute(
-                                    "SELECT count(*) FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid"
-                                    f" WHERE restricted_fts MATCH ? AND {visible}",
-                                    (f'"{part}"', *params),
-                                ).fetchone()[0]
-                            )
+                            row = conn.execute(sql, (f'"{part}"', *params)).fetchone()
+                            conn.restricted_df[key, part] = int(row[0])
                         count += conn.restricted_df[key, part]
                     counts.append(count)
                 # a term the tokenizer splits ("o'neil") occurs at most as often as its rarest part
