@@ -246,7 +246,10 @@ def clients(stores: dict[str, Store]) -> Iterator[dict[str, TestClient]]:
 
 
 def stable(value: Any) -> Any:
-    """`value` without what differs between two runs of the same request (trace ids, timings)."""
+    """`value` without what differs between two runs of the same request (trace ids, timings), floats
+    to 9 decimals (PostgreSQL may sum a BM25 score's terms in another order: the last bits differ)."""
+    if isinstance(value, float):
+        return round(value, 9)
     if isinstance(value, dict):
         return {k: stable(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
@@ -437,13 +440,17 @@ def test_retrieval_is_identical_whether_or_not_hidden_documents_exist(
     """Scores (BM25 and the reranker's) use no statistic of a hidden document: a question made of
     a hidden document's own words scores exactly as if that document had never been ingested."""
     reranker = LexicalReranker()
+
+    def ranked(store: Store, groups: frozenset[str] | None) -> list[tuple[Any, ...]]:
+        found = retrieve(question, store=store, reranker=reranker, groups=groups)
+        return [(s.chunk, stable(s.score), stable(s.lexical), s.scorer) for s in found]
+
     for groups in CALLERS.values():
-        seen = retrieve(question, store=stores["full"], reranker=reranker, groups=groups)
-        alone = retrieve(question, store=stores[view_of(groups)], reranker=reranker, groups=groups)
-        assert seen == alone
-        assert all(readable(s.chunk.doc_id, groups) for s in seen)
+        seen = ranked(stores["full"], groups)
+        assert seen == ranked(stores[view_of(groups)], groups)
+        assert all(readable(chunk.doc_id, groups) for chunk, *_ in seen)
         # a caller with access gets what retrieval without any filter gives over what it may read
-        assert seen == retrieve(question, store=stores[view_of(groups)], reranker=reranker, groups=None)
+        assert seen == ranked(stores[view_of(groups)], None)
 
 
 def test_retired_id_of_a_hidden_document_is_unknown_not_gone(tmp_path: Path) -> None:
