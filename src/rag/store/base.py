@@ -418,7 +418,7 @@ class SqlStore(Generic[C]):
         # Bumped after every committed change to documents; caches keyed on it see every local write.
         self._generation = 0
         self._vectors_key: tuple[object, ...] | None = None
-        self._vectors: tuple[Any, list[str]] | None = None
+        self._vectors: tuple[Any, list[str], list[str]] | None = None
 
     # primitives a backend provides
 
@@ -589,31 +589,22 @@ class SqlStore(Generic[C]):
         loaded = self._load_vectors(len(vector))
         if loaded is None:
             return []
-        matrix, ids = loaded
+        matrix, ids, audiences = loaded
         if groups is not None:
             # filter before ranking: only the rows the caller may read are compared at all
-            readable = self._readable_ids(groups)
-            keep = [i for i, cid in enumerate(ids) if cid in readable]
+            readable = {a for a in set(audiences) if a == EVERYONE or groups & set(audience_groups(a))}
+            keep = [i for i, audience in enumerate(audiences) if audience in readable]
             if not keep:
                 return []
-            matrix, ids = matrix[keep], [ids[i] for i in keep]
+            if len(keep) < len(ids):
+                matrix, ids = matrix[keep], [ids[i] for i in keep]
         ranked = top_cosine(matrix, ids, vector, limit)
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
-    def _readable_ids(self, groups: frozenset[str]) -> set[str]:
-        """Ids of the embedded chunks `groups` may read."""
-        visible, params = visible_sql(groups, "c.access")
-        rows = self._read(
-            "SELECT e.chunk_id FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
-            f" WHERE {visible}",
-            params,
-        )
-        return {row[0] for row in rows}
-
-    def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
-        """Unit-normalised matrix of every stored vector of `dim` and its chunk ids, cached until
-        the table changes."""
+    def _load_vectors(self, dim: int) -> tuple[Any, list[str], list[str]] | None:
+        """Unit-normalised matrix of every stored vector of `dim`, its chunk ids and their audiences,
+        cached until the table changes."""
         with self._connection() as conn:
             count, last = self._exec(
                 conn,
@@ -625,9 +616,16 @@ class SqlStore(Generic[C]):
                 if self._vectors_key == key:
                     return self._vectors
             rows = self._exec(
-                conn, "SELECT chunk_id, vector FROM embeddings WHERE dim = ? ORDER BY chunk_id", (dim,)
+                conn,
+                "SELECT e.chunk_id, e.vector, c.access FROM embeddings AS e"
+                " JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE e.dim = ? ORDER BY e.chunk_id",
+                (dim,),
             ).fetchall()
-        loaded = (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows]) if rows else None
+        loaded = (
+            (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows], [r[2] for r in rows])
+            if rows
+            else None
+        )
         with self._lock:
             self._vectors_key, self._vectors = key, loaded
         return loaded
