@@ -176,6 +176,19 @@ def fill(store: Store, root: Path, groups: frozenset[str] | None) -> Store:
     return store
 
 
+_SQLITE_FULL: list[SqliteStore] = []
+
+
+def SQLITE_FULL() -> SqliteStore:  # noqa: N802
+    """A SQLite store with the whole corpus, built once for the module."""
+    if not _SQLITE_FULL:
+        import tempfile
+
+        root = Path(tempfile.mkdtemp(prefix="rag-access-"))
+        _SQLITE_FULL.append(fill(SqliteStore(str(root / "full.db")), root / "corpus", None))  # type: ignore[arg-type]
+    return _SQLITE_FULL[0]
+
+
 VIEWS: dict[str, frozenset[str] | None] = {
     "full": None,
     "public": frozenset(),
@@ -451,6 +464,29 @@ def test_retrieval_is_identical_whether_or_not_hidden_documents_exist(
         assert all(readable(chunk.doc_id, groups) for chunk, *_ in seen)
         # a caller with access gets what retrieval without any filter gives over what it may read
         assert seen == ranked(stores[view_of(groups)], None)
+
+
+@settings(max_examples=30, deadline=None)
+@given(question=questions)
+def test_sqlite_restricted_scores_in_sql_equal_the_python_formula(question: str) -> None:
+    """The two ways SQLite scores restricted chunks (SQL over term instances; Python over the
+    chunk's columns, used for multi-token phrases) compute the same BM25."""
+    from rag.store.sqlite import _phrases, fts_query
+    from rag.text import terms
+
+    store = SQLITE_FULL()
+    words = list(dict.fromkeys(terms(question)))
+    with store._connection() as conn:
+        for groups in (None, frozenset({"hr"})):
+            query = fts_query(words)
+            if not query:
+                continue
+            args = (conn, query, _phrases(words), groups, 1000)
+            in_sql = sorted((c.chunk_id, round(s, 9)) for c, s in store._search_restricted(*args))
+            python = sorted(
+                (c.chunk_id, round(s, 9)) for c, s in store._search_restricted(*args, in_sql=False)
+            )
+            assert in_sql == python
 
 
 def test_retired_id_of_a_hidden_document_is_unknown_not_gone(tmp_path: Path) -> None:

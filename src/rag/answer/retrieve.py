@@ -111,6 +111,6 @@ def retrieve(
     )
     if not pool:
         return []
-    n_chunks = store.stats(groups=groups).chunks
+    n_chunks = store.chunk_count(groups=groups)
     ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
     return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]

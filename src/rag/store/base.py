@@ -142,6 +142,11 @@ class Store(StoreReader, Protocol):
         """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
         ...
 
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
+        cache it until the next write, as they cache document frequencies."""
+        ...
+
     def similar(
         self, vector: Sequence[float], limit: int, *, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
@@ -631,6 +636,10 @@ class SqlStore(Generic[C]):
         return loaded
 
     # bookkeeping
+
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        visible, params = visible_sql(groups, "access")
+        return int(self._read(f"SELECT count(*) FROM chunks WHERE {visible}", params)[0][0])
 
     def stats(self, *, groups: Groups = None) -> StoreStats:
         if groups is None:

@@ -137,6 +137,7 @@ ALTER TABLE documents ADD COLUMN access text NOT NULL DEFAULT '';
 ALTER TABLE chunks ADD COLUMN access text NOT NULL DEFAULT '';
 ALTER TABLE chunk_terms ADD COLUMN access text NOT NULL DEFAULT '';
 CREATE INDEX chunks_access ON chunks (access);
+CREATE INDEX documents_access ON documents (access);
 ALTER TABLE chunk_ids ADD COLUMN access text NOT NULL DEFAULT '';
 ALTER TABLE ask_log ADD COLUMN principal text NOT NULL DEFAULT '';
 ALTER TABLE gaps ADD COLUMN principal text NOT NULL DEFAULT '';

@@ -139,6 +139,7 @@ def m006_audiences(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE chunks ADD COLUMN access TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE chunks ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT 0")
     conn.execute("CREATE INDEX chunks_access ON chunks(access, n_tokens)")
+    conn.execute("CREATE INDEX documents_access ON documents(access)")
     conn.execute(
         "CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')"
     )

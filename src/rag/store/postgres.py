@@ -185,6 +185,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         self._hnsw_dims: set[int] = set()
         self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
         self._df_cache: dict[str, tuple[float, int]] = {}
+        self._count_cache: dict[str, tuple[int, float, int]] = {}  # groups key -> (generation, time, count)
         self._df_generation = 0
         with connect(url, connect_timeout) as conn:  # fail fast, with the reason, before the pool retries
             migrate(conn)
@@ -467,6 +468,21 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                     if generation == self._generation:
                         self._df_cache[lex] = (now, int(count))
         return out
+
+    def chunk_count(self, *, groups: base.Groups = None) -> int:
+        """Chunks `groups` may read, cached for STATS_TTL seconds (a replica's own writes refresh it)."""
+        key, now = ("*" if groups is None else ",".join(sorted(groups))), time.monotonic()
+        with self._lock:
+            hit = self._count_cache.get(key)
+            if hit is not None and hit[0] == self._generation and now - hit[1] < STATS_TTL:
+                return hit[2]
+            generation = self._generation
+        count = super().chunk_count(groups=groups)
+        with self._lock:
+            if len(self._count_cache) > 1000:
+                self._count_cache.clear()
+            self._count_cache[key] = (generation, now, count)
+        return count
 
     def _visible_df(self, conn: Any, lexemes: Sequence[str], groups: base.Groups) -> dict[str, int]:
         """Chunks `groups` may read containing each lexeme (not cached: it depends on the caller)."""

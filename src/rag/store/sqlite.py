@@ -16,6 +16,7 @@ raises `StoreUnavailable` until it is. SQLite errors that mean the database cann
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -74,6 +75,23 @@ _RESTRICTED_SQL = f"""
     SELECT {chunk_columns("c")}, c.terms, c.n_tokens
     FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid
     WHERE restricted_fts MATCH ? AND {{visible}}
+"""
+
+# BM25 of readable restricted chunks in SQL, from the restricted index's term instances (FTS5's own
+# formula and column weights; idf per term and the public mean length come in as parameters).
+_RESTRICTED_BM25_SQL = f"""
+    SELECT c.id, sum(s.idf * (s.f * {BM25_K1 + 1.0})
+        / (s.f + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * c.n_tokens / ?))) AS score
+    FROM (
+        SELECT v.doc AS id, q.value AS idf, sum(CASE v.col WHEN 'terms' THEN {BM25_WEIGHTS[0]}
+            WHEN 'title' THEN {BM25_WEIGHTS[1]} ELSE {BM25_WEIGHTS[2]} END) AS f
+        FROM json_each(?) AS q JOIN temp.restricted_instances AS v ON v.term = q.key
+        GROUP BY v.doc, q.key
+    ) AS s JOIN chunks AS c ON c.id = s.id
+    WHERE {{visible}}
+    GROUP BY c.id
+    ORDER BY score DESC, c.chunk_id
+    LIMIT ?
 """
 
 logger = logging.getLogger(__name__)
@@ -138,6 +156,8 @@ class _Connection(sqlite3.Connection):
     # (groups key, term) -> readable restricted chunks holding it; and the public corpus size
     restricted_df: dict[tuple[str, str], int] | None = None
     public_size: tuple[int, float] | None = None
+    chunk_counts: dict[str, int] | None = None  # groups key -> readable chunks
+    instances = False  # temp.restricted_instances (fts5vocab 'instance' over restricted_fts) exists
 
 
 class SqliteStore(SqlStore[_Connection]):
@@ -407,7 +427,7 @@ class SqliteStore(SqlStore[_Connection]):
                 rows = conn.execute(_SEARCH_SQL, (query, limit)).fetchall()
                 found = [(chunk_from_row(row), float(row[10])) for row in rows]
                 if groups is None or groups:
-                    found += self._search_restricted(conn, query, _phrases(query_terms), groups)
+                    found += self._search_restricted(conn, query, _phrases(query_terms), groups, limit)
             except sqlite3.OperationalError as exc:
                 if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
                     raise
@@ -417,15 +437,23 @@ class SqliteStore(SqlStore[_Connection]):
         return found[:limit]
 
     def _search_restricted(
-        self, conn: _Connection, query: str, phrases: list[tuple[str, ...]], groups: Groups
+        self,
+        conn: _Connection,
+        query: str,
+        phrases: list[tuple[str, ...]],
+        groups: Groups,
+        limit: int,
+        *,
+        in_sql: bool = True,
     ) -> list[tuple[Chunk, float]]:
-        """Restricted chunks `groups` may read that match `query`, scored by FTS5's BM25 formula over the
-        statistics of chunks_fts (documents everyone may read), so their scores sit on the same scale
-        as the public results' and depend on no document hidden from anyone."""
+        """The best `limit` (or more) restricted chunks `groups` may read that match `query`, scored by
+        FTS5's BM25 formula over the statistics of chunks_fts (documents everyone may read), so their
+        scores sit on the same scale as the public results' and depend on no document hidden from anyone.
+
+        Single-word terms are scored in SQL from the restricted index's term instances; a query with
+        a multi-token phrase ("o'neil") is scored in Python over every match.
+        """
         visible, params = visible_sql(groups, "c.access")
-        rows = conn.execute(_RESTRICTED_SQL.format(visible=visible), (query, *params)).fetchall()
-        if not rows:
-            return []
         n_rows, avgdl = self._public_size(conn)
         cache = self._df_cache(conn)
         idfs = []
@@ -433,6 +461,29 @@ class SqliteStore(SqlStore[_Connection]):
             df = min(self._public_df(conn, cache, part) for part in phrase)
             idf = math.log((n_rows - df + 0.5) / (df + 0.5))
             idfs.append(idf if idf > 0 else 1e-6)
+        if in_sql and all(len(p) == 1 for p in phrases):
+            if not conn.instances:
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.restricted_instances"
+                    " USING fts5vocab(main, restricted_fts, 'instance')"
+                )
+                conn.instances = True
+            weights = json.dumps({p[0]: idf for p, idf in zip(phrases, idfs, strict=True)})
+            scored = conn.execute(
+                _RESTRICTED_BM25_SQL.format(visible=visible), (avgdl, weights, *params, limit)
+            ).fetchall()
+            if not scored:
+                return []
+            marks = ", ".join("?" * len(scored))
+            chunks = {
+                row[10]: chunk_from_row(row)
+                for row in conn.execute(
+                    f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({marks})",
+                    [pk for pk, _ in scored],
+                ).fetchall()
+            }
+            return [(chunks[pk], float(score)) for pk, score in scored if pk in chunks]
+        rows = conn.execute(_RESTRICTED_SQL.format(visible=visible), (query, *params)).fetchall()
         out = []
         for row in rows:
             chunk = chunk_from_row(row)
@@ -447,6 +498,20 @@ class SqliteStore(SqlStore[_Connection]):
             ]
             out.append((chunk, bm25(freqs, idfs, float(row[11]), avgdl)))
         return out
+
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        key = "*" if groups is None else ",".join(sorted(groups))
+        visible, params = visible_sql(groups, "access")
+        with self._connection() as conn:
+            self._df_cache(conn)
+            counts = conn.chunk_counts
+            if counts is None:
+                counts = conn.chunk_counts = {}
+            if key not in counts:
+                counts[key] = int(
+                    conn.execute(f"SELECT count(*) FROM chunks WHERE {visible}", params).fetchone()[0]
+                )
+            return counts[key]
 
     def _public_size(self, conn: _Connection) -> tuple[int, float]:
         """(rows in chunks_fts, their mean length in tokens), as FTS5's bm25() reads them."""
@@ -500,7 +565,7 @@ class SqliteStore(SqlStore[_Connection]):
         version = (conn.execute("PRAGMA data_version").fetchone()[0], self._generation)
         if conn.df is None or conn.df_version != version or len(conn.df) > DF_CACHE_TERMS:
             conn.df, conn.df_version = {}, version
-            conn.restricted_df, conn.public_size = {}, None
+            conn.restricted_df, conn.public_size, conn.chunk_counts = {}, None, {}
         elif conn.restricted_df is None or len(conn.restricted_df) > DF_CACHE_TERMS:
             conn.restricted_df = {}
         return conn.df
