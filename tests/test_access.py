@@ -408,6 +408,10 @@ def test_reingest_with_another_access_option_changes_the_audience(tmp_path: Path
         assert (
             store.get_chunk("parental-leave#c00", groups=frozenset({"security"})).doc_id == "parental-leave"
         )
+        assert store.term_frequencies(["ingrid"], groups=frozenset({"hr"})) == {"ingrid": 0}
+        assert store.term_frequencies(["ingrid"], groups=frozenset({"security"})) == {"ingrid": 1}
+        store.delete_document("parental-leave")
+        assert store.term_frequencies(["ingrid"]) == {"ingrid": 0}
     finally:
         store.close()
 

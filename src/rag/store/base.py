@@ -287,6 +287,15 @@ def fts_tokens(text: str) -> list[str]:
     return _FTS_TOKEN_RE.findall(text.lower())
 
 
+def fts_vocabulary(body_terms: str, title: str, section: str) -> set[str]:
+    """The distinct FTS5 tokens of a chunk's three indexed columns (see `fts_length`)."""
+    return (
+        set(fts_tokens(body_terms))
+        | set(fts_tokens(" ".join(terms(title))))
+        | set(fts_tokens(" ".join(terms(section))))
+    )
+
+
 def fts_length(body_terms: str, title: str, section: str) -> int:
     """A chunk's length in FTS5 tokens over its three indexed columns: the space-joined stemmed body
     terms as stored, and the title and section (stemmed here), as both backends index them."""

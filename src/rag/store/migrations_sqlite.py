@@ -143,6 +143,12 @@ def m006_audiences(conn: sqlite3.Connection) -> None:
     conn.execute(
         "CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')"
     )
+    # per audience, the restricted chunks holding each FTS token: a caller's document frequencies
+    # are chunks_fts's (public) plus the rows of the audiences it may read
+    conn.execute(
+        "CREATE TABLE restricted_terms (term TEXT NOT NULL, access TEXT NOT NULL, df INTEGER NOT NULL,"
+        " PRIMARY KEY (term, access)) WITHOUT ROWID"
+    )
     conn.execute("ALTER TABLE chunk_ids ADD COLUMN access TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE ask_log ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
     conn.execute("ALTER TABLE gaps ADD COLUMN principal TEXT NOT NULL DEFAULT ''")

@@ -44,6 +44,7 @@ from rag.store.base import (
     clamp_limit,
     fts_length,
     fts_tokens,
+    fts_vocabulary,
 )
 from rag.store.migrations_sqlite import migrate
 from rag.text import terms
@@ -115,6 +116,15 @@ def _occurrences(tokens: Sequence[str], phrase: tuple[str, ...]) -> int:
     if n == 1:
         return tokens.count(phrase[0])
     return sum(1 for i in range(len(tokens) - n + 1) if tuple(tokens[i : i + n]) == phrase)
+
+
+def _term_counts(columns: Iterable[tuple[str, str, str]]) -> dict[str, int]:
+    """FTS token -> number of chunks holding it, over (stored body terms, title, section) triples."""
+    counts: dict[str, int] = {}
+    for body, title, section in columns:
+        for token in fts_vocabulary(body, title, section):
+            counts[token] = counts.get(token, 0) + 1
+    return counts
 
 
 def bm25(freqs: Sequence[float], idfs: Sequence[float], length: float, avgdl: float) -> float:
@@ -353,6 +363,20 @@ class SqliteStore(SqlStore[_Connection]):
     # writes: the FTS index and embeddings beside the chunk rows
 
     def _delete_rows(self, conn: _Connection, doc_id: str) -> None:
+        rows = conn.execute(
+            "SELECT terms, title, section, access FROM chunks WHERE doc_id = ? AND access != ''", (doc_id,)
+        ).fetchall()
+        if rows:
+            counts = _term_counts((body, title, section) for body, title, section, _ in rows)
+            audience = rows[0][3]
+            conn.executemany(
+                "UPDATE restricted_terms SET df = df - ? WHERE term = ? AND access = ?",
+                [(n, term, audience) for term, n in counts.items()],
+            )
+            conn.executemany(
+                "DELETE FROM restricted_terms WHERE term = ? AND access = ? AND df <= 0",
+                [(term, audience) for term in counts],
+            )
         conn.execute(
             "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ? AND access = '')",
             (doc_id,),
@@ -405,6 +429,15 @@ class SqliteStore(SqlStore[_Connection]):
             " SELECT id, ?, ?, ? FROM chunks WHERE chunk_id = ?",
             fts_rows,
         )
+        if audience:
+            counts = _term_counts(
+                (row[-3], c.title, c.section) for row, c in zip(chunk_rows, chunks, strict=True)
+            )
+            conn.executemany(
+                "INSERT INTO restricted_terms (term, access, df) VALUES (?, ?, ?)"
+                " ON CONFLICT (term, access) DO UPDATE SET df = df + excluded.df",
+                [(term, audience, n) for term, n in counts.items()],
+            )
         if embeddings is not None:
             conn.executemany(
                 "INSERT INTO embeddings (chunk_id, dim, vector) VALUES (?, ?, ?)",
@@ -538,17 +571,14 @@ class SqliteStore(SqlStore[_Connection]):
             cache = self._df_cache(conn)
             visible, params = visible_sql(groups, "c.access")
             assert conn.restricted_df is not None
-            sql = (
-                "SELECT count(*) FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid"
-                f" WHERE restricted_fts MATCH ? AND {visible}"
-            )
+            sql = f"SELECT coalesce(sum(df), 0) FROM restricted_terms AS c WHERE term = ? AND {visible}"
             for term in dict.fromkeys(query_terms):
                 counts = []
                 for part in _FTS_TOKEN_RE.findall(term.lower()):
                     count = self._public_df(conn, cache, part)
                     if restricted:
                         if (key, part) not in conn.restricted_df:
-                            row = conn.execute(sql, (f'"{part}"', *params)).fetchone()
+                            row = conn.execute(sql, (part, *params)).fetchone()
                             conn.restricted_df[key, part] = int(row[0])
                         count += conn.restricted_df[key, part]
                     counts.append(count)
