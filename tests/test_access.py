@@ -176,17 +176,14 @@ def fill(store: Store, root: Path, groups: frozenset[str] | None) -> Store:
     return store
 
 
-_SQLITE_FULL: list[SqliteStore] = []
-
-
-def SQLITE_FULL() -> SqliteStore:  # noqa: N802
-    """A SQLite store with the whole corpus, built once for the module."""
-    if not _SQLITE_FULL:
-        import tempfile
-
-        root = Path(tempfile.mkdtemp(prefix="rag-access-"))
-        _SQLITE_FULL.append(fill(SqliteStore(str(root / "full.db")), root / "corpus", None))  # type: ignore[arg-type]
-    return _SQLITE_FULL[0]
+@pytest.fixture(scope="module")
+def sqlite_full(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
+    """A SQLite store with the whole corpus."""
+    root = tmp_path_factory.mktemp("sqlite-full")
+    store = SqliteStore(str(root / "full.db"))
+    fill(store, root / "corpus", None)
+    yield store
+    store.close()
 
 
 VIEWS: dict[str, frozenset[str] | None] = {
@@ -470,15 +467,17 @@ def test_retrieval_is_identical_whether_or_not_hidden_documents_exist(
         assert seen == ranked(stores[view_of(groups)], None)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(question=questions)
-def test_sqlite_restricted_scores_in_sql_equal_the_python_formula(question: str) -> None:
+def test_sqlite_restricted_scores_in_sql_equal_the_python_formula(
+    sqlite_full: SqliteStore, question: str
+) -> None:
     """The two ways SQLite scores restricted chunks (SQL over term instances; Python over the
     chunk's columns, used for multi-token phrases) compute the same BM25."""
     from rag.store.sqlite import _phrases, fts_query
     from rag.text import terms
 
-    store = SQLITE_FULL()
+    store = sqlite_full
     words = list(dict.fromkeys(terms(question)))
     with store._connection() as conn:
         for groups in (None, frozenset({"hr"})):
@@ -491,6 +490,10 @@ def test_sqlite_restricted_scores_in_sql_equal_the_python_formula(question: str)
                 (c.chunk_id, round(s, 9)) for c, s in store._search_restricted(*args, in_sql=False)
             )
             assert in_sql == python
+    with store._connection() as conn:
+        words = terms("compensation committee salary")
+        found = store._search_restricted(conn, fts_query(words), _phrases(words), frozenset({"hr"}), 10)
+        assert [c.doc_id for c, _ in found] == ["salary-bands"]
 
 
 def test_retired_id_of_a_hidden_document_is_unknown_not_gone(tmp_path: Path) -> None:
