@@ -372,7 +372,8 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         chunks it alone could bring in might still reach the current `limit`-th score (its bound
         is idf * (k1 + 1)). Common lexemes then only add their share to the chunks found.
         """
-        idf = {lex: max(math.log((n - d + 0.5) / (d + 0.5)), 1e-6) for lex, d in df.items()}
+        # floored as FTS5 floors it (a write between reading n and df can make d exceed n)
+        idf = {lex: max(math.log(max((n - d + 0.5) / (d + 0.5), 1.0)), 1e-6) for lex, d in df.items()}
         visible, visible_params = visible_pg(groups, "p.access")
         order = sorted(df, key=lambda lex: (df[lex], lex))
         k = 1

@@ -492,8 +492,10 @@ class SqliteStore(SqlStore[_Connection]):
         idfs = []
         for phrase in phrases:
             df = min(self._public_df(conn, cache, part) for part in phrase)
-            idf = math.log((n_rows - df + 0.5) / (df + 0.5))
-            idfs.append(idf if idf > 0 else 1e-6)
+            # FTS5's idf, floored as FTS5 floors it; the ratio can fall below 1 (even 0) when a
+            # write lands between reading the row count and the frequency
+            ratio = (n_rows - df + 0.5) / (df + 0.5)
+            idfs.append(math.log(ratio) if ratio > 1.0 else 1e-6)
         if in_sql and all(len(p) == 1 for p in phrases):
             if not conn.instances:
                 conn.execute(
