@@ -601,6 +601,16 @@ def test_admin_routes_need_the_admin_group_and_record_principals(clients: dict[s
     )
     rows = client.get(f"/asks/{trace}", headers=admin).json()
     assert [r["principal"] for r in rows] == ["alice"]
+    # an answer from HR documents, read back by an admin outside HR: the outcome, not the content
+    hr_ask = client.post(
+        "/ask",
+        json={"question": "How much do band four engineers earn?"},
+        headers={"Authorization": "Bearer k-alice"},
+    )
+    assert "92000" in hr_ask.json()["text"]
+    rows = client.get(f"/asks/{hr_ask.headers['x-trace-id']}", headers=admin).json()
+    assert rows[0]["redacted"] is True and rows[0]["reason"] == ""
+    assert "92000" not in json.dumps(rows) and "salary-bands" not in json.dumps(rows)
 
 
 def test_gap_queue_hides_closest_matches_the_reader_may_not_read(stores: dict[str, Store]) -> None:

@@ -379,9 +379,27 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
 
     @app.get("/asks/{trace_id}", response_model=None, responses=_errors(401, 403, 503))
     async def ask_log(trace_id: str, request: Request) -> Response:
-        """The ask-log rows of one trace id (admin group only), with the principal who asked."""
-        require_admin(request)
-        return json_response(await run_in_threadpool(qa.store.ask_log, trace_id))
+        """The ask-log rows of one trace id (admin group only), with the principal who asked. A row that
+        used a chunk the admin may not read keeps its question and outcome but not its answer, its
+        citations, its verdicts or those chunks' ids (`redacted: true`)."""
+        groups = require_admin(request).reads
+
+        def load() -> list[dict[str, Any]]:
+            rows = qa.store.ask_log(trace_id)
+            used = [cid for row in rows for _, cid in row["blocks"]]
+            readable = {c.chunk_id for c in qa.store.get_chunks(used, groups=groups)}
+            for row in rows:
+                if any(cid not in readable for _, cid in row["blocks"]):
+                    row.update(
+                        answer="",
+                        citations=[],
+                        verdicts=[],
+                        blocks=[[n, cid] for n, cid in row["blocks"] if cid in readable],
+                        redacted=True,
+                    )
+            return rows
+
+        return json_response(await run_in_threadpool(load))
 
     @app.get(
         "/",
