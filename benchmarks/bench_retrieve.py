@@ -17,10 +17,10 @@ import time
 
 from benchmarks.bench_ingest import BENCH_DIR, DB_PATH, DOCS, build_store
 from benchmarks.corpus_gen import generate, questions
-from rag.config import load_settings
-from rag.ingest.indexer import ingest_paths
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
+from rag.config import load_settings
+from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
 
 QUESTIONS = 200
