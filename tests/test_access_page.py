@@ -75,13 +75,13 @@ def use_key(page: Any, key: str) -> None:
 def test_page_key_decides_the_count_and_the_answer(page: Any) -> None:
     use_key(page, PLAIN_KEY)
     page.wait_for_function(
-        "document.querySelector('[data-testid=kb-status]').textContent.includes('3 passages')"
+        "() => document.querySelector('[data-testid=kb-status]').textContent.includes('3 passages')"
     )
     ask(page, "How much do band four engineers earn?")
     assert "92000" not in page.inner_text("[data-testid=result]")
     use_key(page, "k-alice")
     page.wait_for_function(
-        "document.querySelector('[data-testid=kb-status]').textContent.includes('8 passages')"
+        "() => document.querySelector('[data-testid=kb-status]').textContent.includes('8 passages')"
     )
     ask(page, "How much do band four engineers earn?")
     assert "92000" in page.inner_text("[data-testid=answer]")
@@ -90,5 +90,5 @@ def test_page_key_decides_the_count_and_the_answer(page: Any) -> None:
 def test_page_wrong_key_is_refused(page: Any) -> None:
     use_key(page, "not-a-key")
     page.wait_for_function(
-        "document.querySelector('[data-testid=kb-status]').textContent.includes('API key')"
+        "() => document.querySelector('[data-testid=kb-status]').textContent.includes('API key')"
     )

@@ -4,8 +4,6 @@
     ├── InvalidQuestion      the question is empty, whitespace or over the length limit (HTTP 422)
     ├── NotFound             an unknown chunk or document id (HTTP 404)
     ├── Gone                 a chunk id whose text was replaced or removed; ids never name new text (HTTP 410)
-    ├── Forbidden            the caller is not in the group an admin endpoint needs (HTTP 403); never
-    │                        raised for a document: a hidden document is NotFound, as if it did not exist
     ├── UpstreamUnavailable  the model provider stayed unavailable after the SDK's retries (HTTP 503);
     │                        `type` says how: upstream_rate_limited, upstream_overloaded, upstream_unavailable
     ├── UpstreamRejected     the model provider refused the request for good (HTTP 502); `type` says why:
@@ -48,13 +46,6 @@ class Gone(RagError):
 
     type = "gone"
     status = 410
-
-
-class Forbidden(RagError):
-    """Raised when a caller outside the admin group reads the ask log, the gap queue or feedback."""
-
-    type = "forbidden"
-    status = 403
 
 
 class StoreUnavailable(RagError):

@@ -19,7 +19,7 @@ import weakref
 from asyncio import AbstractEventLoop, get_running_loop
 from collections.abc import AsyncIterator, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anthropic
@@ -142,10 +142,19 @@ _CLIENT_ERRORS: tuple[type[Exception], ...] = (anthropic.APIError, httpx2.Transp
 
 
 def claim_of(citation: Any) -> Claim:
-    """A native citation as a claim: document_index i -> block n = i + 1; no index -> n = 0 (nonexistent)."""
+    """A native citation as a claim: document_index i -> block n = i + 1 (no index -> n = 0, nonexistent),
+    with the API's `start_char_index`/`end_char_index` into the document sent (verify checks they hold
+    `cited_text` before using them)."""
     index = getattr(citation, "document_index", None)
     n = index + 1 if isinstance(index, int) else 0
-    return Claim(n=n, cited_text=getattr(citation, "cited_text", None))
+    start = getattr(citation, "start_char_index", None)
+    end = getattr(citation, "end_char_index", None)
+    return Claim(
+        n=n,
+        cited_text=getattr(citation, "cited_text", None),
+        start=start if isinstance(start, int) else None,
+        end=end if isinstance(end, int) else None,
+    )
 
 
 CACHE_WRITE_PRICE = 1.25  # times the input price
@@ -326,61 +335,83 @@ class ClaudeGenerator:
         `message_stop`, the usage received so far is yielded before UpstreamUnavailable is raised.
         Closing this generator early closes the HTTP stream.
         """
-        finished = False
         retries = 0
         usage: Any = None
-        stop_reason = ""
         opened: Any = None
+        reader = EventReader()
         try:
             async with self.async_client().messages.stream(**self.request(question, blocks)) as stream:
                 opened = stream
                 retries = int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
-                cited: set[int] = set()
-                claimed: dict[int, int] = {}
-                held: dict[int, list[str]] = {}
-                async for sdk_event in stream:
-                    event: Any = sdk_event  # dispatched on `type`, which mypy cannot narrow
-                    kind = event.type
-                    if kind == "content_block_start":
-                        block = event.content_block
-                        if block.type == "text" and block.citations is not None:
-                            cited.add(event.index)
-                    elif kind == "content_block_delta":
-                        delta, index = event.delta, event.index
-                        if delta.type == "text_delta":
-                            if index in held or (index in cited and not claimed.get(index)):
-                                held.setdefault(index, []).append(delta.text)
-                            else:
-                                yield Piece(text=delta.text, index=index)
-                        elif delta.type == "citations_delta":
-                            claimed[index] = claimed.get(index, 0) + 1
-                            yield Piece(index=index, claims=(claim_of(delta.citation),))
-                    elif kind == "content_block_stop":
-                        index = event.index
-                        late = list(getattr(event.content_block, "citations", None) or ())[
-                            claimed.get(index, 0) :
-                        ]
-                        if late:
-                            claimed[index] = claimed.get(index, 0) + len(late)
-                            yield Piece(index=index, claims=tuple(claim_of(c) for c in late))
-                        if index in held:
-                            yield Piece(text="".join(held.pop(index)), index=index)
-                        yield Piece(index=index + 1)  # the block is complete: its sentences may go
-                    elif kind == "message_delta":
-                        stop_reason = getattr(event.delta, "stop_reason", None) or stop_reason
-                    elif kind == "message_stop":
-                        finished = True
+                async for event in stream:
+                    for piece in reader.read(event):
+                        yield piece
                 usage = stream.current_message_snapshot.usage
         except _CLIENT_ERRORS as exc:
             if opened is not None:
                 yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries, price=self.price))
             raise translate_error(exc, model=self.settings.generation_model) from exc
-        if not finished:
+        if not reader.finished:
             yield Piece(usage=usage_of(usage, retries=retries, price=self.price))
             raise UpstreamUnavailable(
                 "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
             )
-        yield Piece(usage=usage_of(usage, retries=retries, price=self.price), stop_reason=stop_reason)
+        yield Piece(usage=usage_of(usage, retries=retries, price=self.price), stop_reason=reader.stop_reason)
+
+
+@dataclass(slots=True)
+class EventReader:
+    """The SDK's stream events in, pieces out (no I/O): citations of a block before its text, an empty
+    piece with the next index when a block stops, the stop reason and whether `message_stop` came.
+
+    A cited block whose text arrives before any of its citations is held until its citations are in
+    (at the latest when it stops), so its sentences never go out without them.
+    """
+
+    cited: set[int] = field(default_factory=set)
+    claimed: dict[int, int] = field(default_factory=dict)
+    held: dict[int, list[str]] = field(default_factory=dict)
+    stop_reason: str = ""
+    finished: bool = False
+
+    def read(self, event: Any) -> list[Piece]:
+        """The pieces one event yields, dispatched on its `type` (unknown types yield nothing)."""
+        kind = event.type
+        if kind == "content_block_start":
+            block = event.content_block
+            if block.type == "text" and block.citations is not None:
+                self.cited.add(event.index)
+        elif kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            return self._stop(event.index, event.content_block)
+        elif kind == "message_delta":
+            self.stop_reason = getattr(event.delta, "stop_reason", None) or self.stop_reason
+        elif kind == "message_stop":
+            self.finished = True
+        return []
+
+    def _delta(self, index: int, delta: Any) -> list[Piece]:
+        if delta.type == "citations_delta":
+            self.claimed[index] = self.claimed.get(index, 0) + 1
+            return [Piece(index=index, claims=(claim_of(delta.citation),))]
+        if delta.type != "text_delta":
+            return []
+        if index in self.held or (index in self.cited and not self.claimed.get(index)):
+            self.held.setdefault(index, []).append(delta.text)
+            return []
+        return [Piece(text=delta.text, index=index)]
+
+    def _stop(self, index: int, block: Any) -> list[Piece]:
+        pieces: list[Piece] = []
+        late = list(getattr(block, "citations", None) or ())[self.claimed.get(index, 0) :]
+        if late:
+            self.claimed[index] = self.claimed.get(index, 0) + len(late)
+            pieces.append(Piece(index=index, claims=tuple(claim_of(c) for c in late)))
+        if index in self.held:
+            pieces.append(Piece(text="".join(self.held.pop(index)), index=index))
+        pieces.append(Piece(index=index + 1))  # the block is complete: its sentences may go
+        return pieces
 
 
 def _snapshot_usage(stream: Any) -> Any:

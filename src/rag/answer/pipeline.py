@@ -69,8 +69,22 @@ STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify",
 
 
 def validate_question(question: str, max_chars: int) -> str:
-    """The question stripped of surrounding whitespace; raises InvalidQuestion when empty or too long."""
-    text = question.strip() if isinstance(question, str) else ""
+    """The question stripped of surrounding whitespace, control characters made spaces.
+
+    Raises InvalidQuestion when it is empty, too long, or not valid Unicode text (a lone
+    surrogate, which JSON can carry and `\\xff` in a command-line argument becomes).
+    """
+    text = question if isinstance(question, str) else ""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidQuestion(
+            f"question is not valid Unicode text: a lone surrogate at character {exc.start}"
+        ) from None
+    # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
+    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
+    text = "".join(" " if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) <= 159 else c for c in text)
+    text = text.strip()
     if not text:
         raise InvalidQuestion("question is empty")
     if len(text) > max_chars:
@@ -394,6 +408,9 @@ class Pipeline:
                 usage=answer.usage,
                 timings=dict(answer.timings),
                 principal=_name(plan.principal),
+                retrieved=tuple((s.chunk.chunk_id, s.score) for s in plan.scored),
+                reranker=plan.scorer,
+                threshold=plan.threshold,
             )
         )
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from rag.answer.rerank import Reranker
 from rag.ingest.embeddings import Embedder
 from rag.store import Store
-from rag.store.base import Groups
+from rag.store.interface import Groups
 from rag.text import terms
 from rag.types import Chunk, Scored
 
@@ -54,6 +54,26 @@ def search_terms(
     return chosen
 
 
+_MISMATCH_WARNED: set[tuple[int, str]] = set()
+
+
+def _warn_model_mismatch(store: Store, model: str) -> None:
+    """Say once per store and model why dense retrieval found nothing when the store's vectors
+    come from another embedding model (they are never compared with this model's queries)."""
+    key = (id(store), model)
+    if key in _MISMATCH_WARNED:
+        return
+    _MISMATCH_WARNED.add(key)
+    others = [(m, n) for m, _, n in store.embedding_counts() if m != model]
+    if others:
+        logger.warning(
+            "dense retrieval is off: the store's vectors come from %s, not the configured"
+            " RAG_VOYAGE_EMBED_MODEL=%s; run `rag ingest` to re-embed them (BM25 only until then)",
+            ", ".join(f"{m or 'an unrecorded model'} ({n} vectors)" for m, n in others),
+            model,
+        )
+
+
 def candidates_for(
     question: str,
     *,
@@ -76,9 +96,14 @@ def candidates_for(
     dense: list[tuple[Chunk, float]] = []
     if embedder is not None:
         try:
-            dense = store.similar(embedder.embed_query(question), candidates, groups=groups)
+            dense = store.similar(
+                embedder.embed_query(question), candidates, model=embedder.model, groups=groups
+            )
         except Exception as exc:  # any embedder failure: lexical retrieval only
             logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+        else:
+            if not dense:
+                _warn_model_mismatch(store, embedder.model)
     bm25 = {chunk.chunk_id: score for chunk, score in lexical}
     if not dense:
         return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]

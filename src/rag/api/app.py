@@ -2,9 +2,10 @@
 
 Routes: `POST /ask`, `POST /ask/stream` and `GET /ask/stream?q=` (SSE), `GET /chunks/{chunk_id}`,
 `GET /documents/{doc_id}`, `GET /healthz`, `GET /readyz`, `GET /` (the web page), `/static/*`,
-OpenAPI at `/docs`. Errors are `{"error": {"type", "message"}}` with the status of the
-`RagError` (or 422 for a malformed request, 404 for an unknown route, 413 for a body over
-64 KB, 500 without a stack trace).
+the API reference at `/docs` (a local page over `/openapi.json`: no CDN). `HEAD` works wherever
+`GET` does, and every response carries the security headers (`middleware.SECURITY_HEADERS`).
+Errors are `{"error": {"type", "message"}}` with the status of the `RagError` (or 422 for a
+malformed request, 404 for an unknown route, 413 for a body over 64 KB, 500 without a stack trace).
 """
 
 from __future__ import annotations
@@ -28,8 +29,20 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.access import Principal
 from rag.answer.events import Event
-from rag.answer.pipeline import build_pipeline, validate_question
-from rag.api.middleware import ACCESS_KEY, PRINCIPAL_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
+from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.metrics import install_metrics
+from rag.api.middleware import (
+    ACCESS_KEY,
+    TRACE_KEY,
+    ApiKeyAuth,
+    BodyLimit,
+    HeadAsGet,
+    RequestContext,
+    SecurityHeaders,
+    principal_of,
+)
+from rag.api.readers import ReaderStore, add_reader_routes
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -42,14 +55,15 @@ from rag.api.schemas import (
     ReadyOut,
 )
 from rag.api.stream import EventStreamResponse, sse_stream
+from rag.breaker import breaker_states
 from rag.config import Settings
-from rag.errors import Forbidden, RagError, StoreUnavailable, UpstreamUnavailable
-from rag.serialize import answer_json, chunk_json, document_json
-from rag.store import Store
+from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
+from rag.serialize import answer_json, chunk_json, document_json, usage_json
+from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
 STATUS_TYPES = {
     400: "bad_request",
     401: "unauthorized",
@@ -75,7 +89,7 @@ class QAService(Protocol):
     """What the API needs from `rag.pipeline.Pipeline` (tests inject their own implementations)."""
 
     @property
-    def store(self) -> Store: ...
+    def store(self) -> StoreReader: ...
 
     @property
     def generator(self) -> _Named: ...
@@ -116,20 +130,6 @@ def _trace_id(request: Request) -> str:
     return str(request.scope.get(TRACE_KEY, ""))
 
 
-def principal_of(request: Request) -> Principal:
-    """The caller (set by ApiKeyAuth); anonymous, reading only what everyone may read, when unset."""
-    principal = request.scope.get(PRINCIPAL_KEY)
-    return principal if isinstance(principal, Principal) else Principal.anonymous()
-
-
-def require_admin(request: Request) -> Principal:
-    """The caller when it is in the admin group; raises Forbidden (403) otherwise."""
-    principal = principal_of(request)
-    if not principal.admin:
-        raise Forbidden("this endpoint is for the admin group")
-    return principal
-
-
 def _note_answer(details: dict[str, Any], answer: Answer) -> None:
     scores = [b.score for b in answer.blocks] or [c.score for c in answer.closest]
     details.update(
@@ -139,13 +139,13 @@ def _note_answer(details: dict[str, Any], answer: Answer) -> None:
         emitted=len(answer.sentences),
         dropped=len(answer.dropped),
         timings=answer.timings,
+        usage=usage_json(answer.usage),
     )
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
         401: "API keys are configured and the request has none or a wrong one",
-        403: "The caller is not in the admin group",
         404: "Unknown id",
         410: "A chunk id whose text was replaced or removed (an id never names other text)",
         413: "Request body over 64 KB",
@@ -183,6 +183,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 400:
+            # FastAPI's only 400: a body it could not decode (not UTF-8); the documented status is 422.
+            return error_response(422, "invalid_request", "request body is not valid UTF-8 JSON")
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         message = str(exc.detail)
         if exc.status_code in (404, 405) and request.scope.get("route") is None:
@@ -199,22 +202,40 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal_error)
 
 
+def warm_up(qa: QAService) -> None:
+    """Load what the first ask would otherwise load lazily (the general-English word list behind the
+    lexical reranker, the store's connection), so the first request after start is not the slow one.
+
+    Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
+    """
+    from rag.answer.rerank import english_frequency
+
+    try:
+        english_frequency("the")
+        qa.store.stats()
+    except Exception as exc:
+        log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
+
+
 def _protected(path: str) -> bool:
-    return path not in PUBLIC_PATHS and not path.startswith("/static/")
+    # /admin checks its own (admin) keys: see rag.api.admin.
+    return path not in PUBLIC_PATHS and not path.startswith("/static/") and not is_admin_path(path)
 
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
     """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given)."""
-    owned = pipeline is None
+    built: Pipeline | None = None
     if pipeline is None:
-        pipeline = build_pipeline(settings)
+        built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
+        await run_in_threadpool(warm_up, qa)
         yield
-        if owned:
-            qa.store.close()
+        if built is not None:
+            built.store.close()
 
     app = FastAPI(
         title="rag",
@@ -227,6 +248,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             "accepts `?key=<key>`."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     _install_error_handlers(app)
     app.add_middleware(BodyLimit)
@@ -239,7 +262,16 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Trace-Id", "Retry-After"],
         )
+    app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
+    app.add_middleware(SecurityHeaders)
+    install_metrics(app)
+    # Readers' and owners' routes need more of the store than the read interface: every backend
+    # has it; a test double without it simply has no such routes.
+    if isinstance(qa.store, ReaderStore):
+        add_reader_routes(app, qa.store)
+    if isinstance(qa.store, ReviewStore):
+        add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:
@@ -331,8 +363,10 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
     async def readyz(request: Request) -> Response:
         """The store answers a real query now: counts of the documents and chunks the caller may read,
-        and the generator and reranker in use; 503 `store_unavailable` when the database is missing,
-        replaced by a broken file, unreadable, corrupt or unreachable."""
+        and the generator and reranker in use, with the state of each provider's circuit breaker
+        (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
+        pass); 503 `store_unavailable` when the database is missing, replaced by a broken file,
+        unreadable, corrupt or unreachable."""
         groups = principal_of(request).reads
         try:
             stats = await run_in_threadpool(lambda: qa.store.stats(groups=groups))
@@ -355,51 +389,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
                 "generator": qa.generator.name,
                 "reranker": qa.reranker.name,
                 "min_score": qa.gate_score,
+                "breakers": breaker_states(),
             }
         )
-
-    @app.get("/gaps", response_model=None, responses=_errors(401, 403, 503))
-    async def gaps(request: Request, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> Response:
-        """The coverage-gap queue (admin group only): unanswered questions, who asked last, how often."""
-        admin = require_admin(request)
-        rows = await run_in_threadpool(lambda: qa.store.gaps(limit, groups=admin.reads))
-        return json_response(
-            [
-                {
-                    "question": g.question,
-                    "top_score": g.top_score,
-                    "closest": list(g.closest),
-                    "asked_at": g.asked_at,
-                    "count": g.count,
-                    "principal": g.principal,
-                }
-                for g in rows
-            ]
-        )
-
-    @app.get("/asks/{trace_id}", response_model=None, responses=_errors(401, 403, 503))
-    async def ask_log(trace_id: str, request: Request) -> Response:
-        """The ask-log rows of one trace id (admin group only), with the principal who asked. A row that
-        used a chunk the admin may not read keeps its question and outcome but not its answer, its
-        citations, its verdicts or those chunks' ids (`redacted: true`)."""
-        groups = require_admin(request).reads
-
-        def load() -> list[dict[str, Any]]:
-            rows = qa.store.ask_log(trace_id)
-            used = [cid for row in rows for _, cid in row["blocks"]]
-            readable = {c.chunk_id for c in qa.store.get_chunks(used, groups=groups)}
-            for row in rows:
-                if any(cid not in readable for _, cid in row["blocks"]):
-                    row.update(
-                        answer="",
-                        citations=[],
-                        verdicts=[],
-                        blocks=[[n, cid] for n, cid in row["blocks"] if cid in readable],
-                        redacted=True,
-                    )
-            return rows
-
-        return json_response(await run_in_threadpool(load))
 
     @app.get(
         "/",
@@ -412,6 +404,11 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         if page.is_file():
             return FileResponse(page, media_type="text/html")
         return HTMLResponse(PLACEHOLDER_PAGE)
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    async def docs() -> Response:
+        """The API reference: a local page that renders `/openapi.json` (works offline)."""
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

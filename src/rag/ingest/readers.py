@@ -1,17 +1,23 @@
-"""Reading source files: bytes -> `Document` (Markdown, text, HTML), or an `IngestError` with the reason.
+"""Reading source files: bytes -> `Document` (Markdown, text, reST, HTML, PDF, DOCX) plus the
+`Layout` chunking needs, or an `IngestError` with the reason.
 
-A document's text is its body after any YAML front matter, newlines normalised to "\\n"; HTML
-is converted to text with '#' heading lines so chunking sees its sections. Front matter keys:
-`title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the groups that may read it, see
-`rag.access`; absent means the ingest's default audience, none means everyone). Without them
-the title is the first heading (or `<title>`) or the file name, and the doc_id is the slug of
-the path relative to the root.
+A text document's text is its body after any YAML front matter, newlines normalised to "\\n";
+reST (`.rst`, and `.txt` files that `looks_like_rst`) stays its source text, with sections and
+code ranges from docutils (`rst.py`); HTML is converted to text with '#' heading lines so
+chunking sees its sections; PDF text is kept per page (`pdf.py`); DOCX becomes Markdown-like
+text (`word.py`). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access`
+(the groups that may read it, see `rag.access`; absent means the ingest's default audience, none
+means everyone; PDF and DOCX files, which have no front matter, take the default audience).
+Without them the title comes from the document (first heading, `<title>`, reST title, PDF or
+DOCX metadata) and only then from the file name; the doc_id is the slug of the path relative to
+the root.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 from datetime import date, datetime
 from html.parser import HTMLParser
 from pathlib import Path
@@ -21,15 +27,23 @@ import yaml
 
 from rag.access import group_names
 from rag.errors import IngestError
-from rag.ingest.chunking import find_headings
+from rag.ingest.chunking import Layout, find_headings
+from rag.ingest.pdf import parse_pdf
+from rag.ingest.rst import looks_like_rst, parse_rst
+from rag.ingest.word import parse_docx
 from rag.types import Document
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
 TEXT_SUFFIXES = frozenset({".txt"})
+RST_SUFFIXES = frozenset({".rst", ".rest"})
 HTML_SUFFIXES = frozenset({".html", ".htm"})
-SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES | TEXT_SUFFIXES | HTML_SUFFIXES
+PDF_SUFFIXES = frozenset({".pdf"})
+DOCX_SUFFIXES = frozenset({".docx"})
+SUPPORTED_SUFFIXES = (
+    MARKDOWN_SUFFIXES | TEXT_SUFFIXES | RST_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
+)
 # Bump when chunking changes so the next ingest re-chunks unchanged files.
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -140,13 +154,15 @@ def slugify(value: str) -> str:
     return _SLUG_RE.sub("-", value.lower()).strip("-")
 
 
-def derive_doc_id(path: Path, root: Path) -> str:
-    """Stable id: the slugified path relative to the ingest root, without extension ("a/B.md" -> "a-b")."""
+def derive_doc_id(path: Path, root: Path, *, keep_suffix: bool = False) -> str:
+    """Stable id: the slugified path relative to the ingest root, without extension ("a/B.md" -> "a-b"),
+    or with it when `keep_suffix` ("a/B.pdf" -> "a-b-pdf", for a name two files share)."""
     try:
         relative = path.relative_to(root)
     except ValueError:
         relative = Path(path.name)
-    return slugify(str(relative.with_suffix(""))) or slugify(path.name) or "document"
+    shown = relative if keep_suffix else relative.with_suffix("")
+    return slugify(str(shown)) or slugify(path.name) or "document"
 
 
 def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int, access: tuple[str, ...] = ()) -> str:
@@ -181,13 +197,50 @@ def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) ->
         raise IngestError(where, str(exc)) from None
 
 
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A parsed file: the document, and the layout its chunks follow (None: from the text)."""
+
+    document: Document
+    layout: Layout | None = None
+
+
 def parse_document(
     raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
 ) -> Document:
     """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
 
     `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
+    return read_document(raw, path, root=root, content_hash=content_hash, access=access).document
+
+
+def _file_title(path: Path) -> str:
+    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
+
+
+def read_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> Parsed:
+    """One file -> Document and Layout, by suffix (`.txt` that is reST is read as reST);
+    raises IngestError with the reason when the file cannot be read. `access` is the audience of
+    a file whose front matter has no `access` key (() = everyone)."""
     where = str(path)
+    suffix = path.suffix.lower()
+    if suffix in PDF_SUFFIXES or suffix in DOCX_SUFFIXES:
+        layout: Layout | None = None
+        if suffix in PDF_SUFFIXES:
+            title, body, layout = parse_pdf(raw, where)
+        else:
+            title, body = parse_docx(raw, where)
+        document = Document(
+            doc_id=derive_doc_id(path, root),
+            title=title or _first_heading(body) or _file_title(path),
+            text=body,
+            source_path=str(path.resolve()),
+            content_hash=content_hash,
+            access=access,
+        )
+        return Parsed(document, layout)
     if b"\0" in raw:
         raise IngestError(where, "binary file (contains NUL bytes)")
     try:
@@ -195,22 +248,28 @@ def parse_document(
     except UnicodeDecodeError as exc:
         raise IngestError(where, f"not valid UTF-8 (bad byte at offset {exc.start})") from None
     decoded = decoded.replace("\r\n", "\n").replace("\r", "\n")
+    is_rst = suffix in RST_SUFFIXES or (suffix in TEXT_SUFFIXES and looks_like_rst(decoded))
     meta: dict[str, Any] = {}
     match = _FRONT_MATTER_RE.match(decoded)
     if match:
         try:
             loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
         except yaml.YAMLError as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise IngestError(where, f"invalid YAML front matter: {reason}") from None
-        if loaded is not None and not isinstance(loaded, dict):
+            if not is_rst:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise IngestError(where, f"invalid YAML front matter: {reason}") from None
+            loaded = None  # in reST, "---" lines are also section adornments
+        if loaded is not None and not isinstance(loaded, dict) and not is_rst:
             raise IngestError(where, "front matter is not a mapping")
-        meta = loaded or {}
-        body = decoded[match.end() :]
+        if isinstance(loaded, dict) or not is_rst:
+            meta = loaded or {}
+            body = decoded[match.end() :]
+        else:
+            body = decoded
     else:
         body = decoded
-    suffix = path.suffix.lower()
     html_title = ""
+    layout = None
     if suffix in HTML_SUFFIXES:
         parser = _HtmlText()
         try:
@@ -228,21 +287,27 @@ def parse_document(
     if not body.strip():
         raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
     title = str(meta.get("title") or "").strip() or html_title
+    if is_rst:
+        rst = parse_rst(body, where)
+        layout = rst.layout
+        title = title or rst.title
     if not title:
-        headings = [h for h in find_headings(body) if h.text]
-        title = (
-            headings[0].text
-            if headings
-            else path.stem.replace("_", " ").replace("-", " ").strip() or path.name
-        )
+        title = _first_heading(body) or _file_title(path)
     doc_id = str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root)
-    return Document(
-        doc_id=doc_id,
-        title=title,
-        text=body,
-        source_path=str(path.resolve()),
-        url=_link(str(meta.get("url") or "").strip()),
-        updated_at=_parse_updated(meta.get("updated"), where),
-        content_hash=content_hash,
-        access=_parse_access(meta, access, where),
+    return Parsed(
+        Document(
+            doc_id=doc_id,
+            title=title,
+            text=body,
+            source_path=str(path.resolve()),
+            url=_link(str(meta.get("url") or "").strip()),
+            updated_at=_parse_updated(meta.get("updated"), where),
+            content_hash=content_hash,
+            access=_parse_access(meta, access, where),
+        ),
+        layout,
     )
+
+
+def _first_heading(text: str) -> str:
+    return next((h.text for h in find_headings(text) if h.text), "")

@@ -1,13 +1,10 @@
-"""What every store backend shares, so SQLite and PostgreSQL cannot drift apart.
+"""What both store backends share, so SQLite and PostgreSQL cannot drift apart.
 
-- `StoreReader` (what the HTTP routes read) and `Store` (everything), the interfaces;
-- `SqlStore`, the base class that implements every method whose SQL both engines speak the
-  same way (documents, chunk lookups, stats, the ask log, the gap queue, cosine over a cached
-  matrix), on top of four primitives a backend provides: `_connection`, `_transaction`,
-  `_exec` and `_executemany`;
-- row conversion, argument validation, limits, and chunk-id versions (an id never names
-  other text than it named when it was issued);
-- `open_store`, which picks the backend from the settings.
+`SqlStore` implements every `Store` method whose SQL both engines speak the same way (documents,
+chunk lookups with chunk-id versions, stats, the ask log, the gap queue, cosine over a cached
+matrix) on top of primitives a backend provides: `_connection`, `_transaction`, `_exec` and
+`_executemany`, plus its index-specific parts. Around it: row conversion, argument validation,
+limits and the constants both backends score with.
 
 Shared SQL uses `?` placeholders and only syntax both engines accept; the PostgreSQL backend
 rewrites the placeholders. Backend-specific SQL (the lexical index, pgvector) stays in the
@@ -17,24 +14,22 @@ server) surfaces as `StoreUnavailable`; an unknown id as `NotFound`; a retired i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
-from rag.config import Settings
-from rag.errors import ConfigError, Gone, NotFound
+from rag.errors import Gone, NotFound
 from rag.serialize import dumps
+from rag.store.ids import text_hash, versioned_chunks
+from rag.store.interface import Groups
 from rag.text import normalise, terms
-from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
+from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific
 # description of a chunk's topic, so a question word in it counts double; the title is shared by
@@ -47,8 +42,6 @@ MAX_QUERY_TERMS = 64
 MAX_LIMIT = 1000
 # Ids per `IN (...)` list when fetching chunks by id (SQLite's default variable limit is 32766).
 ID_BATCH = 500
-# A retired version of a chunk id: "{id issued by the chunker}.v{N}", N >= 2.
-VERSION_MARK = ".v"
 
 CHUNK_COLUMNS = (
     "chunk_id",
@@ -65,128 +58,18 @@ CHUNK_COLUMNS = (
 DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings, principal"
+    " usage, timings, retrieval, principal"
 )
-_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
-_VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
+STATS_SQL = (
+    "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
+    " (SELECT count(*) FROM embeddings)"
+)
+FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question, principal"
+# The longest feedback note and copied question a store accepts (characters).
+MAX_FEEDBACK_CHARS = 4000
+FEEDBACK_VERDICTS = ("helpful", "wrong")
+_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 tokenizer cuts text into tokens
-
-Groups = frozenset[str] | None
-"""The caller's groups for filtering (`rag.access.Principal.reads`): None reads every document."""
-
-
-class StoreReader(Protocol):
-    """The read side the HTTP routes use: one chunk, one document, and readiness."""
-
-    backend: str
-
-    # Every read takes `groups` (see `Groups`): what the caller may not read does not exist for it.
-
-    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
-        """Raises NotFound for an unknown id, or one hidden from `groups`."""
-        ...
-
-    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown or hidden id."""
-        ...
-
-    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
-        """Raises NotFound for an unknown or hidden id, Gone for a readable id whose text was replaced
-        or removed."""
-        ...
-
-    def stats(self, *, groups: Groups = None) -> StoreStats:
-        """Counts of what `groups` may read, read from the store now (a real query); raises
-        StoreUnavailable when it cannot answer."""
-        ...
-
-
-class Store(StoreReader, Protocol):
-    """The whole store: every backend implements it, and the suite in tests/test_store_backends.py
-    holds both to the same behaviour."""
-
-    def document_hashes(self) -> dict[str, tuple[str, str]]:
-        """doc_id -> (content_hash, source_path) for every stored document."""
-        ...
-
-    def upsert_document(
-        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """Insert or replace one document and all its chunks in one transaction.
-
-        A chunk whose text differs from what its id named before is stored under a new version
-        of the id (`versioned_chunks`); read the stored ids back with `document_chunks`.
-        """
-        ...
-
-    def delete_document(self, doc_id: str) -> None:
-        """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
-        ...
-
-    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
-        """Known chunks among `chunk_ids`, in the given order; unknown, hidden and retired ids are skipped."""
-        ...
-
-    def search(
-        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
-    ) -> list[tuple[Chunk, float]]:
-        """BM25 over stemmed terms (any term may match) among the chunks `groups` may read, best first;
-        never raises on odd input. BM25's corpus statistics cover only documents everyone may read,
-        so no score depends on a document hidden from anyone.
-
-        At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
-        """
-        ...
-
-    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
-        """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
-        ...
-
-    def chunk_count(self, *, groups: Groups = None) -> int:
-        """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
-        cache it until the next write, as they cache document frequencies."""
-        ...
-
-    def similar(
-        self, vector: Sequence[float], limit: int, *, groups: Groups = None
-    ) -> list[tuple[Chunk, float]]:
-        """Nearest chunks `groups` may read by cosine similarity, best first; empty when no embedding
-        has this dimension."""
-        ...
-
-    def log_ask(self, record: AskRecord) -> None: ...
-
-    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
-        ...
-
-    def add_gap(
-        self, question: str, top_score: float, closest: Sequence[str], principal: str = ""
-    ) -> None: ...
-
-    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
-        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0.
-        Closest-match ids that `groups` may not read are left out."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def open_store(settings: Settings) -> Store:
-    """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
-    if settings.database_url:
-        try:
-            from rag.store.postgres import PgStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"
-            ) from None
-        return PgStore(settings.database_url, connect_timeout=settings.db_connect_timeout)
-    from rag.store.sqlite import SqliteStore
-
-    if settings.db != ":memory:":
-        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(settings.db)
 
 
 # --- values in and out -------------------------------------------------------------------------------
@@ -324,47 +207,39 @@ def check_upsert(
         )
 
 
-# --- chunk-id versions -----------------------------------------------------------------------------
+def check_feedback(feedback: Feedback) -> None:
+    """Raise ValueError unless the verdict is known, the trace id is set and the texts fit."""
+    if feedback.verdict not in FEEDBACK_VERDICTS:
+        raise ValueError(f"unknown feedback verdict {feedback.verdict!r}; use one of {FEEDBACK_VERDICTS}")
+    if not feedback.trace_id.strip():
+        raise ValueError("feedback needs the trace id of the answer it judges")
+    for name in ("trace_id", "note", "question"):
+        if len(getattr(feedback, name)) > MAX_FEEDBACK_CHARS:
+            raise ValueError(f"feedback {name} is over {MAX_FEEDBACK_CHARS} characters")
 
 
-def text_hash(text: str) -> str:
-    """A stable fingerprint of a chunk's text (sha256, 16 hex digits; PostgreSQL computes the same)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def ask_row(row: Sequence[Any]) -> dict[str, Any]:
+    """An ask-log row in `ASK_LOG_COLUMNS` order as a dict: JSON columns decoded, `ts` as ISO text."""
+    names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
+    item = dict(zip(names, row, strict=True))
+    for key in _ASK_LOG_JSON:
+        item[key] = as_json(item[key])
+    item["ts"] = as_iso(item["ts"])
+    item["abstained"] = bool(item["abstained"])
+    return item
 
 
-def base_id(chunk_id: str) -> str:
-    """The chunker's id behind a versioned id (`doc#c03.v2` -> `doc#c03`)."""
-    match = _VERSION_RE.search(chunk_id)
-    return chunk_id[: match.start()] if match else chunk_id
-
-
-def versioned_chunks(chunks: Sequence[Chunk], issued: Mapping[str, str]) -> list[Chunk]:
-    """`chunks` with ids that never name other text than they did before.
-
-    `issued` maps every id ever stored for the document to the hash of its text. A chunk keeps
-    the chunker's id when that id is new or named this very text; otherwise it takes the
-    version of the id that named this text, or the next unused version (`doc#c03.v2`, `.v3`...).
-    """
-    versions: dict[str, dict[str, str]] = defaultdict(dict)  # base id -> text hash -> id
-    highest: dict[str, int] = defaultdict(int)
-    for chunk_id, digest in issued.items():
-        base = base_id(chunk_id)
-        versions[base].setdefault(digest, chunk_id)
-        match = _VERSION_RE.search(chunk_id)
-        highest[base] = max(highest[base], int(match.group(1)) if match else 1)
-    out = []
-    for chunk in chunks:
-        base = chunk.chunk_id
-        known = versions.get(base)
-        if not known:
-            out.append(chunk)
-            continue
-        same_text = known.get(text_hash(chunk.text))
-        if same_text is None:
-            highest[base] += 1
-            same_text = f"{base}{VERSION_MARK}{highest[base]}"
-        out.append(chunk if same_text == base else replace(chunk, chunk_id=same_text))
-    return out
+def feedback_from_row(row: Sequence[Any]) -> Feedback:
+    """A Feedback from a row in `FEEDBACK_COLUMNS` order."""
+    return Feedback(
+        id=int(row[0]),
+        trace_id=row[1],
+        created_at=as_iso(row[2]),
+        verdict=row[3],
+        note=row[4],
+        question=row[5],
+        principal=row[6],
+    )
 
 
 # --- embeddings --------------------------------------------------------------------------------------
@@ -460,6 +335,10 @@ class SqlStore(Generic[C]):
 
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         """Work after a committed upsert (outside the transaction); nothing by default."""
+
+    def _put_embeddings(self, conn: C, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
+        """Upsert vectors of existing chunks, tagged with `model` (rows for unknown ids are skipped)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         raise NotImplementedError
@@ -595,12 +474,12 @@ class SqlStore(Generic[C]):
     # embeddings
 
     def similar(
-        self, vector: Sequence[float], limit: int, *, groups: Groups = None
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
         limit = clamp_limit(limit)
         if not limit or not len(vector):
             return []
-        loaded = self._load_vectors(len(vector))
+        loaded = self._load_vectors(len(vector), model)
         if loaded is None:
             return []
         matrix, ids, audiences = loaded
@@ -616,24 +495,56 @@ class SqlStore(Generic[C]):
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
-    def _load_vectors(self, dim: int) -> tuple[Any, list[str], list[str]] | None:
-        """Unit-normalised matrix of every stored vector of `dim`, its chunk ids and their audiences,
-        cached until the table changes."""
+    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+        rows = self._read(
+            f"SELECT {chunk_columns('c')} FROM chunks AS c LEFT JOIN embeddings AS e"
+            " ON e.chunk_id = c.chunk_id AND e.model = ? WHERE e.chunk_id IS NULL ORDER BY c.doc_id, c.ord",
+            (model,),
+        )
+        return [chunk_from_row(row) for row in rows]
+
+    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        items = [(chunk_id, [float(x) for x in vector]) for chunk_id, vector in items]
+        if not items:
+            return 0
+        if any(not vector for _, vector in items) or len({len(v) for _, v in items}) != 1:
+            raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
+        stored = 0
+        with self._write() as conn:
+            self._put_embeddings(conn, model, items)
+            for i in range(0, len(items), ID_BATCH):
+                ids = [chunk_id for chunk_id, _ in items[i : i + ID_BATCH]]
+                sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+                stored += int(self._exec(conn, sql, ids).fetchone()[0])
+        with self._lock:
+            self._generation += 1  # replaced rows keep their count and row order: drop the cached matrix
+        self._after_upsert([vector for _, vector in items[:1]])
+        return stored
+
+    def embedding_counts(self) -> list[tuple[str, int, int]]:
+        rows = self._read("SELECT model, dim, count(*) FROM embeddings GROUP BY model, dim")
+        return sorted(((m, int(d), int(n)) for m, d, n in rows), key=lambda r: (-r[2], r[0], r[1]))
+
+    def _load_vectors(self, dim: int, model: str | None = None) -> tuple[Any, list[str], list[str]] | None:
+        """Unit-normalised matrix of every stored vector of `dim` (made by `model`, when given), its
+        chunk ids and their audiences, cached until the table changes."""
+        where, params = ("dim = ? AND model = ?", (dim, model)) if model is not None else ("dim = ?", (dim,))
         with self._connection() as conn:
             count, last = self._exec(
                 conn,
-                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE dim = ?",
-                (dim,),
+                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE {where}",
+                params,
             ).fetchone()
-            key = (count, last, self._generation, dim)
+            key = (count, last, self._generation, dim, model)
             with self._lock:
                 if self._vectors_key == key:
                     return self._vectors
             rows = self._exec(
                 conn,
                 "SELECT e.chunk_id, e.vector, c.access FROM embeddings AS e"
-                " JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE e.dim = ? ORDER BY e.chunk_id",
-                (dim,),
+                f" JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE e.{where.replace(' AND ', ' AND e.')}"
+                " ORDER BY e.chunk_id",
+                params,
             ).fetchall()
         loaded = (
             (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows], [r[2] for r in rows])
@@ -652,10 +563,7 @@ class SqlStore(Generic[C]):
 
     def stats(self, *, groups: Groups = None) -> StoreStats:
         if groups is None:
-            ((documents, chunks, embeddings),) = self._read(
-                "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-                " (SELECT count(*) FROM embeddings)"
-            )
+            ((documents, chunks, embeddings),) = self._read(STATS_SQL)
         else:
             d_visible, d_params = visible_sql(groups, "access")
             c_visible, c_params = visible_sql(groups, "c.access")
@@ -672,7 +580,7 @@ class SqlStore(Generic[C]):
         with self._write() as conn:
             self._exec(
                 conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (
                     record.trace_id,
                     now_iso(),
@@ -686,6 +594,13 @@ class SqlStore(Generic[C]):
                     record.top_score,
                     json_text(record.usage),
                     json_text(record.timings),
+                    json_text(
+                        {
+                            "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
+                            "reranker": record.reranker,
+                            "threshold": record.threshold,
+                        }
+                    ),
                     record.principal,
                 ),
             )
@@ -695,16 +610,19 @@ class SqlStore(Generic[C]):
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
-        names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
-        out = []
-        for row in rows:
-            item = dict(zip(names, row, strict=True))
-            for key in _ASK_LOG_JSON:
-                item[key] = as_json(item[key])
-            item["ts"] = as_iso(item["ts"])
-            item["abstained"] = bool(item["abstained"])
-            out.append(item)
-        return out
+        return [ask_row(row) for row in rows]
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        where, params = (
+            ("WHERE abstained = ? ", (abstained, limit)) if abstained is not None else ("", (limit,))
+        )
+        rows = self._read(
+            f"SELECT {ASK_LOG_COLUMNS} FROM ask_log {where}ORDER BY {self._ROW_ORDER} DESC LIMIT ?", params
+        )
+        return [ask_row(row) for row in rows]
 
     def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
         now = now_iso()
@@ -740,3 +658,48 @@ class SqlStore(Generic[C]):
             c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)
         }
         return [replace(g, closest=tuple(cid for cid in g.closest if cid in readable)) for g in out]
+
+    # readers' feedback and the corpus's headings
+
+    def add_feedback(self, feedback: Feedback) -> Feedback:
+        check_feedback(feedback)
+        created = now_iso()
+        with self._write() as conn:
+            (new_id,) = self._exec(
+                conn,
+                "INSERT INTO feedback (trace_id, created_at, verdict, note, question, principal)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    feedback.trace_id,
+                    created,
+                    feedback.verdict,
+                    feedback.note,
+                    feedback.question,
+                    feedback.principal,
+                ),
+            ).fetchone()
+        return replace(feedback, id=int(new_id), created_at=created)
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        filters = [(name, value) for name, value in (("verdict", verdict), ("trace_id", trace_id)) if value]
+        where = "".join(f"{'WHERE' if i == 0 else 'AND'} {name} = ? " for i, (name, _) in enumerate(filters))
+        params = (*(value for _, value in filters), limit)
+        rows = self._read(f"SELECT {FEEDBACK_COLUMNS} FROM feedback {where}ORDER BY id DESC LIMIT ?", params)
+        return [feedback_from_row(row) for row in rows]
+
+    def headings(self, limit: int = 200, *, groups: Groups = None) -> list[Heading]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        visible, params = visible_sql(groups, "access")
+        rows = self._read(
+            f"SELECT doc_id, title, section, count(*), min(ord) FROM chunks WHERE {visible}"
+            " GROUP BY doc_id, title, section ORDER BY min(ord), doc_id, section LIMIT ?",
+            (*params, limit),
+        )
+        return [Heading(doc_id=d, title=t, section=s, chunks=int(n)) for d, t, s, n, _ in rows]

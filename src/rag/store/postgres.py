@@ -42,6 +42,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from rag.access import audience_text, visible_sql
 from rag.errors import ConfigError, StoreUnavailable
 from rag.store import base
+from rag.store.interface import Groups
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
 from rag.text import terms
 from rag.types import Chunk, Document
@@ -119,7 +120,7 @@ def _field(text: str) -> tuple[str, int]:
     return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
 
 
-def visible_pg(groups: base.Groups, column: str) -> tuple[str, dict[str, Any]]:
+def visible_pg(groups: Groups, column: str) -> tuple[str, dict[str, Any]]:
     """`rag.access.visible_sql` with psycopg's named placeholders (`%(g0)s`...)."""
     condition, values = visible_sql(groups, column)
     params: dict[str, Any] = {}
@@ -318,6 +319,30 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             params,
         )
 
+    def _put_embeddings(
+        self, conn: psycopg.Connection[Any], model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        vec_col, vec_val, vec_set = "", "", ""
+        if self._vector_schema is not None:
+            vec_col, vec_val = ", vec", f", %s::{quote_ident(self._vector_schema)}.vector"
+            vec_set = ", vec = excluded.vec"
+        params = []
+        for chunk_id, vector in items:
+            values = [float(x) for x in vector]
+            row: list[Any] = [chunk_id, len(values), values, model]
+            if vec_col:
+                row.append("[" + ",".join(repr(x) for x in values) + "]")
+            row.append(chunk_id)
+            params.append(row)
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO embeddings (chunk_pk, chunk_id, dim, vector, model{vec_col})"
+                f" SELECT id, %s, %s, %s::real[], %s{vec_val} FROM chunks WHERE chunk_id = %s"
+                " ON CONFLICT (chunk_pk) DO UPDATE SET dim = excluded.dim, vector = excluded.vector,"
+                f" model = excluded.model{vec_set}",
+                params,
+            )
+
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         if embeddings and self._vector_schema is not None:
             self._ensure_hnsw(len(embeddings[0]))
@@ -340,7 +365,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
     # lexical index
 
     def search(
-        self, query_terms: Sequence[str], limit: int, *, groups: base.Groups = None
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
         (_, lexemes), limit = ts_query(query_terms), base.clamp_limit(limit)
         if not lexemes or not limit:
@@ -364,7 +389,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         return found[:limit]
 
     def _bm25_top(
-        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int, groups: base.Groups = None
+        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int, groups: Groups = None
     ) -> dict[int, float]:
         """chunk pk -> BM25 for the `limit` best chunks, exact, by MaxScore over the postings.
 
@@ -470,7 +495,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                         self._df_cache[lex] = (now, int(count))
         return out
 
-    def chunk_count(self, *, groups: base.Groups = None) -> int:
+    def chunk_count(self, *, groups: Groups = None) -> int:
         """Chunks `groups` may read, cached for STATS_TTL seconds (a replica's own writes refresh it)."""
         key, now = ("*" if groups is None else ",".join(sorted(groups))), time.monotonic()
         with self._lock:
@@ -485,7 +510,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             self._count_cache[key] = (generation, now, count)
         return count
 
-    def _visible_df(self, conn: Any, lexemes: Sequence[str], groups: base.Groups) -> dict[str, int]:
+    def _visible_df(self, conn: Any, lexemes: Sequence[str], groups: Groups) -> dict[str, int]:
         """Chunks `groups` may read containing each lexeme (not cached: it depends on the caller)."""
         if groups is not None and not groups:
             return self._df(conn, lexemes)
@@ -497,9 +522,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         ).fetchall()
         return {lex: int(count) for lex, count in rows}
 
-    def term_frequencies(
-        self, query_terms: Sequence[str], *, groups: base.Groups = None
-    ) -> Mapping[str, int]:
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
         wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}
@@ -511,11 +534,11 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
     # embeddings
 
     def similar(
-        self, vector: Sequence[float], limit: int, *, groups: base.Groups = None
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
         limit = base.clamp_limit(limit)
         if self._vector_schema is None or not limit or not len(vector):
-            return super().similar(vector, limit, groups=groups)
+            return super().similar(vector, limit, model=model, groups=groups)
         visible, visible_params = visible_pg(groups, "c.access")
         schema = quote_ident(str(self._vector_schema))
         dim = len(vector)
@@ -525,9 +548,10 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             rows = conn.execute(
                 f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
                 f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
+                " AND (%(model)s::text IS NULL OR e.model = %(model)s::text)"
                 f" AND {visible}"
                 f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
-                {"q": literal, "dim": dim, "limit": limit, **visible_params},
+                {"q": literal, "dim": dim, "limit": limit, "model": model, **visible_params},
             ).fetchall()
         return [(base.chunk_from_row(row), float(row[10])) for row in rows]
 

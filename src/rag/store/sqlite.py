@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,7 +37,6 @@ from rag.store.base import (
     CHUNK_ROW_COLUMNS,
     MAX_QUERY_TERMS,
     Cursor,
-    Groups,
     SqlStore,
     chunk_columns,
     chunk_from_row,
@@ -46,9 +46,10 @@ from rag.store.base import (
     fts_tokens,
     fts_vocabulary,
 )
+from rag.store.interface import Groups
 from rag.store.migrations_sqlite import migrate
 from rag.text import terms
-from rag.types import Chunk, Document
+from rag.types import Chunk, Document, StoreStats
 
 __all__ = ["SqliteStore", "fts_query"]
 
@@ -60,6 +61,8 @@ DF_CACHE_TERMS = 50_000
 # FTS5's bm25() constants, for scoring restricted chunks the same way in Python.
 BM25_K1 = 1.2
 BM25_B = 0.75
+# The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")
 _SEARCH_SQL = f"""
@@ -133,6 +136,11 @@ def bm25(freqs: Sequence[float], idfs: Sequence[float], length: float, avgdl: fl
     return sum(idf * (f * (BM25_K1 + 1.0)) / (f + norm) for f, idf in zip(freqs, idfs, strict=True) if f)
 
 
+def _transient(exc: sqlite3.Error) -> bool:
+    """A fault that passes by itself (another process holds the write lock), not a broken file."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower()
+
+
 def fts_query(query_terms: Iterable[object]) -> str:
     """A safe FTS5 MATCH expression: each term as a double-quoted phrase of its alphanumeric runs, ORed.
 
@@ -191,9 +199,14 @@ class SqliteStore(SqlStore[_Connection]):
         self.busy_timeout = busy_timeout
         self.memory = path in ("", ":memory:")
         self.max_connections = 1 if self.memory else max(1, max_connections)
-        self._slots = threading.BoundedSemaphore(self.max_connections)
+        # The pool: idle connections, and how many are lent out; `_returned` wakes borrowers
+        # waiting for a connection and a retirement waiting for all of them to come back.
+        self._borrowed = 0
+        self._waiting = 0
+        self._retiring = False
+        self._returned = threading.Condition(self._lock)
         self._writer = threading.Lock()
-        self._reopening = threading.Lock()
+        self._reopening = threading.RLock()  # one thread retires or reopens connections at a time
         self._idle: list[_Connection] = []
         self._closed = False
         self._epoch = 0
@@ -236,88 +249,150 @@ class SqliteStore(SqlStore[_Connection]):
         return conn
 
     def _stat(self) -> tuple[int, int] | None:
-        """The database file's (device, inode); raises StoreUnavailable when it is missing."""
-        if self.memory:
-            return None
+        """The database file's (device, inode), or None when it is missing."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise StoreUnavailable(
-                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
-            ) from None
+            return None
         except OSError as exc:
-            raise StoreUnavailable(f"the database file {self.name} cannot be read: {exc.strerror}") from None
+            raise StoreUnavailable(self._unreadable(exc)) from None
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
-        """Fail while the file is missing or unreadable; reopen when it was replaced."""
+        """Fail while the file is missing; reopen when another file took its place.
+
+        Connections to a file that is gone are closed at once: SQLite names its -wal and -shm
+        files after the path, so an old connection left open could checkpoint into, or delete,
+        the journal of whatever file is created at that path next.
+        """
         if self.memory:
             return
         identity = self._stat()
         if identity != self._identity:
-            self._reopen(identity)
-        if not os.access(self.path, os.R_OK):
-            raise StoreUnavailable(f"the database file {self.name} is not readable by this process")
+            with self._reopening:
+                if identity != self._identity:  # not already handled by another thread
+                    self._retire()
+                    self._identity = None
+                    if identity is not None:
+                        self._reopen(identity)
+        if identity is None:
+            raise StoreUnavailable(
+                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
+            )
 
-    def _reopen(self, identity: tuple[int, int] | None) -> None:
-        with self._reopening:
-            if identity == self._identity:
-                return  # another thread got here first
-            logger.warning("database file %s was replaced; reopening it", self.path)
-            with self._lock:
+    def _retire(self) -> None:
+        """Close every connection, waiting for lent ones to come back; the next ones open afresh."""
+        with self._reopening, self._lock:
+            self._retiring = True
+            try:
+                deadline = time.monotonic() + self.busy_timeout
+                while self._borrowed:
+                    if not self._returned.wait(deadline - time.monotonic()):
+                        raise StoreUnavailable(
+                            f"connections to {self.name} stayed busy for {self.busy_timeout:g} s"
+                        )
                 self._epoch += 1
                 self._generation += 1
                 idle, self._idle = self._idle, []
-            for old in idle:
-                old.close()
-            try:
-                conn = self._open()
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(self._describe(exc)) from None
-            with self._lock:
-                self._identity = identity
-                self._idle.append(conn)
+                for conn in idle:
+                    conn.close()
+            finally:
+                self._retiring = False
+                self._returned.notify_all()
+
+    def _reopen(self, identity: tuple[int, int]) -> None:
+        logger.warning("database file %s was replaced; reopening it", self.path)
+        try:
+            conn = self._open()
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(self._describe(exc)) from None
+        with self._lock:
+            self._identity = identity
+            self._idle.append(conn)
 
     def _describe(self, exc: sqlite3.Error) -> str:
         return f"the database {self.name} cannot be used: {exc}"
+
+    def _unreadable(self, exc: OSError | None = None) -> str:
+        if exc is None or isinstance(exc, PermissionError):
+            return f"the database file {self.name} is not readable by this process"
+        return f"the database file {self.name} cannot be read: {exc.strerror}"
+
+    def _borrow(self) -> _Connection:
+        """An idle connection, or a new one while fewer than `max_connections` are open, or wait."""
+        with self._lock:
+            deadline = 0.0
+            while self._retiring or (not self._idle and self._borrowed >= self.max_connections):
+                deadline = deadline or time.monotonic() + self.busy_timeout
+                self._waiting += 1
+                try:
+                    returned = self._returned.wait(deadline - time.monotonic())
+                finally:
+                    self._waiting -= 1
+                if not returned:
+                    raise StoreUnavailable(
+                        f"all {self.max_connections} connections to {self.name} stayed busy"
+                        f" for {self.busy_timeout:g} s"
+                    )
+            self._borrowed += 1
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            return conn
+        try:
+            return self._open(prepare=False)
+        except BaseException:
+            self._give_back(None)
+            raise
+
+    def _give_back(self, conn: _Connection | None) -> None:
+        """Return a lent connection to the pool; None (or a connection of an older file) is dropped."""
+        if conn is not None and conn.in_transaction:
+            try:
+                conn.rollback()
+            except sqlite3.Error:
+                conn.close()
+                conn = None
+        with self._lock:
+            self._borrowed -= 1
+            if conn is not None and not self._closed and conn.epoch == self._epoch:
+                self._idle.append(conn)
+                conn = None
+            if self._retiring:
+                self._returned.notify_all()  # the retirer is among the waiters
+            elif self._waiting:
+                self._returned.notify()
+        if conn is not None:
+            conn.close()
 
     @contextmanager
     def _connection(self) -> Iterator[_Connection]:
         if self._closed:
             raise StoreUnavailable(f"the store {self.name} is closed")
         self._follow_file()
-        if not self._slots.acquire(timeout=self.busy_timeout):
-            raise StoreUnavailable(
-                f"all {self.max_connections} connections to {self.name} stayed busy"
-                f" for {self.busy_timeout:g} s"
-            )
-        conn: _Connection | None = None
         try:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = self._open(prepare=False)
+            conn = self._borrow()
+        except sqlite3.Error as exc:
+            if not os.access(self.path, os.R_OK):
+                raise StoreUnavailable(self._unreadable()) from None
+            raise StoreUnavailable(self._describe(exc)) from None
+        fault: sqlite3.Error | None = None
+        try:
             yield conn
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise  # a caller's mistake, not a store fault; the connection is fine
         except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-                conn = None
-            raise StoreUnavailable(self._describe(exc)) from exc
+            fault = exc
         finally:
-            if conn is not None:
+            if fault is None:
                 self._give_back(conn)
-            self._slots.release()
-
-    def _give_back(self, conn: _Connection) -> None:
-        if conn.in_transaction:
-            conn.rollback()
-        with self._lock:
-            if not self._closed and conn.epoch == self._epoch:
-                self._idle.append(conn)
-                return
-        conn.close()
+            else:
+                conn.close()
+                self._give_back(None)
+        if fault is not None:
+            if not _transient(fault) and not self.memory:
+                # A corrupt or vanished file: pooled connections may answer from stale cached pages.
+                self._retire()
+            raise StoreUnavailable(self._describe(fault)) from fault
 
     @contextmanager
     def _transaction(self, doc_id: str | None) -> Iterator[_Connection]:
@@ -348,17 +423,23 @@ class SqliteStore(SqlStore[_Connection]):
         for conn in idle:
             conn.close()
 
-    def check(self) -> None:
-        """Run a real query on a fresh connection (for readiness): raises StoreUnavailable on any fault."""
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        """Counts of what `groups` may read, read now. The file's header is read from disk first, so
+        readiness sees a file that became unreadable or was overwritten in place although pooled
+        connections still hold its pages in their caches; then the pool is retired and every route
+        answers 503."""
         self._follow_file()
-        try:
-            conn = self._open(prepare=False)
+        if not self.memory:
             try:
-                conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks LIMIT 1)").fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(self._describe(exc)) from None
+                with open(self.path, "rb") as f:
+                    header = f.read(len(SQLITE_HEADER))
+            except OSError as exc:
+                self._retire()
+                raise StoreUnavailable(self._unreadable(exc)) from None
+            if header != SQLITE_HEADER:
+                self._retire()
+                raise StoreUnavailable(f"the database {self.name} cannot be used: file is not a database")
+        return super().stats(groups=groups)
 
     # writes: the FTS index and embeddings beside the chunk rows
 
@@ -446,6 +527,16 @@ class SqliteStore(SqlStore[_Connection]):
                     for chunk, vector in zip(chunks, embeddings, strict=True)
                 ],
             )
+
+    def _put_embeddings(
+        self, conn: _Connection, model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO embeddings (chunk_id, dim, vector, model) SELECT chunk_id, ?, ?, ? FROM chunks"
+            " WHERE chunk_id = ? ON CONFLICT (chunk_id) DO UPDATE SET dim = excluded.dim,"
+            " vector = excluded.vector, model = excluded.model",
+            [(len(vector), array("f", vector).tobytes(), model, chunk_id) for chunk_id, vector in items],
+        )
 
     # lexical index
 
