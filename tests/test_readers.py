@@ -174,7 +174,12 @@ def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, MIGRATIONS[:5])
     conn.execute("INSERT INTO ask_log (trace_id, ts, question) VALUES ('old', '2026-01-01', 'Kept?')")
-    assert migrate(conn) == ["m006_embedding_model", "m007_feedback", "m008_ask_log_retrieval"]
+    assert migrate(conn) == [
+        "m006_embedding_model",
+        "m007_feedback",
+        "m008_ask_log_retrieval",
+        "m009_audiences",
+    ]
     assert conn.execute("SELECT question, retrieval FROM ask_log").fetchall() == [("Kept?", "{}")]
     assert conn.execute("SELECT count(*) FROM feedback").fetchone() == (0,)
     conn.close()

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.access import Principal, load_principals
 from rag.errors import ConfigError
 
 # Defaults for the generation and compression models (current ids in the SDK's model list).
@@ -98,6 +99,11 @@ class Settings(BaseSettings):
     # HTTP service
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
+    principals: str = Field(
+        "",
+        description='JSON {"<key>": {"name": "alice", "groups": ["hr"]}}: keys with their readers\' groups',
+    )
+    principals_file: str = Field("", description="a JSON file in the RAG_PRINCIPALS format")
     admin_keys: str = Field(
         "",
         description="comma-separated bearer keys that may open /admin (the ask log, gaps, feedback); "
@@ -173,6 +179,10 @@ class Settings(BaseSettings):
     @property
     def api_key_list(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    def principal_map(self) -> dict[str, Principal]:
+        """Every configured API key -> its principal (rag.access); raises ConfigError on a bad entry."""
+        return load_principals(self.principals, self.principals_file, self.api_key_list)
 
     @property
     def admin_key_list(self) -> tuple[str, ...]:

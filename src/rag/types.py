@@ -33,6 +33,8 @@ class Document:
     url: str = ""
     updated_at: date | None = None
     content_hash: str = ""
+    # The groups that may read it (rag.access), sorted; () means everyone.
+    access: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -313,6 +315,7 @@ class Gap:
     closest: tuple[str, ...]
     asked_at: str
     count: int = 1
+    principal: str = ""  # who asked it last
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -330,6 +333,7 @@ class AskRecord:
     top_score: float
     usage: Usage
     timings: dict[str, float] = field(default_factory=dict)
+    principal: str = ""  # who asked (rag.access.Principal.name)
     # What retrieval saw: (chunk_id, reranker score) best first, the reranker that scored and the
     # retrieval gate's threshold (for the content owners' per-trace view).
     retrieved: tuple[tuple[str, float], ...] = ()
@@ -346,6 +350,7 @@ class Feedback:
     verdict: FeedbackVerdict
     note: str = ""
     question: str = ""
+    principal: str = ""  # who gave it (rag.access.Principal.name; "" when keys are off)
     id: int = 0
     created_at: str = ""
 

@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from rag import __version__
+from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
@@ -39,6 +40,7 @@ from rag.api.middleware import (
     HeadAsGet,
     RequestContext,
     SecurityHeaders,
+    principal_of,
 )
 from rag.api.readers import ReaderStore, add_reader_routes
 from rag.api.responses import error_response, json_response
@@ -100,10 +102,22 @@ class QAService(Protocol):
         """The retrieval gate's threshold in [0, 1]."""
         ...
 
-    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer: ...
+    def answer(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
+    ) -> Answer: ...
 
     def answer_stream(
-        self, question: str, *, top_k: int | None = None, trace_id: str | None = None
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
     ) -> AsyncIterator[Event]: ...
 
 
@@ -239,7 +253,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     )
     _install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    app.add_middleware(ApiKeyAuth, keys=settings.api_key_list, protected=_protected)
+    app.add_middleware(ApiKeyAuth, keys=settings.principal_map(), protected=_protected)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware,
@@ -265,7 +279,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         question = validate_question(question, settings.max_question_chars)
         details = _details(request)
         details.update(trace_id=_trace_id(request), emitted=0, dropped=0)
-        events = qa.answer_stream(question, top_k=top_k, trace_id=_trace_id(request))
+        events = qa.answer_stream(
+            question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        )
         return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, details=details))
 
     stream_doc: dict[int | str, dict[str, Any]] = {
@@ -282,7 +298,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        answer = await run_in_threadpool(qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request))
+        answer = await run_in_threadpool(
+            qa.answer,
+            question,
+            top_k=body.top_k,
+            trace_id=_trace_id(request),
+            principal=principal_of(request),
+        )
         _note_answer(_details(request), answer)
         return json_response(answer_json(answer))
 
@@ -308,9 +330,12 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": ChunkOut}, **_errors(401, 404, 410, 503)},
     )
-    async def get_chunk(chunk_id: str) -> Response:
-        """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
-        chunk = await run_in_threadpool(qa.store.get_chunk, chunk_id)
+    async def get_chunk(chunk_id: str, request: Request) -> Response:
+        """One chunk's original text with its provenance. Encode `#` in the id as `%23`. A chunk the
+        caller may not read answers 404, exactly as an unknown id."""
+        chunk = await run_in_threadpool(
+            lambda: qa.store.get_chunk(chunk_id, groups=principal_of(request).reads)
+        )
         return json_response(chunk_json(chunk))
 
     @app.get(
@@ -318,11 +343,14 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
-    async def get_document(doc_id: str) -> Response:
-        """A document's metadata and its chunks in order."""
+    async def get_document(doc_id: str, request: Request) -> Response:
+        """A document's metadata and its chunks in order; 404 for one the caller may not read."""
+        groups = principal_of(request).reads
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id), qa.store.document_chunks(doc_id)
+            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
+                doc_id, groups=groups
+            )
 
         doc, chunks = await run_in_threadpool(load)
         return json_response(document_json(doc, chunks))
@@ -333,14 +361,15 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         return json_response({"status": "ok"})
 
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
-    async def readyz() -> Response:
-        """The store answers a real query now: document and chunk counts, and the generator and reranker
-        in use, with the state of each provider's circuit breaker (`open`: its calls are skipped and
-        answers use the offline fallback until `retry_in` seconds pass); 503 `store_unavailable`
-        when the database is missing, replaced by a broken file,
+    async def readyz(request: Request) -> Response:
+        """The store answers a real query now: counts of the documents and chunks the caller may read,
+        and the generator and reranker in use, with the state of each provider's circuit breaker
+        (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
+        pass); 503 `store_unavailable` when the database is missing, replaced by a broken file,
         unreadable, corrupt or unreachable."""
+        groups = principal_of(request).reads
         try:
-            stats = await run_in_threadpool(qa.store.stats)
+            stats = await run_in_threadpool(lambda: qa.store.stats(groups=groups))
         except StoreUnavailable as exc:
             return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:

@@ -13,19 +13,23 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag.access import Principal
 
 MAX_BODY_BYTES = 64 * 1024
 TRACE_KEY = "rag.trace_id"
 ACCESS_KEY = "rag.access"
+# The caller's rag.access.Principal, set by ApiKeyAuth on every request.
+PRINCIPAL_KEY = "rag.principal"
 TRACE_HEADER = b"x-trace-id"
 # A caller's X-Request-ID is reused as the trace id only when it is short and plain.
 REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
@@ -117,26 +121,56 @@ class RequestContext:
                 access_log.info(orjson.dumps(entry).decode())
 
 
+def principal_of(request: HTTPConnection) -> Principal:
+    """The caller ApiKeyAuth put in the request's scope; anonymous, reading only what everyone may
+    read, when unset."""
+    principal = request.scope.get(PRINCIPAL_KEY)
+    return principal if isinstance(principal, Principal) else Principal.anonymous()
+
+
 def key_matches(token: str, keys: tuple[str, ...]) -> bool:
     """Constant-time comparison against every configured key (no early exit on a match)."""
-    matched = False
+    return matching_key(token, keys) is not None
+
+
+def matching_key(token: str, keys: tuple[str, ...]) -> str | None:
+    """The configured key equal to `token`, compared in constant time against every key (no early exit)."""
+    found: str | None = None
     for key in keys:
-        matched |= hmac.compare_digest(token.encode(), key.encode())
-    return matched and bool(token)
+        if hmac.compare_digest(token.encode(), key.encode()) and token:
+            found = key
+    return found
 
 
 class ApiKeyAuth:
-    """Require `Authorization: Bearer <key>` on every path for which `protected(path)` is true.
+    """Require `Authorization: Bearer <key>` on every path for which `protected(path)` is true, and put
+    the key's principal at `scope["rag.principal"]`.
 
-    `GET /ask/stream` also accepts `?key=<key>`, because `EventSource` cannot send headers.
+    `keys` maps each key to its principal (a plain tuple of keys: principals with no groups). With
+    no keys configured, every request is `Principal.anonymous()`: it reads only the documents
+    everyone may read. `GET /ask/stream` also accepts `?key=<key>`, because `EventSource` cannot
+    send headers.
     """
 
-    def __init__(self, app: ASGIApp, *, keys: tuple[str, ...], protected: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: tuple[str, ...] | Mapping[str, Principal],
+        protected: Callable[[str], bool],
+    ) -> None:
         self.app = app
-        self.keys = keys
+        self.principals: dict[str, Principal] = (
+            dict(keys)
+            if isinstance(keys, Mapping)
+            else {k: Principal(name=f"key-{i}") for i, k in enumerate(keys, 1)}
+        )
+        self.keys = tuple(self.principals)
         self.protected = protected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[PRINCIPAL_KEY] = Principal.anonymous()
         if scope["type"] != "http" or not self.keys or not self.protected(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -147,10 +181,12 @@ class ApiKeyAuth:
         if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             token = query.get("key", "")
-        if not key_matches(token.strip(), self.keys):
+        key = matching_key(token.strip(), self.keys)
+        if key is None:
             message = "invalid API key" if token else "missing API key: send Authorization: Bearer <key>"
             await send_error(send, 401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
             return
+        scope[PRINCIPAL_KEY] = self.principals[key]
         await self.app(scope, receive, send)
 
 

@@ -266,6 +266,7 @@ class DocumentOut(_Out):
             "url": "",
             "updated_at": "2026-03-02",
             "content_hash": "3b5d0c...",
+            "access": ["hr"],
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
         }
     )
@@ -275,6 +276,7 @@ class DocumentOut(_Out):
     url: str
     updated_at: str | None
     content_hash: str
+    access: list[str] = Field(description="groups that may read it; empty means everyone")
     chunks: list[ChunkOut]
 
 

@@ -11,6 +11,7 @@ import click
 import orjson
 
 from rag import serialize
+from rag.access import Principal
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -25,6 +26,7 @@ from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.cli.database import open_for_reading, require_documents
 from rag.cli.render import format_answer, marked, refusal_text, sources_text
 from rag.config import Settings
+from rag.errors import ConfigError
 from rag.types import Block, Sentence
 
 EXIT_ANSWERED = 0
@@ -43,6 +45,16 @@ def check_argument(question: str) -> None:
             )
 
 
+def principal_named(settings: Settings, name: str) -> Principal:
+    """The configured principal called `name` ("anonymous": no groups); ConfigError for an unknown name."""
+    if name == "anonymous":
+        return Principal.anonymous()
+    for principal in settings.principal_map().values():
+        if principal.name == name:
+            return principal
+    raise ConfigError(f"no principal named {name!r} in RAG_PRINCIPALS or RAG_PRINCIPALS_FILE")
+
+
 def ask_command(
     settings: Settings,
     question: str,
@@ -51,17 +63,19 @@ def ask_command(
     as_json: bool,
     top_k: int | None,
     fail_on_refusal: bool,
+    principal: Principal | None = None,
 ) -> int:
-    """Run `rag ask` and return its exit code (see the module docstring)."""
+    """Run `rag ask` and return its exit code (see the module docstring). `principal` None is the
+    local operator, who reads every document."""
     check_argument(question)
     store = open_for_reading(settings)
     try:
         require_documents(store, settings)
         pipeline = build_pipeline(settings, store=store)
         if stream:
-            outcome = anyio.run(_stream, pipeline, question, top_k, as_json)
+            outcome = anyio.run(_stream, pipeline, question, top_k, as_json, principal)
         else:
-            answer = pipeline.answer(question, top_k=top_k)
+            answer = pipeline.answer(question, top_k=top_k, principal=principal)
             if as_json:
                 click.echo(orjson.dumps(serialize.answer_json(answer), option=orjson.OPT_INDENT_2).decode())
             else:
@@ -76,12 +90,14 @@ def ask_command(
     return EXIT_ANSWERED
 
 
-async def _stream(pipeline: Pipeline, question: str, top_k: int | None, as_json: bool) -> str:
+async def _stream(
+    pipeline: Pipeline, question: str, top_k: int | None, as_json: bool, principal: Principal | None
+) -> str:
     """Print events as they arrive; returns the final status (`answered`, `abstained` or `error`)."""
     blocks: tuple[Block, ...] = ()
     cited: list[Sentence] = []
     status = "error"
-    async for event in pipeline.answer_stream(question, top_k=top_k):
+    async for event in pipeline.answer_stream(question, top_k=top_k, principal=principal):
         if isinstance(event, DoneEvent):
             status = event.status
         if as_json:

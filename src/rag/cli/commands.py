@@ -49,19 +49,32 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--prune", is_flag=True, help="Remove stored documents whose files are gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--access",
+    default="",
+    help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
+def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
 
-    Example: rag ingest fixtures/corpus --prune
+    Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
     """
-    _ingest(_settings(), paths, prune=prune, as_json=as_json)
+    from rag.access import group_names
+
+    try:
+        groups = tuple(sorted(group_names(access, where="--access")))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--access") from None
+    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups)
 
 
-def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool) -> None:
+def _ingest(
+    settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
+) -> None:
     from rag.ingest.embeddings import make_embedder
     from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
     from rag.store import open_store
@@ -70,7 +83,13 @@ def _ingest(settings: Settings, paths: Sequence[str], *, prune: bool, as_json: b
     progress = render.IngestProgress()
     try:
         report = ingest_paths(
-            store, paths, settings=settings, prune=prune, embedder=make_embedder(settings), progress=progress
+            store,
+            paths,
+            settings=settings,
+            prune=prune,
+            embedder=make_embedder(settings),
+            progress=progress,
+            access=access,
         )
     finally:
         progress.close()
@@ -119,8 +138,22 @@ def chunk(chunk_id: str, as_json: bool) -> None:
 )
 @click.option("--top-k", type=click.IntRange(1, 50), default=None, help="Chunks retrieved (1..50).")
 @click.option("--fail-on-refusal", is_flag=True, help="Exit with status 3 when the answer is a refusal.")
+@click.option(
+    "--as",
+    "as_principal",
+    default=None,
+    help="Answer as this principal (a name in RAG_PRINCIPALS / RAG_PRINCIPALS_FILE, or 'anonymous');"
+    " default: the local operator, who reads every document.",
+)
 @_friendly
-def ask(question: str, stream: bool, as_json: bool, top_k: int | None, fail_on_refusal: bool) -> None:
+def ask(
+    question: str,
+    stream: bool,
+    as_json: bool,
+    top_k: int | None,
+    fail_on_refusal: bool,
+    as_principal: str | None,
+) -> None:
     """Ask a question; prints the cited answer or the refusal with its reason.
 
     With --stream --json, each event is a line {"event": NAME, "data": PAYLOAD}: meta,
@@ -133,12 +166,21 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None, fail_on_r
       2  a usage error (unknown option, missing question)
       3  refused (low_retrieval_score, conflicting_sources, no_citations) with --fail-on-refusal
 
-    Example: rag ask "What is the maximum upload size?" --fail-on-refusal
+    Example: rag ask "What is the maximum upload size?" --fail-on-refusal;
+    rag ask --as alice "How is overtime paid?"
     """
-    from rag.cli.ask import ask_command
+    from rag.cli.ask import ask_command, principal_named
 
+    settings = _settings()
+    principal = principal_named(settings, as_principal) if as_principal is not None else None
     code = ask_command(
-        _settings(), question, stream=stream, as_json=as_json, top_k=top_k, fail_on_refusal=fail_on_refusal
+        settings,
+        question,
+        stream=stream,
+        as_json=as_json,
+        top_k=top_k,
+        fail_on_refusal=fail_on_refusal,
+        principal=principal,
     )
     if code:
         sys.exit(code)
@@ -150,6 +192,9 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None, fail_on_r
 @_friendly
 def gaps(limit: int, as_json: bool) -> None:
     """List the coverage-gap queue: questions the knowledge base could not answer.
+
+    Local, for the operator who owns the database: every entry, with who asked it last and
+    every closest match. Over HTTP only the admin group reads it (/admin).
 
     Example: rag gaps --limit 20
     """

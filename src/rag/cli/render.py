@@ -99,12 +99,13 @@ def gaps_table(gaps: Sequence[Gap], database: str) -> str:
     width = min(60, max(len(g.question) for g in gaps))
     lines = [
         f"Coverage gaps in {database}:",
-        f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  closest",
+        f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  {'by':<12}  closest",
     ]
     for g in gaps:
         q = g.question if len(g.question) <= width else g.question[: width - 1] + "…"
         lines.append(
-            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {', '.join(g.closest)}"
+            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {g.principal:<12}"
+            f"  {', '.join(g.closest)}"
         )
     return "\n".join(lines)
 

@@ -132,6 +132,7 @@ def ingest_paths(
     prune: bool = False,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
+    access: tuple[str, ...] = (),
 ) -> IngestReport:
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
@@ -141,6 +142,7 @@ def ingest_paths(
     (`embed_stored`): chunks a failed run left without vectors, and all of them after a model
     change. Failed requests leave their chunks counted in `embed_missing`; a refused key or a
     base URL that answers 404 raises UpstreamRejected after the documents are stored.
+    `access` is the audience of files whose front matter names none (() = everyone).
     """
     started = time.perf_counter()
     min_tokens, max_tokens = settings.chunk_min_tokens, settings.chunk_max_tokens
@@ -164,14 +166,14 @@ def ingest_paths(
                 raw = file.read_bytes()
             except OSError as exc:
                 raise IngestError(shown, f"cannot read: {exc.strerror or exc}") from None
-            digest = content_hash(raw, min_tokens=min_tokens, max_tokens=max_tokens)
+            digest = content_hash(raw, min_tokens=min_tokens, max_tokens=max_tokens, access=access)
             source = str(file.resolve())
             known = [d for d in by_path.get(source, ()) if stored[d][0] == digest]
             if known:
                 unchanged += 1
                 seen.setdefault(known[0], shown)
                 continue
-            parsed = read_document(raw, file, root=root, content_hash=digest)
+            parsed = read_document(raw, file, root=root, content_hash=digest, access=access)
             doc = parsed.document
             if _taken(doc.doc_id, source, seen, stored) and doc.doc_id == derive_doc_id(file, root):
                 # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id

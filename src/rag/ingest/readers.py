@@ -5,9 +5,12 @@ A text document's text is its body after any YAML front matter, newlines normali
 reST (`.rst`, and `.txt` files that `looks_like_rst`) stays its source text, with sections and
 code ranges from docutils (`rst.py`); HTML is converted to text with '#' heading lines so
 chunking sees its sections; PDF text is kept per page (`pdf.py`); DOCX becomes Markdown-like
-text (`word.py`). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`. Without
-them the title comes from the document (first heading, `<title>`, reST title, PDF or DOCX
-metadata) and only then from the file name; the doc_id is the slug of the path relative to the root.
+text (`word.py`). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access`
+(the groups that may read it, see `rag.access`; absent means the ingest's default audience, none
+means everyone; PDF and DOCX files, which have no front matter, take the default audience).
+Without them the title comes from the document (first heading, `<title>`, reST title, PDF or
+DOCX metadata) and only then from the file name; the doc_id is the slug of the path relative to
+the root.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from rag.access import group_names
 from rag.errors import IngestError
 from rag.ingest.chunking import Layout, find_headings
 from rag.ingest.pdf import parse_pdf
@@ -161,10 +165,13 @@ def derive_doc_id(path: Path, root: Path, *, keep_suffix: bool = False) -> str:
     return slugify(str(shown)) or slugify(path.name) or "document"
 
 
-def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int) -> str:
-    """sha256 over the raw file bytes and the chunker parameters: changing either re-chunks the file."""
+def content_hash(raw: bytes, *, min_tokens: int, max_tokens: int, access: tuple[str, ...] = ()) -> str:
+    """sha256 over the raw file bytes, the chunker parameters and the ingest's default audience:
+    changing any of them re-ingests the file."""
     digest = hashlib.sha256(raw)
     digest.update(f"\0chunker={CHUNKER_VERSION}:{min_tokens}:{max_tokens}".encode())
+    if access:
+        digest.update(f"\0access={','.join(sorted(access))}".encode())
     return digest.hexdigest()
 
 
@@ -181,6 +188,15 @@ def _parse_updated(value: object, where: str) -> date | None:
         raise IngestError(where, f"front matter 'updated' is not YYYY-MM-DD: {value!r}") from None
 
 
+def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) -> tuple[str, ...]:
+    if "access" not in meta:
+        return default
+    try:
+        return tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
+    except ValueError as exc:
+        raise IngestError(where, str(exc)) from None
+
+
 @dataclass(frozen=True, slots=True)
 class Parsed:
     """A parsed file: the document, and the layout its chunks follow (None: from the text)."""
@@ -189,22 +205,29 @@ class Parsed:
     layout: Layout | None = None
 
 
-def parse_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "") -> Document:
-    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot."""
-    return read_document(raw, path, root=root, content_hash=content_hash).document
+def parse_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> Document:
+    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
+
+    `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
+    return read_document(raw, path, root=root, content_hash=content_hash, access=access).document
 
 
 def _file_title(path: Path) -> str:
     return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
 
 
-def read_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "") -> Parsed:
+def read_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> Parsed:
     """One file -> Document and Layout, by suffix (`.txt` that is reST is read as reST);
-    raises IngestError with the reason when the file cannot be read."""
+    raises IngestError with the reason when the file cannot be read. `access` is the audience of
+    a file whose front matter has no `access` key (() = everyone)."""
     where = str(path)
     suffix = path.suffix.lower()
     if suffix in PDF_SUFFIXES or suffix in DOCX_SUFFIXES:
-        return _read_binary(raw, path, root=root, content_hash=content_hash)
+        return _read_binary(raw, path, root=root, content_hash=content_hash, access=access)
     decoded = _decode_text(raw, where)
     is_rst = suffix in RST_SUFFIXES or (suffix in TEXT_SUFFIXES and looks_like_rst(decoded))
     meta, body = _front_matter(decoded, where, is_rst=is_rst)
@@ -231,13 +254,17 @@ def read_document(raw: bytes, path: Path, *, root: Path, content_hash: str = "")
             url=_link(str(meta.get("url") or "").strip()),
             updated_at=_parse_updated(meta.get("updated"), where),
             content_hash=content_hash,
+            access=_parse_access(meta, access, where),
         ),
         layout,
     )
 
 
-def _read_binary(raw: bytes, path: Path, *, root: Path, content_hash: str) -> Parsed:
-    """A PDF (with its page layout) or a Word file; titled by its metadata, first heading or file name."""
+def _read_binary(
+    raw: bytes, path: Path, *, root: Path, content_hash: str, access: tuple[str, ...] = ()
+) -> Parsed:
+    """A PDF (with its page layout) or a Word file; titled by its metadata, first heading or file name.
+    Such files have no front matter: `access` is the ingest's default audience."""
     where = str(path)
     layout: Layout | None = None
     if path.suffix.lower() in PDF_SUFFIXES:
@@ -250,6 +277,7 @@ def _read_binary(raw: bytes, path: Path, *, root: Path, content_hash: str) -> Pa
         text=body,
         source_path=str(path.resolve()),
         content_hash=content_hash,
+        access=access,
     )
     return Parsed(document, layout)
 

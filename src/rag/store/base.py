@@ -15,6 +15,7 @@ server) surfaces as `StoreUnavailable`; an unknown id as `NotFound`; a retired i
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -22,10 +23,12 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
 from rag.errors import Gone, NotFound
 from rag.serialize import dumps
 from rag.store.ids import text_hash, versioned_chunks
-from rag.text import normalise
+from rag.store.interface import Groups
+from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific
@@ -52,20 +55,21 @@ CHUNK_COLUMNS = (
     "start_char",
     "end_char",
 )
-DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash"
+DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings, retrieval"
+    " usage, timings, retrieval, principal"
 )
 STATS_SQL = (
     "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
     " (SELECT count(*) FROM embeddings)"
 )
-FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question"
+FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question, principal"
 # The longest feedback note and copied question a store accepts (characters).
 MAX_FEEDBACK_CHARS = 4000
 FEEDBACK_VERDICTS = ("helpful", "wrong")
 _ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 tokenizer cuts text into tokens
 
 
 # --- values in and out -------------------------------------------------------------------------------
@@ -157,6 +161,31 @@ def document_from_row(row: Sequence[Any]) -> Document:
         url=row[4],
         updated_at=as_date(row[5]),
         content_hash=row[6],
+        access=audience_groups(row[7] or EVERYONE),
+    )
+
+
+def fts_tokens(text: str) -> list[str]:
+    """`text` cut into tokens as FTS5's unicode61 tokenizer cuts it (lowercase alphanumeric runs)."""
+    return _FTS_TOKEN_RE.findall(text.lower())
+
+
+def fts_vocabulary(body_terms: str, title: str, section: str) -> set[str]:
+    """The distinct FTS5 tokens of a chunk's three indexed columns (see `fts_length`)."""
+    return (
+        set(fts_tokens(body_terms))
+        | set(fts_tokens(" ".join(terms(title))))
+        | set(fts_tokens(" ".join(terms(section))))
+    )
+
+
+def fts_length(body_terms: str, title: str, section: str) -> int:
+    """A chunk's length in FTS5 tokens over its three indexed columns: the space-joined stemmed body
+    terms as stored, and the title and section (stemmed here), as both backends index them."""
+    return (
+        len(fts_tokens(body_terms))
+        + len(fts_tokens(" ".join(terms(title))))
+        + len(fts_tokens(" ".join(terms(section))))
     )
 
 
@@ -209,6 +238,7 @@ def feedback_from_row(row: Sequence[Any]) -> Feedback:
         verdict=row[3],
         note=row[4],
         question=row[5],
+        principal=row[6],
     )
 
 
@@ -277,7 +307,7 @@ class SqlStore(Generic[C]):
         # Bumped after every committed change to documents; caches keyed on it see every local write.
         self._generation = 0
         self._vectors_key: tuple[object, ...] | None = None
-        self._vectors: tuple[Any, list[str]] | None = None
+        self._vectors: tuple[Any, list[str], list[str]] | None = None
 
     # primitives a backend provides
 
@@ -344,11 +374,12 @@ class SqlStore(Generic[C]):
                 ).fetchall()
             )
             stored = versioned_chunks(chunks, issued)
+            audience = audience_text(doc.access)
             self._delete_rows(conn, doc.doc_id)
             self._exec(
                 conn,
                 "INSERT INTO documents (doc_id, title, url, updated_at, source_path, content_hash, text,"
-                " ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " ingested_at, access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     doc.doc_id,
                     doc.title,
@@ -358,12 +389,20 @@ class SqlStore(Generic[C]):
                     doc.content_hash,
                     doc.text,
                     now_iso(),
+                    audience,
                 ),
             )
+            # every id the document ever issued follows its current audience (a retired id of a
+            # document now hidden from a caller answers 404 to it, not 410)
+            self._exec(conn, "UPDATE chunk_ids SET access = ? WHERE doc_id = ?", (audience, doc.doc_id))
             self._executemany(
                 conn,
-                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash) VALUES (?, ?, ?)",
-                [(c.chunk_id, doc.doc_id, text_hash(c.text)) for c in stored if c.chunk_id not in issued],
+                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash, access) VALUES (?, ?, ?, ?)",
+                [
+                    (c.chunk_id, doc.doc_id, text_hash(c.text), audience)
+                    for c in stored
+                    if c.chunk_id not in issued
+                ],
             )
             self._insert_chunks(conn, doc, stored, embeddings)
         self._after_upsert(embeddings)
@@ -372,32 +411,42 @@ class SqlStore(Generic[C]):
         with self._write(doc_id) as conn:
             self._delete_rows(conn, doc_id)
 
-    def get_document(self, doc_id: str) -> Document:
-        rows = self._read(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,))
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        visible, params = visible_sql(groups, "access")
+        rows = self._read(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
+        )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return document_from_row(rows[0])
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
         # One statement, so the document and its chunks come from one snapshot.
+        visible, params = visible_sql(groups, "d.access")
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM documents AS d LEFT JOIN chunks AS c ON c.doc_id = d.doc_id"
-            " WHERE d.doc_id = ? ORDER BY c.ord",
-            (doc_id,),
+            f" WHERE d.doc_id = ? AND {visible} ORDER BY c.ord",
+            (doc_id, *params),
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return [chunk_from_row(row) for row in rows if row[0] is not None]
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        visible, params = visible_sql(groups, "access")
         with self._connection() as conn:
             row = self._exec(
-                conn, f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ?", (chunk_id,)
+                conn,
+                f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ? AND {visible}",
+                (chunk_id, *params),
             ).fetchone()
             retired = None
             if row is None:
                 retired = self._exec(
-                    conn, "SELECT doc_id FROM chunk_ids WHERE chunk_id = ?", (chunk_id,)
+                    conn,
+                    "SELECT doc_id FROM chunk_ids WHERE chunk_id = ? AND chunk_id NOT IN"
+                    f" (SELECT chunk_id FROM chunks) AND {visible}",
+                    (chunk_id, *params),
                 ).fetchone()
         if row is not None:
             return chunk_from_row(row)
@@ -408,23 +457,24 @@ class SqlStore(Generic[C]):
             )
         raise NotFound(f"unknown chunk {chunk_id!r}")
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
         unique = list(dict.fromkeys(chunk_ids))
         found: dict[str, Chunk] = {}
+        visible, params = visible_sql(groups, "access")
         if unique:
             with self._connection() as conn:
                 for i in range(0, len(unique), ID_BATCH):
                     batch = unique[i : i + ID_BATCH]
                     marks = ", ".join("?" * len(batch))
-                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks})"
-                    for row in self._exec(conn, sql, batch).fetchall():
+                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks}) AND {visible}"
+                    for row in self._exec(conn, sql, [*batch, *params]).fetchall():
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
     # embeddings
 
     def similar(
-        self, vector: Sequence[float], limit: int, *, model: str | None = None
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
         limit = clamp_limit(limit)
         if not limit or not len(vector):
@@ -432,8 +482,17 @@ class SqlStore(Generic[C]):
         loaded = self._load_vectors(len(vector), model)
         if loaded is None:
             return []
-        ranked = top_cosine(*loaded, vector, limit)
-        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked])}
+        matrix, ids, audiences = loaded
+        if groups is not None:
+            # filter before ranking: only the rows the caller may read are compared at all
+            readable = {a for a in set(audiences) if a == EVERYONE or groups & set(audience_groups(a))}
+            keep = [i for i, audience in enumerate(audiences) if audience in readable]
+            if not keep:
+                return []
+            if len(keep) < len(ids):
+                matrix, ids = matrix[keep], [ids[i] for i in keep]
+        ranked = top_cosine(matrix, ids, vector, limit)
+        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
     def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
@@ -466,9 +525,9 @@ class SqlStore(Generic[C]):
         rows = self._read("SELECT model, dim, count(*) FROM embeddings GROUP BY model, dim")
         return sorted(((m, int(d), int(n)) for m, d, n in rows), key=lambda r: (-r[2], r[0], r[1]))
 
-    def _load_vectors(self, dim: int, model: str | None = None) -> tuple[Any, list[str]] | None:
-        """Unit-normalised matrix of every stored vector of `dim` (made by `model`, when given) and
-        its chunk ids, cached until the table changes."""
+    def _load_vectors(self, dim: int, model: str | None = None) -> tuple[Any, list[str], list[str]] | None:
+        """Unit-normalised matrix of every stored vector of `dim` (made by `model`, when given), its
+        chunk ids and their audiences, cached until the table changes."""
         where, params = ("dim = ? AND model = ?", (dim, model)) if model is not None else ("dim = ?", (dim,))
         with self._connection() as conn:
             count, last = self._exec(
@@ -481,24 +540,47 @@ class SqlStore(Generic[C]):
                 if self._vectors_key == key:
                     return self._vectors
             rows = self._exec(
-                conn, f"SELECT chunk_id, vector FROM embeddings WHERE {where} ORDER BY chunk_id", params
+                conn,
+                "SELECT e.chunk_id, e.vector, c.access FROM embeddings AS e"
+                f" JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE e.{where.replace(' AND ', ' AND e.')}"
+                " ORDER BY e.chunk_id",
+                params,
             ).fetchall()
-        loaded = (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows]) if rows else None
+        loaded = (
+            (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows], [r[2] for r in rows])
+            if rows
+            else None
+        )
         with self._lock:
             self._vectors_key, self._vectors = key, loaded
         return loaded
 
     # bookkeeping
 
-    def stats(self) -> StoreStats:
-        ((documents, chunks, embeddings),) = self._read(STATS_SQL)
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        visible, params = visible_sql(groups, "access")
+        return int(self._read(f"SELECT count(*) FROM chunks WHERE {visible}", params)[0][0])
+
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        if groups is None:
+            ((documents, chunks, embeddings),) = self._read(STATS_SQL)
+        else:
+            d_visible, d_params = visible_sql(groups, "access")
+            c_visible, c_params = visible_sql(groups, "c.access")
+            ((documents, chunks, embeddings),) = self._read(
+                f"SELECT (SELECT count(*) FROM documents WHERE {d_visible}),"
+                f" (SELECT count(*) FROM chunks AS c WHERE {c_visible}),"
+                " (SELECT count(*) FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
+                f" WHERE {c_visible})",
+                [*d_params, *c_params, *c_params],
+            )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     def log_ask(self, record: AskRecord) -> None:
         with self._write() as conn:
             self._exec(
                 conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
                 (
                     record.trace_id,
                     now_iso(),
@@ -519,6 +601,7 @@ class SqlStore(Generic[C]):
                             "threshold": record.threshold,
                         }
                     ),
+                    record.principal,
                 ),
             )
 
@@ -541,33 +624,40 @@ class SqlStore(Generic[C]):
         )
         return [ask_row(row) for row in rows]
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
         now = now_iso()
         key = normalise(question) or question.strip()
         with self._write() as conn:
             self._exec(
                 conn,
-                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
-                " VALUES (?, ?, ?, ?, 1, ?, ?)"
+                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked,"
+                " principal) VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
                 " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
                 " question = excluded.question, top_score = excluded.top_score,"
-                " closest = excluded.closest, last_asked = excluded.last_asked",
-                (key, question, top_score, json.dumps(list(closest)), now, now),
+                " closest = excluded.closest, last_asked = excluded.last_asked,"
+                " principal = excluded.principal",
+                (key, question, top_score, json.dumps(list(closest)), now, now, principal),
             )
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
         limit = clamp_limit(limit)
         if not limit:
             return []
         rows = self._read(
-            "SELECT question, top_score, closest, last_asked, count FROM gaps"
+            "SELECT question, top_score, closest, last_asked, count, principal FROM gaps"
             " ORDER BY count DESC, last_asked DESC, normalised LIMIT ?",
             (limit,),
         )
-        return [
-            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n)
-            for q, s, c, at, n in rows
+        out = [
+            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n, principal=p)
+            for q, s, c, at, n, p in rows
         ]
+        if groups is None:
+            return out
+        readable = {
+            c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)
+        }
+        return [replace(g, closest=tuple(cid for cid in g.closest if cid in readable)) for g in out]
 
     # readers' feedback and the corpus's headings
 
@@ -577,9 +667,16 @@ class SqlStore(Generic[C]):
         with self._write() as conn:
             (new_id,) = self._exec(
                 conn,
-                "INSERT INTO feedback (trace_id, created_at, verdict, note, question)"
-                " VALUES (?, ?, ?, ?, ?) RETURNING id",
-                (feedback.trace_id, created, feedback.verdict, feedback.note, feedback.question),
+                "INSERT INTO feedback (trace_id, created_at, verdict, note, question, principal)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    feedback.trace_id,
+                    created,
+                    feedback.verdict,
+                    feedback.note,
+                    feedback.question,
+                    feedback.principal,
+                ),
             ).fetchone()
         return replace(feedback, id=int(new_id), created_at=created)
 
@@ -595,13 +692,14 @@ class SqlStore(Generic[C]):
         rows = self._read(f"SELECT {FEEDBACK_COLUMNS} FROM feedback {where}ORDER BY id DESC LIMIT ?", params)
         return [feedback_from_row(row) for row in rows]
 
-    def headings(self, limit: int = 200) -> list[Heading]:
+    def headings(self, limit: int = 200, *, groups: Groups = None) -> list[Heading]:
         limit = clamp_limit(limit)
         if not limit:
             return []
+        visible, params = visible_sql(groups, "access")
         rows = self._read(
-            "SELECT doc_id, title, section, count(*), min(ord) FROM chunks GROUP BY doc_id, title, section"
-            " ORDER BY min(ord), doc_id, section LIMIT ?",
-            (limit,),
+            f"SELECT doc_id, title, section, count(*), min(ord) FROM chunks WHERE {visible}"
+            " GROUP BY doc_id, title, section ORDER BY min(ord), doc_id, section LIMIT ?",
+            (*params, limit),
         )
         return [Heading(doc_id=d, title=t, section=s, chunks=int(n)) for d, t, s, n, _ in rows]

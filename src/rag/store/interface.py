@@ -11,26 +11,33 @@ from rag.config import Settings
 from rag.errors import ConfigError
 from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
+Groups = frozenset[str] | None
+"""The caller's groups for filtering (`rag.access.Principal.reads`): None reads every document."""
+
 
 class StoreReader(Protocol):
     """The read side the HTTP routes use: one chunk, one document, and readiness."""
 
     backend: str
 
-    def get_document(self, doc_id: str) -> Document:
-        """Raises NotFound for an unknown id."""
+    # Every read takes `groups` (see `Groups`): what the caller may not read does not exist for it.
+
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        """Raises NotFound for an unknown id, or one hidden from `groups`."""
         ...
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown id."""
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
+        """The document's chunks in order; raises NotFound for an unknown or hidden id."""
         ...
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        """Raises NotFound for an unknown id, Gone for an id whose text was replaced or removed."""
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        """Raises NotFound for an unknown or hidden id, Gone for a readable id whose text was replaced
+        or removed."""
         ...
 
-    def stats(self) -> StoreStats:
-        """Counts read from the store now (a real query); raises StoreUnavailable when it cannot answer."""
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        """Counts of what `groups` may read, read from the store now (a real query); raises
+        StoreUnavailable when it cannot answer."""
         ...
 
 
@@ -56,26 +63,35 @@ class Store(StoreReader, Protocol):
         """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
         ...
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """Known chunks among `chunk_ids`, in the given order; unknown and retired ids are skipped."""
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
+        """Known chunks among `chunk_ids`, in the given order; unknown, hidden and retired ids are skipped."""
         ...
 
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
-        """BM25 over stemmed terms (any term may match), best first; never raises on odd input.
+    def search(
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
+        """BM25 over stemmed terms (any term may match) among the chunks `groups` may read, best first;
+        never raises on odd input. BM25's corpus statistics cover only documents everyone may read,
+        so no score depends on a document hidden from anyone.
 
         At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
         """
         ...
 
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
-        """Number of chunks containing each term (document frequency for IDF)."""
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
+        """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
+        ...
+
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
+        cache it until the next write, as they cache document frequencies."""
         ...
 
     def similar(
-        self, vector: Sequence[float], limit: int, *, model: str | None = None
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity, best first, among vectors of this dimension made by
-        `model` (any model when None); empty when there are none."""
+        """Nearest chunks `groups` may read by cosine similarity, best first, among vectors of this
+        dimension made by `model` (any model when None); empty when there are none."""
         ...
 
     def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
@@ -98,10 +114,13 @@ class Store(StoreReader, Protocol):
         """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
         ...
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None: ...
+    def add_gap(
+        self, question: str, top_score: float, closest: Sequence[str], principal: str = ""
+    ) -> None: ...
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
-        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
+        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0.
+        Closest-match ids that `groups` may not read are left out."""
         ...
 
     def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
@@ -119,9 +138,10 @@ class Store(StoreReader, Protocol):
         """Stored verdicts, newest first, optionally of one verdict or one trace; at most `limit` (capped)."""
         ...
 
-    def headings(self, limit: int = 200) -> list[Heading]:
-        """Distinct (document, section) pairs with their chunk counts, in order of the position of
-        their first chunk in its document; at most `limit` (capped), none for a limit <= 0."""
+    def headings(self, limit: int = 200, *, groups: Groups = None) -> list[Heading]:
+        """Distinct (document, section) pairs `groups` may read, with their chunk counts, in order of
+        the position of their first chunk in its document; at most `limit` (capped), none for a
+        limit <= 0."""
         ...
 
     def close(self) -> None: ...

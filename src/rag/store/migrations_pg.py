@@ -153,6 +153,21 @@ M008_ASK_LOG_RETRIEVAL = """
 ALTER TABLE ask_log ADD COLUMN retrieval jsonb NOT NULL DEFAULT '{}';
 """
 
+# Who may read a document (rag.access stored form, '' = everyone), on documents, chunks and
+# postings, so every query filters by the caller's groups without a join; BM25 statistics are
+# computed over the postings everyone may read (access = '').
+M009_AUDIENCES = """
+ALTER TABLE documents ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunk_terms ADD COLUMN access text NOT NULL DEFAULT '';
+CREATE INDEX chunks_access ON chunks (access);
+CREATE INDEX documents_access ON documents (access);
+ALTER TABLE chunk_ids ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE ask_log ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE gaps ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE feedback ADD COLUMN principal text NOT NULL DEFAULT '';
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -162,6 +177,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m006_embedding_model", M006_EMBEDDING_MODEL),
     ("m007_feedback", M007_FEEDBACK),
     ("m008_ask_log_retrieval", M008_ASK_LOG_RETRIEVAL),
+    ("m009_audiences", M009_AUDIENCES),
 )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from rag.store.base import fts_length
 from rag.store.ids import text_hash
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -158,6 +159,37 @@ def m008_ask_log_retrieval(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE ask_log ADD COLUMN retrieval TEXT NOT NULL DEFAULT '{}'")
 
 
+def m009_audiences(conn: sqlite3.Connection) -> None:
+    # Who may read a document (rag.access stored form, '' = everyone), copied onto its chunks so
+    # every chunk query filters without a join. Restricted chunks are indexed in their own FTS
+    # table: chunks_fts (and so FTS5's BM25 statistics) holds only documents everyone may read,
+    # and a caller's scores never depend on documents hidden from them. `n_tokens` is a chunk's
+    # FTS5 length (all columns), for scoring restricted chunks with the same BM25 in Python.
+    conn.execute("ALTER TABLE documents ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX chunks_access ON chunks(access, n_tokens)")
+    conn.execute("CREATE INDEX documents_access ON documents(access)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')"
+    )
+    # per audience, the restricted chunks holding each FTS token: a caller's document frequencies
+    # are chunks_fts's (public) plus the rows of the audiences it may read
+    conn.execute(
+        "CREATE TABLE restricted_terms (term TEXT NOT NULL, access TEXT NOT NULL, df INTEGER NOT NULL,"
+        " PRIMARY KEY (term, access)) WITHOUT ROWID"
+    )
+    conn.execute("ALTER TABLE chunk_ids ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE ask_log ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE gaps ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE feedback ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT id, terms, title, section FROM chunks").fetchall()
+    conn.executemany(
+        "UPDATE chunks SET n_tokens = ? WHERE id = ?",
+        [(fts_length(body, title, section), pk) for pk, body, title, section in rows],
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -167,6 +199,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m006_embedding_model,
     m007_feedback,
     m008_ask_log_retrieval,
+    m009_audiences,
 )
 
 
