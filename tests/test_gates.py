@@ -92,3 +92,14 @@ def test_refusal_wordings_match_design():
         NO_CITATIONS_MESSAGE
         == "Relevant documents were found, but none of them directly answers this question."
     )
+
+
+def test_far_off_topic_floor_lets_a_near_dense_neighbour_through() -> None:
+    from rag.answer.gates import NEAR_NEIGHBOUR, retrieval_gate
+
+    chunk = Chunk(chunk_id="a#c01", doc_id="a", title="Leave", section="", text="Annual leave is 25 days.")
+    question = "How much vacation do I get?"  # no word in common with the chunk
+    far = Scored(chunk=chunk, score=0.9, dense=NEAR_NEIGHBOUR - 0.1)
+    near = Scored(chunk=chunk, score=0.9, dense=NEAR_NEIGHBOUR)
+    assert not retrieval_gate([far], 0.2, question)
+    assert retrieval_gate([near], 0.2, question)

@@ -69,6 +69,7 @@ class Scored:
     score: float
     lexical: float = 0.0
     scorer: str = ""
+    dense: float = 0.0  # cosine similarity to the question when dense retrieval found it, else 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

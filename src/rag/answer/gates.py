@@ -54,9 +54,18 @@ def gate_threshold(scorer: str, reader: Reader) -> float:
     return GATE_THRESHOLDS.get((scorer, reader), GATE_THRESHOLDS[("lexical", reader)])
 
 
+# With embeddings, a chunk this similar to the question (cosine) is a near neighbour: it keeps a
+# paraphrase that shares no word with the documents above the floor. A placeholder like Voyage's
+# gate threshold (no Voyage access offline to calibrate it).
+NEAR_NEIGHBOUR = 0.5
+
+
 def shares_content_term(question: str, scored: Sequence[Scored]) -> bool:
     """The far-off-topic floor: some retrieved chunk (text, title or section) shares a content term
-    with the question. A question that fails it never costs a model call, whatever the threshold."""
+    with the question, or (with embeddings) is a near neighbour of it. A question that fails it
+    never costs a model call, whatever the threshold."""
+    if any(s.dense >= NEAR_NEIGHBOUR for s in scored):
+        return True
     wanted = term_set(question)
     return any(
         wanted & (term_set(s.chunk.text) | term_set(s.chunk.title) | term_set(s.chunk.section))

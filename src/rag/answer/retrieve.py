@@ -110,7 +110,11 @@ def candidates_for(
     chunks = {chunk.chunk_id: chunk for chunk, _ in [*lexical, *dense]}
     fused = rrf([[c.chunk_id for c, _ in lexical], [c.chunk_id for c, _ in dense]])
     order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:candidates]
-    return [Scored(chunk=chunks[cid], score=0.0, lexical=bm25.get(cid, 0.0)) for cid in order]
+    near = {chunk.chunk_id: similarity for chunk, similarity in dense}
+    return [
+        Scored(chunk=chunks[cid], score=0.0, lexical=bm25.get(cid, 0.0), dense=near.get(cid, 0.0))
+        for cid in order
+    ]
 
 
 def retrieve(
