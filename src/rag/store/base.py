@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from rag.config import Settings
 from rag.errors import ConfigError, Gone, NotFound
 from rag.serialize import dumps
+from rag.store.asklog import AskRow, GapRow, LogRow, LogWriter, flush_pending
 from rag.text import normalise
 from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
 
@@ -127,6 +128,11 @@ class Store(StoreReader, Protocol):
 
     def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
         """Number of chunks containing each term (document frequency for IDF)."""
+        ...
+
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The stemmed body terms kept at ingest for each id (equal to `frozenset(terms(chunk.text))`);
+        ids the backend does not keep them for are left out (the caller computes those)."""
         ...
 
     def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
@@ -384,6 +390,7 @@ class SqlStore(Generic[C]):
         self._generation = 0
         self._vectors_key: tuple[object, ...] | None = None
         self._vectors: tuple[Any, list[str]] | None = None
+        self._asklog: LogWriter | None = None
 
     # primitives a backend provides
 
@@ -446,6 +453,7 @@ class SqlStore(Generic[C]):
                 ).fetchall()
             )
             stored = versioned_chunks(chunks, issued)
+            before = self._doc_counts(conn, doc.doc_id)
             self._delete_rows(conn, doc.doc_id)
             self._exec(
                 conn,
@@ -468,11 +476,43 @@ class SqlStore(Generic[C]):
                 [(c.chunk_id, doc.doc_id, text_hash(c.text)) for c in stored if c.chunk_id not in issued],
             )
             self._insert_chunks(conn, doc, stored, embeddings)
+            self._count_delta(conn, before, self._doc_counts(conn, doc.doc_id))
         self._after_upsert(embeddings)
 
     def delete_document(self, doc_id: str) -> None:
         with self._write(doc_id) as conn:
+            before = self._doc_counts(conn, doc_id)
             self._delete_rows(conn, doc_id)
+            self._count_delta(conn, before, (0, 0, 0, 0))
+
+    # corpus counts: kept in each write transaction, so requests read one row instead of counting
+
+    def _doc_counts(self, conn: C, doc_id: str) -> tuple[int, int, int, int]:
+        """(documents, chunks, embeddings, tokens) stored now for one document (index lookups by doc_id).
+
+        `tokens` is 0 unless the backend keeps chunk lengths for BM25 (PostgreSQL does).
+        """
+        row = self._exec(
+            conn,
+            "SELECT (SELECT count(*) FROM documents WHERE doc_id = ?), (SELECT count(*) FROM chunks"
+            " WHERE doc_id = ?), (SELECT count(*) FROM embeddings WHERE chunk_id IN"
+            " (SELECT chunk_id FROM chunks WHERE doc_id = ?))",
+            (doc_id, doc_id, doc_id),
+        ).fetchone()
+        return int(row[0]), int(row[1]), int(row[2]), 0
+
+    def _count_delta(
+        self, conn: C, before: tuple[int, int, int, int], after: tuple[int, int, int, int]
+    ) -> None:
+        """Apply one document's change to `corpus_counts` (last statement of the transaction, so the
+        row lock that serialises concurrent PostgreSQL writers is held as briefly as possible)."""
+        delta = [a - b for a, b in zip(after, before, strict=True)]
+        self._exec(
+            conn,
+            "UPDATE corpus_counts SET documents = documents + ?, chunks = chunks + ?,"
+            " embeddings = embeddings + ?, tokens = tokens + ?, version = version + 1 WHERE id = 1",
+            delta,
+        )
 
     def get_document(self, doc_id: str) -> Document:
         rows = self._read(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,))
@@ -523,6 +563,9 @@ class SqlStore(Generic[C]):
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        return {}
+
     # embeddings
 
     def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
@@ -540,12 +583,9 @@ class SqlStore(Generic[C]):
         """Unit-normalised matrix of every stored vector of `dim` and its chunk ids, cached until
         the table changes."""
         with self._connection() as conn:
-            count, last = self._exec(
-                conn,
-                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE dim = ?",
-                (dim,),
-            ).fetchone()
-            key = (count, last, self._generation, dim)
+            # the corpus version moves with every committed ingest, here or in another process
+            (version,) = self._exec(conn, "SELECT version FROM corpus_counts WHERE id = 1").fetchone()
+            key = (version, self._generation, dim)
             with self._lock:
                 if self._vectors_key == key:
                     return self._vectors
@@ -560,35 +600,71 @@ class SqlStore(Generic[C]):
     # bookkeeping
 
     def stats(self) -> StoreStats:
+        # one row kept by the ingest transactions: constant time whatever the corpus size
         ((documents, chunks, embeddings),) = self._read(
-            "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-            " (SELECT count(*) FROM embeddings)"
+            "SELECT documents, chunks, embeddings FROM corpus_counts WHERE id = 1"
         )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
+    # the ask log and the gap queue: queued by requests, written in batches by a background thread
+    # (rag.store.asklog) into `_log_target()`, which holds the `ask_log` and `gaps` tables
+
     def log_ask(self, record: AskRecord) -> None:
+        self._log_writer().submit(AskRow(record=record, ts=now_iso()))
+
+    def _log_target(self) -> SqlStore[Any]:
+        """The store whose `ask_log` and `gaps` tables hold the log (this one unless a backend moves it)."""
+        return self
+
+    def _log_writer(self) -> LogWriter:
+        writer = self._asklog
+        if writer is not None:
+            return writer
+        target = self._log_target()  # outside the lock: a backend may open its log database here
+        with self._lock:
+            if self._asklog is None:
+                self._asklog = LogWriter(target._write_log, name=f"rag-log-{self.backend}")
+            return self._asklog
+
+    def _close_log(self) -> None:
+        """Write every queued log row (the backend's `close()` calls this first)."""
+        with self._lock:
+            writer = self._asklog
+        if writer is not None:
+            writer.close()
+
+    def _write_log(self, rows: Sequence[LogRow]) -> None:
+        """Write a batch of log rows in one transaction."""
         with self._write() as conn:
-            self._exec(
-                conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.trace_id,
-                    now_iso(),
-                    record.question,
-                    record.reason,
-                    record.abstained,
-                    json_text([list(b) for b in record.blocks]),
-                    record.answer_text,
-                    json_text(record.citations),
-                    json_text(record.verdicts),
-                    record.top_score,
-                    json_text(record.usage),
-                    json_text(record.timings),
-                ),
-            )
+            for row in rows:
+                if isinstance(row, AskRow):
+                    self._insert_ask(conn, row.record, row.ts)
+                else:
+                    self._insert_gap(conn, row.question, row.top_score, row.closest, row.ts)
+
+    def _insert_ask(self, conn: C, record: AskRecord, ts: str) -> None:
+        self._exec(
+            conn,
+            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.trace_id,
+                ts,
+                record.question,
+                record.reason,
+                record.abstained,
+                json_text([list(b) for b in record.blocks]),
+                record.answer_text,
+                json_text(record.citations),
+                json_text(record.verdicts),
+                record.top_score,
+                json_text(record.usage),
+                json_text(record.timings),
+            ),
+        )
 
     def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        rows = self._read(
+        flush_pending()
+        rows = self._log_target()._read(
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
@@ -604,24 +680,28 @@ class SqlStore(Generic[C]):
         return out
 
     def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
-        now = now_iso()
+        self._log_writer().submit(
+            GapRow(question=question, top_score=top_score, closest=tuple(closest), ts=now_iso())
+        )
+
+    def _insert_gap(self, conn: C, question: str, top_score: float, closest: Sequence[str], ts: str) -> None:
         key = normalise(question) or question.strip()
-        with self._write() as conn:
-            self._exec(
-                conn,
-                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
-                " VALUES (?, ?, ?, ?, 1, ?, ?)"
-                " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
-                " question = excluded.question, top_score = excluded.top_score,"
-                " closest = excluded.closest, last_asked = excluded.last_asked",
-                (key, question, top_score, json.dumps(list(closest)), now, now),
-            )
+        self._exec(
+            conn,
+            "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
+            " VALUES (?, ?, ?, ?, 1, ?, ?)"
+            " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
+            " question = excluded.question, top_score = excluded.top_score,"
+            " closest = excluded.closest, last_asked = excluded.last_asked",
+            (key, question, top_score, json.dumps(list(closest)), ts, ts),
+        )
 
     def gaps(self, limit: int = 50) -> list[Gap]:
         limit = clamp_limit(limit)
         if not limit:
             return []
-        rows = self._read(
+        flush_pending()
+        rows = self._log_target()._read(
             "SELECT question, top_score, closest, last_asked, count FROM gaps"
             " ORDER BY count DESC, last_asked DESC, normalised LIMIT ?",
             (limit,),

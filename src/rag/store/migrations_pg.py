@@ -129,12 +129,30 @@ INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
 SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
 """
 
+# One row of corpus counts, kept by every ingest transaction (`SqlStore._count_delta`), so no
+# request counts rows: `tokens` is the sum of `chunks.n_tokens` (BM25's mean length), `version`
+# grows with every committed change to the corpus.
+M006_CORPUS_COUNTS = """
+CREATE TABLE corpus_counts (
+    id         integer PRIMARY KEY CHECK (id = 1),
+    documents  bigint NOT NULL,
+    chunks     bigint NOT NULL,
+    embeddings bigint NOT NULL,
+    tokens     bigint NOT NULL DEFAULT 0,
+    version    bigint NOT NULL DEFAULT 0
+);
+INSERT INTO corpus_counts (id, documents, chunks, embeddings, tokens)
+SELECT 1, (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),
+       (SELECT count(*) FROM embeddings), (SELECT coalesce(sum(n_tokens), 0) FROM chunks);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
+    ("m006_corpus_counts", M006_CORPUS_COUNTS),
 )
 
 

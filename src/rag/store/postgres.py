@@ -199,6 +199,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         return row is not None
 
     def close(self) -> None:
+        self._close_log()
         self.pool.close()
 
     # connections
@@ -232,6 +233,15 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             cur.executemany(_pg_sql(sql), rows)
 
     # writes: postings and embeddings beside the chunk rows
+
+    def _doc_counts(self, conn: psycopg.Connection[Any], doc_id: str) -> tuple[int, int, int, int]:
+        row: Any = conn.execute(
+            "SELECT (SELECT count(*) FROM documents WHERE doc_id = %(d)s), count(c.id), count(e.id),"
+            " coalesce(sum(c.n_tokens), 0) FROM chunks AS c LEFT JOIN embeddings AS e ON e.chunk_pk = c.id"
+            " WHERE c.doc_id = %(d)s",
+            {"d": doc_id},
+        ).fetchone()
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
     def _delete_rows(self, conn: psycopg.Connection[Any], doc_id: str) -> None:
         """Delete one document with its postings; chunks and embeddings follow by cascade."""
@@ -406,15 +416,15 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             return dict(best)
 
     def _corpus(self, conn: Any) -> tuple[float, float]:
-        """(chunk count, mean chunk length in tokens), cached for STATS_TTL seconds."""
+        """(chunk count, mean chunk length in tokens) from `corpus_counts`, cached for STATS_TTL seconds."""
         now = time.monotonic()
         with self._lock:
             cached = self._corpus_cache
             if cached is not None and cached[0] == self._generation and now - cached[1] < STATS_TTL:
                 return cached[2]
             generation = self._generation
-        count, mean = conn.execute("SELECT count(*), avg(n_tokens) FROM chunks").fetchone()
-        value = (float(count), max(float(mean or 1.0), 1.0))
+        count, tokens = conn.execute("SELECT chunks, tokens FROM corpus_counts WHERE id = 1").fetchone()
+        value = (float(count), max(float(tokens) / count if count else 1.0, 1.0))
         with self._lock:
             self._corpus_cache = (generation, now, value)
         return value
