@@ -392,8 +392,10 @@ def bench_cpu(db: Path, requests: int = CPU_REQUESTS) -> float:
     stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(12)
     total = stats.total_tt  # type: ignore[attr-defined]
-    print(f"cProfile of Pipeline.answer ({requests // 2} calls, {total / (requests // 2) * 1000:.2f} ms each "
-          "with profiler overhead), top 12 by own time:")
+    print(
+        f"cProfile of Pipeline.answer ({requests // 2} calls, {total / (requests // 2) * 1000:.2f} ms each "
+        "with profiler overhead), top 12 by own time:"
+    )
     for line in out.getvalue().splitlines():
         if re.match(r"\s+\d", line):
             print("   " + line.strip())
