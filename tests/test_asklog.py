@@ -258,3 +258,36 @@ def test_retrieve_scores_candidates_from_stored_stems_without_restemming(corpus_
     finally:
         CHUNK_TERMS.size = TERM_CACHE_SIZE
         lite.close()
+
+
+def test_pg_similar_walks_the_hnsw_index_and_finds_the_exact_neighbours(pg_url: str) -> None:  # noqa: F811
+    import numpy as np
+
+    from rag.store.postgres import PgStore, similar_sql
+
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(300, 8)).astype(np.float32)
+    pg = PgStore(pg_url)
+    try:
+        assert pg._vector_schema is not None, "the test server must have pgvector (tests/pg_server.py)"
+        for d in range(0, 300, 50):
+            doc, chunks = doc_and_chunks(f"d{d:03d}", [f"text {i}" for i in range(d, d + 50)])
+            pg.upsert_document(doc, chunks, vectors[d : d + 50].tolist())
+        query = rng.normal(size=8).astype(np.float32)
+        with pg.pool.connection() as conn, conn.transaction():
+            conn.execute("ANALYZE embeddings")  # row estimates as a loaded table would have them
+            conn.execute("SET LOCAL enable_seqscan = off")
+            literal = "[" + ",".join(repr(float(x)) for x in query) + "]"
+            plan = conn.execute("EXPLAIN " + similar_sql(pg._vector_schema, 8), {"q": literal, "limit": 5})
+            text = "\n".join(row[0] for row in plan.fetchall())
+            indexes = conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'embeddings'"
+            ).fetchall()
+            assert "embeddings_hnsw_8" in text, (text, indexes)
+        unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        exact = np.argsort(-(unit @ (query / np.linalg.norm(query))))[:5]
+        expected = [f"d{(i // 50) * 50:03d}#c{i % 50:02d}" for i in exact]
+        assert [c.chunk_id for c, _ in pg.similar(query.tolist(), 5)] == expected
+        assert pg.similar([0.0] * 8, 5) == []
+    finally:
+        pg.close()

@@ -471,18 +471,30 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         limit = base.clamp_limit(limit)
         if self._vector_schema is None or not limit or not len(vector):
             return super().similar(vector, limit)
-        schema = quote_ident(str(self._vector_schema))
-        dim = len(vector)
-        cast = f"{schema}.vector({dim:d})"
+        if not any(float(x) for x in vector):
+            return []  # a zero vector has no direction (pgvector's cosine distance would be NaN)
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
         with self._connection() as conn:
             rows = conn.execute(
-                f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
-                f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
-                f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
-                {"q": literal, "dim": dim, "limit": limit},
+                similar_sql(self._vector_schema, len(vector)), {"q": literal, "limit": limit}
             ).fetchall()
         return [(base.chunk_from_row(row), float(row[10])) for row in rows]
+
+
+def similar_sql(vector_schema: str, dim: int) -> str:
+    """The pgvector nearest-neighbour query for one dimension; its ORDER BY matches the partial HNSW
+    index `embeddings_hnsw_{dim}` (expression and WHERE), so the planner can walk the index."""
+    schema = quote_ident(vector_schema)
+    cast = f"{schema}.vector({dim:d})"
+    distance = f"e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}"
+    # The inner query orders by the distance alone, the one order an HNSW index scan yields (a
+    # second sort key or the join would make the planner sort every row); ties break outside.
+    return (
+        f"SELECT {_C_COLUMNS}, 1 - n.distance AS sim FROM ("
+        f"SELECT e.chunk_pk, {distance} AS distance FROM embeddings AS e WHERE e.dim = {dim:d}"
+        f" ORDER BY {distance} LIMIT %(limit)s"
+        f") AS n JOIN chunks AS c ON c.id = n.chunk_pk ORDER BY n.distance, c.chunk_id"
+    )
 
 
 def wait_ready(url: str, timeout: float = 5.0) -> bool:
