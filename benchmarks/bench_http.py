@@ -21,8 +21,8 @@ import asyncio
 import contextvars
 import cProfile
 import io
-import pstats
 import os
+import pstats
 import re
 import socket
 import subprocess

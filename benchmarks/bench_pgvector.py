@@ -108,7 +108,7 @@ def main() -> None:
             store.close()
         latencies.sort()
         print(
-            f"pgvector HNSW (m=16, ef_construction=64, ef_search=40 defaults), {VECTORS} chunks x {DIM} dims, "
+            f"pgvector HNSW (defaults m=16, ef_construction=64, ef_search=40), {VECTORS} x {DIM} dims, "
             f"loaded through PgStore in {seconds:.1f} s ({VECTORS / seconds:.0f} chunks/s); "
             f"similar(k={K}) over {QUERIES} queries: median {statistics.median(latencies):.2f} ms, "
             f"p95 {latencies[int(0.95 * len(latencies))]:.2f} ms; recall@{K} vs exact cosine "
