@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.bench_postgres import database_url, reset_schema, schema_url
-from rag.store.postgres import PgStore
+from rag.store.postgres import PgStore, similar_sql
 from rag.types import Chunk, Document
 
 VECTORS = int(os.environ.get("RAG_BENCH_VECTORS", "50000"))
@@ -91,6 +91,14 @@ def main() -> None:
                 return
             vectors = generated(VECTORS, rng)
             seconds = load(store, vectors)
+            with store.pool.connection() as conn:
+                conn.execute("ANALYZE embeddings")  # as autovacuum would after a bulk load
+                literal = "[" + ",".join(repr(float(x)) for x in vectors[0]) + "]"
+                plan = conn.execute(
+                    "EXPLAIN " + similar_sql(store._vector_schema, DIM), {"q": literal, "limit": K}
+                )
+                walks = any(f"embeddings_hnsw_{DIM}" in row[0] for row in plan.fetchall())
+            print(f"query plan uses the HNSW index embeddings_hnsw_{DIM}: {walks}")
             ids = [f"v{i // PER_DOC:05d}#c{i % PER_DOC:02d}" for i in range(VECTORS)]
             unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
             picks = rng.integers(0, VECTORS, QUERIES)

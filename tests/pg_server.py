@@ -10,6 +10,8 @@ The tests that need PostgreSQL skip, saying why, only when neither works.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import warnings
 from collections.abc import Iterator
 from functools import cache
@@ -53,17 +55,22 @@ def start_pgserver(folder: Path) -> tuple[Any, str]:
 
 
 @pytest.fixture(scope="session")
-def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server_url() -> Iterator[str]:
     """A PostgreSQL URL whose server has pgvector: RAG_TEST_DATABASE_URL, or a pgserver started here."""
     reason = server_lacks_pgvector(ENV_URL) if ENV_URL else "RAG_TEST_DATABASE_URL is not set"
     if not reason:
         yield ENV_URL
         return
+    # Not under pytest's basetemp: as root, pgserver runs postgres as the system user "pgserver",
+    # which must traverse every parent folder, and pytest keeps /tmp/pytest-of-<user> at mode 0700.
+    folder = Path(tempfile.mkdtemp(prefix="rag-test-pgserver-"))
     try:
-        server, url = start_pgserver(tmp_path_factory.mktemp("pgserver"))
+        server, url = start_pgserver(folder / "data")
     except Exception as exc:  # no wheel, no permission to run postgres: say both reasons
+        shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"{reason}; pgserver could not start PostgreSQL: {exc}")
     try:
         yield url
     finally:
         server.cleanup()
+        shutil.rmtree(folder, ignore_errors=True)

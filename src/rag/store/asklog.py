@@ -135,7 +135,7 @@ class LogWriter:
                         logger.error("%s: %d log rows dropped: the queue is full", self.name, self.dropped)
                     return
                 self._rows.append(row)
-                if self._thread is None:
+                if self._thread is None or not self._thread.is_alive():  # first row, or a forked child
                     self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                     self._thread.start()
                 self._cond.notify_all()
