@@ -307,3 +307,22 @@ def test_pg_similar_without_pgvector_computes_cosine_in_python(pg_url: str) -> N
         assert pg.similar([0.0, 0.0], 2) == []
     finally:
         pg.close()
+
+
+def test_pg_stored_stems_equal_the_terms_of_the_chunks_returned(pg_url: str) -> None:  # noqa: F811
+    from rag.store.postgres import PgStore
+
+    pg = PgStore(pg_url)
+    try:
+        ingest_paths(pg, [CORPUS], settings=load_settings(mock=True))
+        chunks = [c for doc_id in pg.document_hashes() for c in pg.document_chunks(doc_id)]
+        doc, extra = doc_and_chunks("names", ["O'Neil signs the Smiths\u2019 forms.", "Plain words only."])
+        pg.upsert_document(doc, extra)
+        stored = pg.chunk_terms([c.chunk_id for c in [*chunks, *extra]])
+    finally:
+        pg.close()
+    assert "names#c00" not in stored and "names#c01" in stored
+    assert len(stored) >= len(chunks) // 2
+    for chunk in [*chunks, *extra]:
+        if chunk.chunk_id in stored:
+            assert stored[chunk.chunk_id] == frozenset(terms(chunk.text)), chunk.chunk_id

@@ -456,6 +456,21 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                         self._df_cache[lex] = (now, int(count))
         return out
 
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """`chunks.terms` holds each term as its lexeme: the same text unless the term kept an
+        apostrophe ("o'neil" -> "oneil"), so chunks whose text has one are left out (the caller
+        computes those)."""
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return {}
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT chunk_id, terms FROM chunks WHERE chunk_id = ANY(%s::text[])"
+                " AND strpos(text, %s) = 0 AND strpos(text, %s) = 0",
+                (unique, "'", "\u2019"),
+            ).fetchall()
+        return {chunk_id: frozenset(joined.split()) for chunk_id, joined in rows}
+
     def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
         wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
         lexemes = sorted({lex for lex in wanted.values() if lex})
