@@ -213,6 +213,7 @@ class TimestampingGenerator:
     """
 
     name = "timestamping"
+    native_citations = False
 
     def __init__(self, gap: float) -> None:
         self.gap = gap

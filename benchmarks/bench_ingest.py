@@ -1,20 +1,26 @@
-"""Ingest throughput: 10,000 generated documents (about 50,000 chunks) into a fresh SQLite store.
+"""Ingest throughput: 10,000 generated documents (about 50,000 chunks) into a fresh SQLite store,
+then per format (Markdown, reStructuredText, PDF, DOCX) on a generated corpus of each.
 
 Targets (issue 2): under 60 s on a 2-core machine, peak memory under 500 MB. Prints figures and
 ratios to target; asserts nothing. The store is kept for bench_retrieve (RAG_BENCH_DIR, default
-a folder in the system temp dir).
+a folder in the system temp dir). Each format runs in its own process, so its peak RSS is its own
+(`python -m benchmarks.bench_ingest --format rst` runs one).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.corpus_gen import generate
+from benchmarks.corpus_gen import Generator, generate
+from benchmarks.formats_gen import docx_bytes, pdf_bytes
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
@@ -85,9 +91,112 @@ def build_store() -> Path:
     return DB_PATH
 
 
+FORMAT_DOCS = 400
+FORMATS = ("md", "rst", "pdf", "docx")
+
+
+def _sections(gen: Generator) -> list[tuple[str, list[str]]]:
+    return [
+        (
+            f"{' '.join(gen.word() for _ in range(2)).capitalize()} {s + 1}",
+            [gen.sentence() for _ in range(gen.rng.randint(5, 7))],
+        )
+        for s in range(5)
+    ]
+
+
+def _rst(gen: Generator, title: str) -> str:
+    """A reST page: title, field list, sections with a setting-like definition and a literal block."""
+    lines = ["=" * len(title), title, "=" * len(title), "", f":Version: {gen.rng.randint(1, 9)}", ""]
+    for heading, sentences in _sections(gen):
+        name = "_".join(gen.word() for _ in range(3)).upper()
+        lines += [heading, "-" * len(heading), "", f"``{name}``", f"    {sentences[0]}", ""]
+        lines += [
+            " ".join(sentences[1:-1]) + " For example::",
+            "",
+            f"    {name} = {gen.rng.randint(1, 500)}",
+            "",
+        ]
+        lines += [sentences[-1], ""]
+    return "\n".join(lines)
+
+
+def format_corpus(fmt: str, n: int = FORMAT_DOCS, *, seed: int = 7) -> Path:
+    """`n` generated documents of one format under BENCH_DIR/formats-N/FMT (kept between runs)."""
+    out = BENCH_DIR / f"formats-{n}" / fmt
+    marker = out / ".complete"
+    if marker.exists():
+        return out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    gen = Generator(seed)
+    for i in range(n):
+        title = " ".join(gen.word() for _ in range(3)).title()
+        path = out / f"doc-{i:05d}.{fmt}"
+        if fmt == "md":
+            path.write_text(gen.document(i), encoding="utf-8")
+        elif fmt == "rst":
+            path.write_text(_rst(gen, title), encoding="utf-8")
+        elif fmt == "pdf":
+            pages = [[title, *sentences] for _, sentences in _sections(gen)][:3]
+            path.write_bytes(pdf_bytes(title, pages))
+        else:
+            path.write_bytes(docx_bytes(title, _sections(gen)))
+    marker.touch()
+    return out
+
+
+def run_format(fmt: str) -> dict[str, float]:
+    """Ingest one format's corpus into a fresh store in this process; its figures."""
+    corpus = format_corpus(fmt)
+    db = BENCH_DIR / f"formats-{fmt}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    settings = load_settings(db=str(db), mock=True)
+    store = SqliteStore(str(db))
+    started, cpu = time.perf_counter(), cpu_seconds()
+    report = ingest_paths(store, [corpus], settings=settings)
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
+    store.close()
+    return {
+        "docs": len(report.added),
+        "skipped": len(report.skipped),
+        "chunks": report.chunks_written,
+        "seconds": seconds,
+        "cpu": cpu,
+        "rss_mb": peak_rss_mb(),
+    }
+
+
+def per_format() -> None:
+    """Each format in a child process; prints docs/s, chunks/s and peak RSS per format."""
+    print(f"per format: {FORMAT_DOCS} generated documents each, fresh SQLite store, one process each")
+    for fmt in FORMATS:
+        format_corpus(fmt)  # generation time is not ingest time
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.bench_ingest", "--format", fmt],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            print(f"  {fmt:5s} failed: {done.stderr.strip().splitlines()[-1:]}")
+            continue
+        f = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"  {fmt:5s} {f['docs']:5.0f} docs ({f['skipped']:.0f} skipped), {f['chunks']:6.0f} chunks "
+            f"in {f['seconds']:5.1f} s: {f['docs'] / f['seconds']:6.0f} docs/s, "
+            f"CPU {f['cpu']:.1f} s, peak RSS {f['rss_mb']:.0f} MB"
+        )
+
+
 def main() -> None:
     build_store()
+    per_format()
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 3 and sys.argv[1] == "--format":
+        print(json.dumps(run_format(sys.argv[2])))
+    else:
+        main()

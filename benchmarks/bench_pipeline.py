@@ -14,6 +14,7 @@ from rag.answer.conflicts import detect_conflict
 from rag.answer.gates import retrieval_gate
 from rag.answer.parse import parse_inline
 from rag.answer.verify import verify
+from rag.config import load_settings
 from rag.types import Chunk, Scored
 
 TARGET_MS = 2.0
@@ -58,6 +59,7 @@ def scored() -> list[Scored]:
 
 
 STAGES = ("gate", "assemble", "conflicts", "parse", "verify")
+MIN_OVERLAP = load_settings().min_overlap  # the calibrated setting, as the pipeline passes it
 
 
 def one_round(items: list[Scored]) -> dict[str, float]:
@@ -71,7 +73,7 @@ def one_round(items: list[Scored]) -> dict[str, float]:
     t3 = time.perf_counter()
     drafts = parse_inline(ANSWER)
     t4 = time.perf_counter()
-    verify(drafts, blocks)
+    verify(drafts, blocks, min_overlap=MIN_OVERLAP)
     t5 = time.perf_counter()
     marks = (t0, t1, t2, t3, t4, t5)
     out = {stage: (marks[i + 1] - marks[i]) * 1000 for i, stage in enumerate(STAGES)}
@@ -83,7 +85,7 @@ def main() -> None:
     items = scored()
     blocks = assemble(items, budget=1200, max_blocks=5)
     drafts = parse_inline(ANSWER)
-    verdicts = verify(drafts, blocks)
+    verdicts = verify(drafts, blocks, min_overlap=MIN_OVERLAP)
     for _ in range(50):
         one_round(items)
     rounds = [one_round(items) for _ in range(ROUNDS)]

@@ -3,7 +3,13 @@
 Targets (issue 2): median under 15 ms, 95th percentile under 40 ms. Lexical path (BM25 + the
 lexical reranker), 200 generated questions after a short warm-up. Then the same questions again,
 each followed by an ask-log write as `/ask` does (issue 18: the log must not empty the store's
-caches), so the two medians should match. Prints figures; asserts nothing.
+caches), so the two medians should match.
+Prints figures; asserts nothing.
+
+Filtering (issue 16): the same 10,000 documents with one in ten HR-only and one in ten
+security-only, asked by an anonymous caller (public documents), an HR caller and the operator
+(no filter), interleaved question by question with the unfiltered store; target: each within
+10 % of the unfiltered median.
 """
 
 from __future__ import annotations
@@ -12,16 +18,21 @@ import os
 import statistics
 import time
 
-from benchmarks.bench_ingest import DB_PATH, build_store
-from benchmarks.corpus_gen import questions
+from benchmarks.bench_ingest import BENCH_DIR, DB_PATH, DOCS, build_store
+from benchmarks.corpus_gen import generate, questions
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
+from rag.config import load_settings
+from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
 from rag.types import AskRecord, Usage
 
 QUESTIONS = 200
 TARGET_MEDIAN_MS = 15.0
 TARGET_P95_MS = 40.0
+TARGET_FILTER_RATIO = 1.10
+ACCESS_CORPUS = BENCH_DIR / f"corpus-{DOCS}-access"
+ACCESS_DB = BENCH_DIR / f"bench-{DOCS}-access.db"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -81,5 +92,58 @@ def main() -> None:
     )
 
 
+def build_access_store() -> None:
+    """The bench corpus with 20 % of its documents restricted, ingested into ACCESS_DB."""
+    marker = ACCESS_CORPUS / ".complete"
+    if not marker.exists():
+        generate(ACCESS_CORPUS, DOCS, restricted=True)
+        marker.touch()
+    started = time.perf_counter()
+    store = SqliteStore(str(ACCESS_DB))
+    try:
+        ingest_paths(store, [ACCESS_CORPUS], settings=load_settings(db=str(ACCESS_DB), mock=True))
+    finally:
+        store.close()
+    print(f"ingested the restricted corpus in {time.perf_counter() - started:.1f} s -> {ACCESS_DB}")
+
+
+def filtering() -> None:
+    if not DB_PATH.exists():
+        build_store()
+    if not ACCESS_DB.exists():
+        build_access_store()
+    plain, restricted = SqliteStore(str(DB_PATH)), SqliteStore(str(ACCESS_DB))
+    reranker = LexicalReranker()
+    runs: dict[str, tuple[SqliteStore, frozenset[str] | None]] = {
+        "unfiltered": (plain, None),
+        "anonymous": (restricted, frozenset()),
+        "hr": (restricted, frozenset({"hr"})),
+        "operator": (restricted, None),
+    }
+    asked = questions(QUESTIONS)
+    for question in asked[:10]:
+        for store, groups in runs.values():
+            retrieve(question, store=store, reranker=reranker, groups=groups)
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    for question in asked:
+        for name, (store, groups) in runs.items():
+            started = time.perf_counter()
+            retrieve(question, store=store, reranker=reranker, top_k=8, groups=groups)
+            wall[name].append((time.perf_counter() - started) * 1000)
+    seen = {name: store.stats(groups=groups).chunks for name, (store, groups) in runs.items()}
+    plain.close()
+    restricted.close()
+    base = statistics.median(wall["unfiltered"])
+    print(f"retrieval with filtering, {len(asked)} questions, interleaved (load {os.getloadavg()[0]:.1f})")
+    for name, values in wall.items():
+        median = statistics.median(values)
+        print(
+            f"  {name:<10} over {seen[name]:>6} readable chunks: median {median:5.1f} ms,"
+            f" p95 {percentile(values, 0.95):5.1f} ms, {median / base:.2f}x unfiltered"
+            f" (target <= {TARGET_FILTER_RATIO:.2f}x)"
+        )
+
+
 if __name__ == "__main__":
     main()
+    filtering()

@@ -53,13 +53,14 @@ class Generator:
             words.insert(self.rng.randrange(n), str(self.rng.choice([5, 10, 30, 90, 100, 250, 500])))
         return " ".join(words).capitalize() + "."
 
-    def document(self, i: int) -> str:
+    def document(self, i: int, access: str = "") -> str:
         title = " ".join(self.word() for _ in range(3)).title()
         lines = [
             "---",
             f"title: {title}",
             f"updated: 2026-{1 + i % 12:02d}-{1 + i % 28:02d}",
             f"url: https://docs.example.com/synthetic/{i}",
+            *([f"access: [{access}]"] if access else []),
             "---",
             f"# {title}",
             "",
@@ -71,13 +72,19 @@ class Generator:
         return "\n".join(lines)
 
 
-def generate(out: Path, n: int, *, seed: int = 7) -> Path:
+# With `restricted=True`, one document in ten is HR-only and one in ten security-only (front
+# matter `access`); the text is the same as without, so the two corpora compare directly.
+RESTRICTED = {3: "hr", 7: "security"}
+
+
+def generate(out: Path, n: int, *, seed: int = 7, restricted: bool = False) -> Path:
     """Write `n` documents into out/NN/doc-XXXXX.md (100 per folder); returns `out`."""
     gen = Generator(seed)
     for i in range(n):
         folder = out / f"{i // 100:03d}"
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"doc-{i:05d}.md").write_text(gen.document(i), encoding="utf-8")
+        access = RESTRICTED.get(i % 10, "") if restricted else ""
+        (folder / f"doc-{i:05d}.md").write_text(gen.document(i, access), encoding="utf-8")
     return out
 
 

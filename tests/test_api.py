@@ -57,10 +57,10 @@ class BrokenStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
+    def get_chunk(self, chunk_id: str, **_: Any) -> Chunk:
         raise RuntimeError("secret internals: /srv/db password=hunter2")
 
-    def stats(self) -> StoreStats:
+    def stats(self, **_: Any) -> StoreStats:
         raise sqlite3.OperationalError("unable to open database file")
 
 

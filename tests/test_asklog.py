@@ -7,6 +7,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -214,7 +215,35 @@ def test_store_counts_kept_at_ingest_match_the_rows(store: Store, open_new) -> N
     assert _counted(open_new()) == (1, 1, 0)  # another replica reads the same row
 
 
-def test_pg_mean_chunk_length_from_counts_equals_the_average(pg_url: str) -> None:  # noqa: F811
+def test_store_counts_follow_embeddings_put_after_ingest(store: Store, open_new) -> None:  # noqa: F811
+    doc, chunks = doc_and_chunks("a", ["Alpha about invoices.", "Beta about refunds.", "Gamma."])
+    store.upsert_document(doc, chunks)
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1")] == [c.chunk_id for c in chunks]
+    assert store.put_embeddings("m1", [("a#c00", [1.0, 0.0]), ("a#c01", [0.0, 1.0])]) == 2
+    assert _counted(store) == (1, 3, 2)
+    # a replaced vector (another model) keeps the count; an unknown id adds nothing
+    assert store.put_embeddings("m2", [("a#c00", [0.5, 0.5]), ("nope#c00", [1.0, 1.0])]) == 1
+    assert _counted(store) == (1, 3, 2)
+    assert [c.chunk_id for c, _ in store.similar([0.5, 0.5], 1, model="m2")] == ["a#c00"]
+    assert _counted(open_new()) == (1, 3, 2)
+    store.delete_document("a")
+    assert _counted(store) == (0, 0, 0)
+
+
+def test_store_counts_with_groups_count_only_readable_rows(store: Store) -> None:  # noqa: F811
+    doc, chunks = doc_and_chunks("open", ["Alpha about invoices."])
+    store.upsert_document(doc, chunks, [[1.0, 0.0]])
+    doc, chunks = doc_and_chunks("hr", ["Beta about salaries.", "Gamma about leave."])
+    store.upsert_document(replace(doc, access=("hr",)), chunks, [[0.0, 1.0], [1.0, 1.0]])
+    assert _counted(store) == (2, 3, 3)
+    everyone = store.stats(groups=frozenset())
+    assert (everyone.documents, everyone.chunks, everyone.embeddings) == (1, 1, 1)
+    hr = store.stats(groups=frozenset({"hr"}))
+    assert (hr.documents, hr.chunks, hr.embeddings) == (2, 3, 3)
+    assert (store.chunk_count(), store.chunk_count(groups=frozenset())) == (3, 1)
+
+
+def test_pg_bm25_corpus_statistics_equal_the_public_chunks(pg_url: str) -> None:  # noqa: F811
     from rag.store.postgres import PgStore
 
     pg = PgStore(pg_url)

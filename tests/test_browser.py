@@ -5,7 +5,7 @@ a free loopback port, offline generator. Error paths the real app cannot produce
 stream cut mid-answer, an `error` event) are injected with Playwright request routing; the page is the
 unit under test there.
 
-Also a script: `python tests/test_browser.py --screenshot docs/screenshot.png` writes the README picture.
+Also a script: `python tests/test_browser.py --docs docs` writes the README pictures.
 """
 
 from __future__ import annotations
@@ -58,8 +58,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def running_app(db_path: Path) -> Iterator[str]:
-    """Ingest the bundled corpus into `db_path`, serve the real app on loopback, yield its base URL."""
+def running_app(db_path: Path, **overrides: Any) -> Iterator[str]:
+    """Ingest the bundled corpus into `db_path`, serve the real app on loopback, yield its base URL.
+    `overrides` are settings (`api_keys=...`, `admin_keys=...`)."""
     import uvicorn
 
     from rag.api import create_app
@@ -69,7 +70,15 @@ def running_app(db_path: Path) -> Iterator[str]:
 
     # Explicit values, not the environment: this may run before the per-test offline fixture.
     settings = load_settings(
-        db=str(db_path), mock=True, anthropic_api_key="", voyage_api_key="", api_keys="", database_url=""
+        **{
+            "db": str(db_path),
+            "mock": True,
+            "anthropic_api_key": "",
+            "voyage_api_key": "",
+            "api_keys": "",
+            "database_url": "",
+            **overrides,
+        }
     )
     store = open_store(settings)
     try:
@@ -174,7 +183,15 @@ def test_page_answerable_chip_opens_source_with_cited_span_highlighted(page: Any
     expect(marks.first).to_be_in_viewport()
     chunk = httpx.get(base_url + spans[0]["chunk_url"], timeout=10).json()
     assert panel.locator("[data-testid=source-title]").inner_text() == chunk["title"]
-    assert panel.locator("[data-testid=source-text]").inner_text().split() == chunk["text"].split()
+    shown = panel.locator("[data-testid=source-text]")
+    assert shown.get_attribute("data-view") == "formatted"
+    assert "**" not in shown.inner_text()
+    visible = page.evaluate("text => RagMarkup.visibleText(text)", chunk["text"])
+    assert shown.inner_text().split() == visible.split()
+    panel.locator("[data-testid=source-view]").click()
+    assert shown.get_attribute("data-view") == "plain"
+    assert shown.inner_text().split() == chunk["text"].split()
+    assert marks.all_inner_texts() == [c["cited_text"] for c in spans]
     if chunk["updated_at"]:
         assert panel.locator("time").get_attribute("datetime") == chunk["updated_at"]
     blocks = page.locator("[data-testid=block-item]")
@@ -380,26 +397,88 @@ def test_page_phone_width_answer_and_panel_fit_without_horizontal_scroll(page: A
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
 
 
-def take_screenshot(out: Path, question: str = ANSWERABLE) -> None:
-    """Answer `question`, open its first citation, and save a 1280x900 PNG at `out`."""
+def take_screenshots(docs: Path, question: str = ANSWERABLE) -> list[Path]:
+    """The README pictures at 1280x900: `screenshot.png` (an answer with its first citation open),
+    `screenshot-examples.png` (the empty page's example questions) and `screenshot-admin.png` (the
+    content owners' page with one trace open, after a few asks and one answer marked wrong)."""
+    docs.mkdir(parents=True, exist_ok=True)
+    written = []
     with tempfile.TemporaryDirectory() as tmp, running_app(Path(tmp) / "rag.db") as url, chromium() as b:
         pg = b.new_page(viewport={"width": 1280, "height": 900})
         pg.goto(url + "/")
+        pg.wait_for_selector("[data-testid=example-chip]")
+        written.append(docs / "screenshot-examples.png")
+        pg.screenshot(path=str(written[-1]))
+        for other in (OFF_TOPIC, "What's the capital city of Australia?", CONFLICT):
+            httpx.post(url + "/ask", json={"question": other}, timeout=30)
         ask(pg, question)
         pg.locator("[data-testid=citation-chip]").first.click()
         pg.wait_for_selector("[data-testid=source-mark]")
         pg.locator("[data-testid=ask-input]").blur()
         pg.wait_for_timeout(500)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(out))
+        written.append(docs / "screenshot.png")
+        pg.screenshot(path=str(written[-1]))
+        pg.locator("[data-testid=feedback-wrong]").click()
+        pg.fill("[data-testid=feedback-note]", "Business plans keep deleted projects for 90 days.")
+        pg.locator("[data-testid=feedback-send]").click()
+        pg.wait_for_selector("[data-testid=feedback-status][data-sent]")
+        pg.goto(url + "/admin")
+        pg.wait_for_selector("body[data-loaded=ok]")
+        pg.locator("[data-testid=wrong-row] [data-testid=trace-button]").click()
+        pg.wait_for_selector("[data-testid=trace-view]:not([hidden])")
+        pg.evaluate("window.scrollTo(0, 0)")
+        written.append(docs / "screenshot-admin.png")
+        pg.screenshot(path=str(written[-1]))
+    return written
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--screenshot", type=Path, default=ROOT / "docs" / "screenshot.png")
+    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="where the PNG files go")
     parser.add_argument("--question", default=ANSWERABLE)
     cli = parser.parse_args()
-    take_screenshot(cli.screenshot, cli.question)
+    for path in take_screenshots(cli.docs, cli.question):
+        print(path)  # noqa: T201
+
+
+def test_page_runs_under_its_csp_without_violations(browser: Any, base_url: str) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    console: list[str] = []
+    pg.on("console", lambda msg: console.append(msg.text))
+    response = pg.goto(base_url + "/")
+    assert response is not None and "script-src 'self'" in response.headers["content-security-policy"]
+    ask(pg, ANSWERABLE)
+    widths = pg.eval_on_selector_all(".score-fill", "els => els.map(e => e.style.width)")
+    context.close()
+    assert widths and all(w.endswith("%") for w in widths)
+    assert [m for m in console if "Content Security Policy" in m] == []
+
+
+def test_docs_page_renders_the_api_reference_offline(browser: Any, base_url: str) -> None:
+    context = browser.new_context()
+    outside: list[str] = []
+
+    def only_loopback(route: Any) -> None:
+        if route.request.url.startswith(base_url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    pg = context.new_page()
+    pg.set_default_timeout(TIMEOUT_MS)
+    console: list[str] = []
+    pg.on("console", lambda msg: console.append(msg.text))
+    pg.goto(base_url + "/docs")
+    pg.wait_for_selector("[data-testid=docs-operation]")
+    paths = pg.locator("[data-testid=docs-operation] .path").all_inner_texts()
+    context.close()
+    assert {"/ask", "/ask/stream", "/chunks/{chunk_id}", "/readyz"} <= set(paths)
+    assert outside == []
+    assert [m for m in console if "Content Security Policy" in m] == []
 
 
 def test_page_keeps_paragraphs_and_list_items_of_the_answer(page: Any) -> None:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from rag.cli.evals import run_eval_cli
 from rag.config import Settings, load_settings
 from rag.errors import ConfigError
 from rag.evals import sweep as sw
@@ -20,7 +21,7 @@ from rag.evals.metrics import (
     percentile,
     supports,
 )
-from rag.evals.runner import DEFAULT_SET, GoldenReport, run_eval_cli, run_golden
+from rag.evals.runner import DEFAULT_SET, GoldenReport, run_golden
 
 ROOT = Path(__file__).resolve().parent.parent
 HAS_EXTERNAL = (external_dir() / "squad2_dev_unanswerable.jsonl").is_file()

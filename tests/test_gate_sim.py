@@ -56,3 +56,17 @@ def test_gate_sim_chooses_the_calibrated_claude_threshold(tmp_path: Path) -> Non
     assert report.chosen.threshold == GATE_THRESHOLDS[("lexical", "claude")]
     held_out = [report.per_set["holdout"], report.per_set["holdout2"]]
     assert sum(p.answered for p in held_out) / sum(p.answerable for p in held_out) >= 0.9
+
+
+def test_rag_eval_sweep_gate_claude_prints_cost_per_100_questions_and_writes_the_curve(
+    tmp_path: Path,
+) -> None:
+    from click.testing import CliRunner
+
+    from rag.cli import main
+
+    result = CliRunner().invoke(main, ["eval", "--sweep", "gate_claude", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "Per 100 questions at 0.24" in result.output and "model calls" in result.output
+    assert "cache" in result.output
+    assert (tmp_path / "gate_claude.png").stat().st_size > 0 and (tmp_path / "gate_claude.md").is_file()

@@ -395,3 +395,121 @@ def test_generator_count_question_needs_a_figure_next_to_what_it_counts() -> Non
         .drafts
         == ()
     )
+
+
+def entry_block(
+    n: int, text: str, *, start: int, end: int, section: str = "Settings", doc: str = "widgets"
+) -> Block:
+    chunk = Chunk(
+        chunk_id=f"{doc}#c{n:02d}",
+        doc_id=doc,
+        title="Widget Guide",
+        section=section,
+        text=text,
+        start_char=start,
+        end_char=end,
+    )
+    return Block(n=n, chunk=chunk, score=0.5, sent_text=text)
+
+
+WIDGET_ENTRIES = (
+    ".. py:data:: WIDGET_LIMIT\n\n"
+    "    The most widgets one board may hold.\n\n"
+    "    Default: ``40``\n\n"
+    ".. py:data:: WIDGET_SYNC\n\n"
+    "    Sync widgets on every save. Enabling this also raises :data:`WIDGET_LIMIT`.\n\n"
+    "    Default: ``False``\n"
+)
+
+
+def test_generator_answers_a_default_from_the_entry_the_question_names() -> None:
+    blocks = [block(1, WIDGET_ENTRIES, section="Settings")]
+    out = OfflineGenerator().generate("What is the default value of WIDGET_LIMIT?", blocks)
+    assert [d.text for d in out.drafts] == ["Default: ``40``"]
+    out = OfflineGenerator().generate("Is WIDGET_SYNC switched on by default?", blocks)
+    assert [d.text for d in out.drafts] == ["Default: ``False``"]
+
+
+def test_generator_never_gives_the_default_of_an_entry_that_only_mentions_the_asked_name() -> None:
+    # WIDGET_SYNC's description names WIDGET_LIMIT; its Default line is WIDGET_SYNC's, not WIDGET_LIMIT's
+    text = WIDGET_ENTRIES.split(".. py:data:: WIDGET_SYNC")[1]
+    blocks = [block(1, ".. py:data:: WIDGET_SYNC" + text, section="Settings")]
+    assert OfflineGenerator().generate("What is the default value of WIDGET_LIMIT?", blocks).drafts == ()
+
+
+def test_generator_reads_a_cut_entry_under_the_name_in_the_chunk_before() -> None:
+    head = "Widgets are small.\n\n.. py:data:: WIDGET_SECURE"
+    tail = "Widgets are only sent over HTTPS when this is set.\n\n    Default: ``False``\n"
+    first = entry_block(1, head, start=0, end=len(head))
+    second = entry_block(2, tail, start=len(head) + 6, end=len(head) + 6 + len(tail))
+    out = OfflineGenerator().generate("Is WIDGET_SECURE enabled by default?", [second, first])
+    assert [d.text for d in out.drafts] == ["Default: ``False``"]
+    assert [c.n for c in out.drafts[0].claims] == [2]
+    # under another section (a heading fell between the chunks) the name does not carry over
+    moved = entry_block(2, tail, start=len(head) + 6, end=len(head) + 6 + len(tail), section="Other")
+    assert OfflineGenerator().generate("Is WIDGET_SECURE enabled by default?", [moved, first]).drafts == ()
+
+
+def test_generator_pronoun_led_sentence_takes_its_subject_from_the_sentence_before() -> None:
+    text = (
+        ":data:`WIDGET_MEMORY` controls how large any widget may be. It is set to 500kB by default. "
+        ":data:`WIDGET_PARTS` controls how many widget parts can be parsed. It is set to 1000 by default."
+    )
+    question = "How many widget parts are parsed by default (WIDGET_PARTS)?"
+    out = OfflineGenerator().generate(question, [block(1, text, section="Resources")])
+    assert [d.text for d in out.drafts] == ["It is set to 1000 by default."]
+
+
+def test_generator_neighbouring_list_items_do_not_lend_their_subject() -> None:
+    text = (
+        "- Flash messages can now carry categories in separate blocks.\n"
+        "- The run method accepts None for host and port, using default values when None. "
+        "This allows calling run with configuration values.\n"
+    )
+    question = "If I call flash without giving a category, what category does the message get?"
+    assert OfflineGenerator().generate(question, [block(1, text, section="Version 0.9")]).drafts == ()
+
+
+def test_generator_one_word_flag_is_not_named_by_the_plain_word() -> None:
+    text = "Widgetctl can start more worker processes, and it balances the jobs between its workers."
+    question = "How do I start more worker processes with widgetctl --workers?"
+    assert OfflineGenerator().generate(question, [block(1, text)]).drafts == ()
+    named = "Pass --workers to widgetctl to start more worker processes."
+    assert [d.text for d in OfflineGenerator().generate(question, [block(1, named)]).drafts] == [named]
+
+
+def test_generator_code_literal_the_question_writes_counts_as_topic() -> None:
+    text = (
+        "If a subcommand is called ``sync-board`` and takes an option called ``board``, "
+        "and the prefix is ``WID``, then the variable is ``WID_SYNC_BOARD_BOARD``."
+    )
+    question = "With prefix WID, which variable sets the board option of sync-board?"
+    out = OfflineGenerator().generate(question, [block(1, text, section="Variables")])
+    assert [d.text for d in out.drafts] == [text]
+
+
+def test_default_question_wording_beyond_the_word_default() -> None:
+    from rag.answer.answer_types import asks_default, default_terms, measured_terms
+
+    assert asks_default("Which scheme is used unless I set WIDGET_SCHEME?")
+    assert asks_default("What category does a message get without giving one?")
+    assert not asks_default("Which scheme is used for widgets?")
+    assert default_terms("unless I set it") == frozenset({"unless", "set"})
+    assert measured_terms("How many worker processes does it start?") == frozenset({"worker", "process"})
+
+
+def test_generator_a_default_field_line_answers_only_a_default_question() -> None:
+    text = "**Default:** `4094`\n\nThe size of the request line in bytes. Values up to 8190 are accepted."
+    lines = [block(1, text, section="`limit_line`")]
+    out = OfflineGenerator().generate("What is the largest value limit_line accepts?", lines)
+    assert [d.text for d in out.drafts] == ["Values up to 8190 are accepted."]
+    out = OfflineGenerator().generate("What is the default value of limit_line?", lines)
+    assert [d.text for d in out.drafts] == ["**Default:** `4094`"]
+
+
+def test_generator_named_entry_does_not_give_its_default_for_an_asked_limit() -> None:
+    text = ".. py:data:: WIDGET_LIMIT\n\n    How many widgets fit. It is set to 40 by default.\n"
+    out = OfflineGenerator().generate("What is the largest WIDGET_LIMIT I can use?", [block(1, text)])
+    assert out.drafts == ()
+    out = OfflineGenerator().generate("What is WIDGET_LIMIT set to by default?", [block(1, text)])
+    assert [d.text for d in out.drafts] == ["It is set to 40 by default."]

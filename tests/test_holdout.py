@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from rag.cli import main
+from rag.cli.evals import run_eval_cli
 from rag.config import Settings, load_settings
 from rag.errors import ConfigError
-from rag.evals.runner import GoldenReport, run_eval_cli, run_golden
+from rag.evals.runner import GoldenReport, run_golden
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
 

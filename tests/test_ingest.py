@@ -155,7 +155,10 @@ def test_ingest_paths_folder_adds_supported_files_recursively(
 ) -> None:
     report = ingest_paths(store, [corpus], settings=settings)
     assert sorted(report.added) == ["admin", "guides-getting-started", "page"]
-    assert report.skipped == () and report.chunks_written == store.stats().chunks > 0
+    assert [(Path(s.path).name, s.reason.split(" (")[0]) for s in report.skipped] == [
+        ("image.png", "unsupported file type '.png'")
+    ]
+    assert report.chunks_written == store.stats().chunks > 0
     chunks = store.document_chunks("admin")
     assert [c.section for c in chunks] == ["", "Limits"]
     doc = store.get_document("admin")
@@ -218,6 +221,7 @@ def test_ingest_paths_bad_files_reported_and_rest_ingested(
         "binary.txt": "binary",
         "latin1.md": "not",
         "blank.md": "empty",
+        "image.png": "unsupported",
     }
     assert len(report.added) == 3
 
@@ -228,7 +232,7 @@ def test_ingest_paths_file_turned_bad_keeps_stored_version(
     ingest_paths(store, [corpus], settings=settings)
     (corpus / "admin.md").write_bytes(b"\xff\xfe broken")
     report = ingest_paths(store, [corpus], settings=settings, prune=True)
-    assert len(report.skipped) == 1 and report.pruned == ()
+    assert [Path(s.path).name for s in report.skipped] == ["admin.md", "image.png"] and report.pruned == ()
     assert store.get_document("admin").title == "Admin guide"
 
 
@@ -259,11 +263,17 @@ def test_ingest_paths_reports_progress_per_file(store: SqliteStore, corpus: Path
     ingest_paths(
         store, [corpus], settings=settings, progress=lambda done, total, _: calls.append((done, total))
     )
-    assert calls == [(1, 3), (2, 3), (3, 3)]
+    assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
 
 
 class _Embedder:
     name = "fake"
+    model = "fake-embed"
+    max_inputs = 1000
+    max_tokens = 100_000
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
 
     def __init__(self, fail: bool = False) -> None:
         self.fail = fail
@@ -292,14 +302,16 @@ def test_ingest_paths_embedder_failure_warns_and_continues_without_vectors(
     embedder = _Embedder(fail=True)
     report = ingest_paths(store, [corpus], settings=settings, embedder=embedder)
     assert len(report.added) == 3 and report.embedded == 0 and embedder.calls == 1
-    assert "embedding failed" in caplog.text
+    assert report.embed_missing == store.stats().chunks > 0
+    assert "were not embedded: provider down" in caplog.text
 
 
 def test_cli_ingest_then_chunk_prints_summary_and_provenance(corpus: Path) -> None:
     runner = CliRunner()
     first = runner.invoke(main, ["ingest", str(corpus)])
     assert first.exit_code == 0, first.output
-    assert "3 added, 0 updated, 0 unchanged, 0 skipped" in first.output
+    assert "3 added, 0 updated, 0 unchanged, 1 skipped" in first.output
+    assert "image.png: unsupported file type '.png'" in first.output
     second = runner.invoke(main, ["ingest", str(corpus), "--json"])
     assert json.loads(second.output)["unchanged"] == 3
     shown = runner.invoke(main, ["chunk", "admin#c01"])
@@ -310,9 +322,19 @@ def test_cli_ingest_then_chunk_prints_summary_and_provenance(corpus: Path) -> No
     assert as_json["section"] == "Limits"
 
 
-def test_cli_chunk_unknown_id_fails_with_message(tmp_path: Path) -> None:
+def test_cli_chunk_unknown_id_fails_with_message_naming_the_database(corpus: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(main, ["ingest", str(corpus)]).exit_code == 0
+    result = runner.invoke(main, ["chunk", "nope#c00"])
+    assert result.exit_code == 1
+    assert f"unknown chunk 'nope#c00' in {tmp_path / 'rag.db'}" in result.output
+
+
+def test_cli_chunk_without_database_says_so_and_creates_none(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["chunk", "nope#c00"])
-    assert result.exit_code == 1 and "unknown chunk 'nope#c00'" in result.output
+    assert result.exit_code == 1
+    assert f"no database at {tmp_path / 'rag.db'}" in result.output and "rag ingest" in result.output
+    assert not (tmp_path / "rag.db").exists()
 
 
 def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, settings: Settings) -> None:
@@ -347,3 +369,18 @@ def test_ingest_paths_while_other_threads_retrieve_never_fails(tmp_path: Path, s
             t.join(timeout=30)
     assert errors == [] and len(report.added) == 40
     store.close()
+
+
+def test_ingest_paths_same_name_in_two_formats_keeps_both_documents(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe Markdown guide.")
+    (docs / "guide.txt").write_text("The plain text guide.")
+    report = ingest_paths(store, [docs], settings=settings)
+    assert sorted(report.added) == ["guide", "guide-txt"] and report.skipped == ()
+    (docs / "guide.txt").write_text("The plain text guide, edited.")
+    again = ingest_paths(store, [docs], settings=settings)
+    assert again.updated == ("guide-txt",) and again.unchanged == 1
+    assert store.get_document("guide").text.startswith("# Guide")

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rag.answer.layout import classify, field_name, prose
+from rag.answer.layout import classify, closing_label, entry_name, field_name, prose
 
 
 def texts(text: str, section: str = "") -> list[str]:
@@ -89,3 +89,119 @@ def test_content_tab_title_labels_its_indented_text() -> None:
     text = '=== "Gevent"\n\n    Handles thousands of concurrent connections.\n'
     [sentence] = prose(text, section="Worker types")
     assert sentence.label == "Gevent"
+
+
+ENTRIES = (
+    "Widget settings\n===============\n\n"
+    ".. py:data:: WIDGET_LIMIT\n\n"
+    "    The most widgets one board may hold.\n\n"
+    "    Default: ``40``\n\n"
+    ".. envvar:: WIDGET_HOME\n\n"
+    "    Where widgets are stored. Changing it moves nothing.\n\n"
+    "    Default: ``~/.widgets``\n\n"
+    "Widgets are synced every night.\n"
+)
+
+
+def test_entry_directive_names_label_the_description_below_them() -> None:
+    labelled = [(p.label, p.field, p.text) for p in prose(ENTRIES)]
+    assert labelled == [
+        ("WIDGET_LIMIT", "", "The most widgets one board may hold."),
+        ("WIDGET_LIMIT", "Default", "Default: ``40``"),
+        ("WIDGET_HOME", "", "Where widgets are stored."),
+        ("WIDGET_HOME", "", "Changing it moves nothing."),
+        ("WIDGET_HOME", "Default", "Default: ``~/.widgets``"),
+        ("Widget settings", "", "Widgets are synced every night."),  # the entry closed: the heading again
+    ]
+
+
+def test_entry_name_reads_domain_and_generic_entry_directives_only() -> None:
+    assert entry_name(".. py:data:: WIDGET_LIMIT") == "WIDGET_LIMIT"
+    assert entry_name(".. option:: --max-widgets <n>") == "--max-widgets <n>"
+    assert entry_name(".. std:setting:: widget_home") == "widget_home"
+    assert entry_name(".. note::") == ""
+    assert entry_name(".. code-block:: python") == ""
+    assert entry_name("Plain text with py:data:: inside") == ""
+
+
+def test_closing_label_is_the_entry_open_at_the_end_of_a_cut_chunk() -> None:
+    first = "Widget settings\n===============\n\n.. py:data:: WIDGET_LIMIT\n\n    The most widgets"
+    assert closing_label(first) == "WIDGET_LIMIT"
+    assert closing_label("Just a sentence.", "Guide > Setup") == "Setup"
+    second = (
+        "one board may hold.\n\n    Default: ``40``\n\n.. py:data:: WIDGET_HOME\n\n    Where widgets live."
+    )
+    assert [(p.label, p.text) for p in prose(second, "Widget settings", lead="WIDGET_LIMIT")][-2:] == [
+        ("WIDGET_LIMIT", "Default: ``40``"),
+        ("WIDGET_HOME", "Where widgets live."),
+    ]
+
+
+def test_a_directive_marker_cut_from_its_dots_is_still_a_directive() -> None:
+    text = "versionchanged:: 2.0\n    Widgets no longer sync hourly.\n\nBoards hold widgets."
+    assert [(p.label, p.text) for p in prose(text, "Guide > Sync")] == [
+        ("Sync", "Widgets no longer sync hourly."),
+        ("Sync", "Boards hold widgets."),
+    ]
+
+
+def test_a_chunk_cut_mid_paragraph_is_not_read_as_a_definition_term() -> None:
+    # the chunker stripped the first line's indentation: a long line, not a short term
+    text = (
+        "Browsers only send the widget cookie over HTTPS when the cookie is\n"
+        '    marked "secure". The board must be served over HTTPS.\n'
+    )
+    assert [(p.label, p.text) for p in prose(text)] == [
+        ("", 'Browsers only send the widget cookie over HTTPS when the cookie is marked "secure".'),
+        ("", "The board must be served over HTTPS."),
+    ]
+    # a short unpunctuated line above an indented one is still a term
+    assert [p.label for p in prose("``--widgets``\n    How many widgets to start.\n")] == ["--widgets"]
+
+
+def test_sentences_of_one_paragraph_share_a_unit_and_list_items_do_not() -> None:
+    text = (
+        "Boards hold widgets. They sync nightly.\n\n"
+        "- Widgets can be moved.\n- Boards can be renamed. It is free.\n"
+    )
+    units = [(p.unit, p.text) for p in prose(text)]
+    assert units[0][0] == units[1][0]
+    assert len({u for u, _ in units[1:4]}) == 3
+    assert units[3][0] == units[4][0]
+
+
+def test_field_list_fields_are_field_lines_and_directive_options_are_markup() -> None:
+    text = (
+        ".. py:data:: WIDGET_LIMIT\n"
+        "    :type: int\n\n"
+        "    The most widgets one board may hold.\n\n"
+        "    :Default: ``40``\n"
+        "    :param size: the size of one widget.\n\n"
+        ".. image:: board.png\n"
+        "   :alt: a board full of widgets\n"
+    )
+    read = [(p.label, p.field, p.text) for p in prose(text)]
+    assert read == [
+        ("WIDGET_LIMIT", "", "The most widgets one board may hold."),
+        ("WIDGET_LIMIT", "Default", ":Default: ``40``"),
+        ("WIDGET_LIMIT", "param size", ":param size: the size of one widget."),
+    ]
+    units = [p.unit for p in prose(text)]
+    assert len(set(units)) == 3
+
+
+def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> None:
+    from rag.answer.generate import OfflineGenerator
+    from rag.types import Block, Chunk
+
+    text = (
+        ".. py:data:: WIDGET_SIZE\n\n"
+        "    Warn if widgets are larger than this many bytes. Defaults to\n"
+        "    ``4093``. Set to ``0`` to disable the warning.\n\n"
+        ".. py:data:: WIDGET_COUNT\n\n"
+        "    How many widgets a board shows. Defaults to ``12``.\n"
+    )
+    chunk = Chunk(chunk_id="w#c01", doc_id="w", title="Widgets", section="Settings", text=text)
+    blocks = [Block(n=1, chunk=chunk, score=0.5, sent_text=text)]
+    out = OfflineGenerator().generate("What's the default for WIDGET_SIZE?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to ``4093``."]

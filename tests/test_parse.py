@@ -1,3 +1,4 @@
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -68,7 +69,7 @@ def test_parse_inline_reversed_or_huge_range_is_not_a_citation() -> None:
 def test_parse_inline_marker_only_sentences_are_dropped() -> None:
     assert parse_inline("First claim.\n\n[1][2]\n\nSecond claim. [3]") == (
         Draft(text="First claim.", claims=()),
-        Draft(text="Second claim.", claims=_claims(3)),
+        Draft(text="Second claim.", claims=_claims(3), starts="paragraph"),
     )
 
 
@@ -76,10 +77,18 @@ def test_parse_inline_bullets_headings_and_enumerators_are_tidied() -> None:
     text = "# Limits\n- Uploads stop at 250 MB [1]\n* Trash keeps 30 days [2]\n1. Open Settings [3]"
     assert parse_inline(text) == (
         Draft(text="Limits", claims=()),
-        Draft(text="Uploads stop at 250 MB", claims=_claims(1)),
-        Draft(text="Trash keeps 30 days", claims=_claims(2)),
-        Draft(text="Open Settings", claims=_claims(3)),
+        Draft(text="Uploads stop at 250 MB", claims=_claims(1), starts="item"),
+        Draft(text="Trash keeps 30 days", claims=_claims(2), starts="item"),
+        Draft(text="Open Settings", claims=_claims(3), starts="item"),
     )
+
+
+def test_parse_inline_marks_paragraphs_and_list_items() -> None:
+    text = (
+        "Plans differ [1].\n\n- Team: 50 members [1].\n- Business: unlimited [2].\n\n"
+        "Prices are per user [1]. Billed monthly [1]."
+    )
+    assert [d.starts for d in parse_inline(text)] == ["", "item", "item", "paragraph", ""]
 
 
 def test_parse_inline_keeps_decimals_versions_and_abbreviations_in_one_sentence() -> None:
@@ -102,7 +111,7 @@ def test_strip_markers_returns_text_and_numbers() -> None:
 
 
 def test_sentence_buffer_waits_for_a_marker_that_arrives_after_the_period() -> None:
-    buffer = SentenceBuffer()
+    buffer = SentenceBuffer(native=False)
     assert buffer.feed(Piece(text="The cap is 50 MB.")) == []
     assert buffer.feed(Piece(text=" ")) == []
     assert buffer.feed(Piece(text="[1")) == []
@@ -112,7 +121,7 @@ def test_sentence_buffer_waits_for_a_marker_that_arrives_after_the_period() -> N
 
 
 def test_sentence_buffer_emits_a_sentence_once_the_next_one_starts() -> None:
-    buffer = SentenceBuffer()
+    buffer = SentenceBuffer(native=False)
     assert buffer.feed(Piece(text="One [1]. Two")) == [Draft(text="One.", claims=_claims(1))]
     assert buffer.feed(Piece(text=" [2].")) == []
     assert buffer.flush() == [Draft(text="Two.", claims=_claims(2))]
@@ -129,7 +138,7 @@ def test_sentence_buffer_native_claims_attach_to_every_overlapping_sentence() ->
         Piece(text="the sky is blue. And", index=4, claims=(b,)),
         Piece(text=" more.", index=5),
     ]
-    assert _stream(pieces) == [
+    assert _stream(pieces, native=True) == [
         Draft(text="According to the document, the grass is green.", claims=(a,)),
         Draft(text="Also the sky is blue.", claims=(b,)),
         Draft(text="And more.", claims=(b,)),
@@ -138,7 +147,7 @@ def test_sentence_buffer_native_claims_attach_to_every_overlapping_sentence() ->
 
 def test_sentence_buffer_native_claims_arriving_after_text_are_not_lost() -> None:
     claim = Claim(n=1, cited_text="Uploads stop at 250 MB.")
-    buffer = SentenceBuffer()
+    buffer = SentenceBuffer(native=True)
     assert buffer.feed(Piece(text="Uploads stop at 250 MB. Next", index=1)) == []
     assert buffer.feed(Piece(index=1, claims=(claim,))) == []
     assert buffer.feed(Piece(text=" sentence.", index=2)) == [
@@ -154,7 +163,7 @@ def test_sentence_buffer_empty_cited_block_attaches_to_the_sentence_before() -> 
         Piece(index=1, claims=(claim,)),
         Piece(text=" Second sentence.", index=2),
     ]
-    assert _stream(pieces) == [
+    assert _stream(pieces, native=True) == [
         Draft(text="First sentence.", claims=(claim,)),
         Draft(text="Second sentence.", claims=()),
     ]
@@ -208,8 +217,8 @@ def test_sentence_buffer_native_drafts_do_not_depend_on_piece_split_or_claim_ord
             claim_piece = Piece(index=index, claims=claims)
             parts = [claim_piece, *parts] if claims_first else [*parts, claim_piece]
         split.extend(parts)
-    streamed = _stream(split)
-    assert streamed == _stream(whole)
+    streamed = _stream(split, native=True)
+    assert streamed == _stream(whole, native=True)
     assert [d.text for d in streamed] == [
         d.text for d in parse_inline("".join(text for text, _, _ in blocks))
     ]
@@ -240,3 +249,82 @@ def test_sentence_buffer_native_holds_sentence_that_may_continue_after_block_clo
     assert buffer.feed(Piece(index=1)) == []  # "v2." may continue as "v2.5"
     buffer.feed(Piece(index=1, text="5 with fixes."))
     assert [d.text for d in buffer.flush()] == ["The current release is v2.5 with fixes."]
+
+
+_WRAPPERS = [("", ""), ('"', '"'), ("“", "”"), ("'", "'"), ("(", ")"), ("**", "**"), ("*", "*"), ("_", "_")]
+_RUNS = {"[1]": (1,), "[1][2]": (1, 2), "[1, 3]": (1, 3), "[2-3]": (2, 3), "[2]": (2,)}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    wrapper=st.sampled_from(_WRAPPERS),
+    run=st.sampled_from(sorted(_RUNS)),
+    position=st.sampled_from(["inside", "after_close", "after_stop", "after_stop_emphasis"]),
+    space=st.sampled_from(["", " "]),
+    stop_inside=st.booleans(),
+    cuts=st.lists(st.integers(min_value=0, max_value=200), max_size=8),
+)
+def test_parse_inline_markers_after_quotes_brackets_and_emphasis_in_every_position(
+    wrapper: tuple[str, str], run: str, position: str, space: str, stop_inside: bool, cuts: list[int]
+) -> None:
+    opening, closing = wrapper
+    stop_in, stop_out = (".", "") if stop_inside and closing else ("", ".")
+    if position == "inside":
+        core = f"{opening}at any time {run}{stop_in}{closing}{stop_out}"
+    elif position == "after_close":
+        core = f"{opening}at any time{stop_in}{closing}{space}{run}{stop_out}"
+    elif position == "after_stop":
+        core = f"{opening}at any time{stop_in}{closing}{stop_out or ''}{space}{run}"
+        if not stop_out:
+            core += "." if space else ""
+    else:
+        core = f"{opening}at any time{stop_in}{closing}{stop_out}**{run}**"
+    text = f"Refunds are available {core} Uploads stop at 250 MB [4]."
+    drafts = parse_inline(text)
+    assert [d.claims for d in drafts] == [_claims(*_RUNS[run]), _claims(4)], text
+    first = drafts[0].text
+    assert "[" not in first and "]" not in first, text
+    assert first.startswith("Refunds are available") and "at any time" in first
+    assert "**" not in first.replace(f"{opening}at", "").replace(f"{closing}", "") or opening == "**"
+    assert _stream([Piece(text=part) for part in _split(text, cuts)]) == list(drafts)
+
+
+def test_sentence_buffer_native_typed_markers_are_not_citations() -> None:
+    api = Claim(n=1, cited_text="Uploads stop at 250 MB.", start=0, end=23)
+    pieces = [
+        Piece(text="Trash keeps projects for 30 days [2]. ", index=0),
+        Piece(index=1, claims=(api,)),
+        Piece(text="Uploads stop at 250 MB [3].", index=1),
+        Piece(index=2),
+    ]
+    assert _stream(pieces, native=True) == [
+        Draft(text="Trash keeps projects for 30 days.", claims=()),
+        Draft(text="Uploads stop at 250 MB.", claims=(api,)),
+    ]
+
+
+def test_sentence_buffer_inline_rejects_native_claims() -> None:
+    buffer = SentenceBuffer(native=False)
+    with pytest.raises(ValueError, match="inline-contract"):
+        buffer.feed(Piece(index=1, claims=(Claim(n=1, cited_text="x"),)))
+
+
+def test_sentence_buffer_native_releases_a_sentence_inside_a_block_whose_citations_came_first() -> None:
+    claim = Claim(n=1, cited_text="Uploads stop at 250 MB. Larger files are rejected.")
+    buffer = SentenceBuffer(native=True)
+    assert buffer.feed(Piece(index=1, claims=(claim,))) == []
+    assert buffer.feed(Piece(index=1, text="Uploads stop at 250 MB.")) == []
+    released = buffer.feed(Piece(index=1, text=" Larger files"))  # the block is still open
+    assert released == [Draft(text="Uploads stop at 250 MB.", claims=(claim,))]
+    assert buffer.feed(Piece(index=1, text=" are rejected.")) == []
+    assert buffer.feed(Piece(index=2)) == [Draft(text="Larger files are rejected.", claims=(claim,))]
+
+
+def test_sentence_buffer_native_holds_sentences_of_an_open_block_whose_citations_may_follow() -> None:
+    claim = Claim(n=1, cited_text="Uploads stop at 250 MB.")
+    buffer = SentenceBuffer(native=True)
+    assert buffer.feed(Piece(index=1, text="Uploads stop at 250 MB. Larger files")) == []
+    assert buffer.feed(Piece(index=1, claims=(claim,))) == []
+    assert buffer.feed(Piece(index=2, text=" are rejected.")) == [
+        Draft(text="Uploads stop at 250 MB.", claims=(claim,))
+    ]

@@ -46,9 +46,9 @@ class RecordingStore:
         self.asks.append(record)
         self.inner.log_ask(record)
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
         self.gap_calls.append((question, top_score, tuple(closest)))
-        self.inner.add_gap(question, top_score, closest)
+        self.inner.add_gap(question, top_score, closest, principal)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

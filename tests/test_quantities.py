@@ -35,6 +35,11 @@ def _one(text: str) -> Quantity:
         ("raised $1.5 million", 1.5e6, "USD", "money_usd", "$1.5 million"),
         ("costs US$1,200.50", 1200.5, "USD", "money_usd", "US$1,200.50"),
         ("costs €5", 5, "EUR", "money_eur", "€5"),
+        ("two hundred MB", 200 * 1024**2, "B", "bytes", "two hundred MB"),
+        ("for two and a half hours", 9000, "s", "duration", "two and a half hours"),
+        ("half an hour later", 1800, "s", "duration", "half an hour"),
+        ("twenty-five percent", 25, "%", "percent", "twenty-five percent"),
+        ("one and a half million dollars", 1.5e6, "USD", "money_usd", "one and a half million dollars"),
     ],
 )
 def test_find_quantities_normalises_units(
@@ -54,7 +59,6 @@ def test_find_quantities_normalises_units(
         "In the 1990s.",
         "Wait 5 s.",
         "ten b",
-        "two hundred MB",
         "page 12",
     ],
 )

@@ -29,7 +29,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
 from rag.config import load_settings
-from rag.errors import Gone, NotFound
+from rag.errors import Gone, NotFound, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.store import SqliteStore, Store, open_store
 from rag.text import terms
@@ -380,6 +380,24 @@ def test_store_ask_log_keeps_every_row_of_one_trace_in_order(store: Store) -> No
     assert all(isinstance(r["ts"], str) and r["ts"][:4].isdigit() for r in rows)
 
 
+def test_store_broken_database_raises_store_unavailable_on_every_read(store: Store, backend: str) -> None:
+    store.upsert_document(*doc_and_chunks("guide", ["quota text"]))
+    if backend == "postgres":
+        with store.pool.connection() as conn:  # type: ignore[attr-defined]
+            conn.execute("DROP TABLE chunks, documents, chunk_ids, chunk_terms, embeddings CASCADE")
+    else:
+        Path(store.path).unlink()  # type: ignore[attr-defined]
+    for call in (
+        store.stats,
+        lambda: store.search(["quota"], 5),
+        lambda: store.get_chunk("guide#c00"),
+        lambda: store.document_chunks("guide"),
+        lambda: store.get_document("guide"),
+    ):
+        with pytest.raises(StoreUnavailable):
+            call()
+
+
 # --- chunk ids never name other text ---------------------------------------------------------------
 
 
@@ -435,6 +453,40 @@ def test_store_every_id_ever_served_names_one_text_across_edits(store: Store) ->
             assert store.get_chunk(chunk_id).text == text
         except Gone:
             pass
+
+
+def write_policy(path: Path, window: str) -> None:
+    path.write_text(
+        "# Billing policy\n\n## Refund window\n\n"
+        f"Refunds are available within {window} of the purchase date for every plan.\n\n"
+        "## Invoices\n\nInvoices are sent by e-mail on the first working day of each month.\n",
+        encoding="utf-8",
+    )
+
+
+def test_store_reingest_after_an_edit_never_lets_an_old_id_name_new_text(
+    store: Store, tmp_path: Path
+) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    write_policy(folder / "billing.md", "14 days")
+    settings = load_settings(mock=True, chunk_min_tokens=10, chunk_max_tokens=40)
+    ingest_paths(store, [folder], settings=settings)
+    (doc_id,) = store.document_hashes()
+    before = {c.chunk_id: c.text for c in store.document_chunks(doc_id)}
+    assert len(before) == 2
+    write_policy(folder / "billing.md", "30 days")
+    ingest_paths(store, [folder], settings=settings)
+    after = {c.chunk_id: c.text for c in store.document_chunks(doc_id)}
+    assert any("30 days" in text for text in after.values())
+    kept = set(before) & set(after)
+    assert len(kept) == 1 and all(before[cid] == after[cid] for cid in kept)
+    (old,) = set(before) - kept
+    assert "14 days" in before[old]
+    with pytest.raises(Gone):
+        store.get_chunk(old)
+    for chunk_id, text in after.items():
+        assert store.get_chunk(chunk_id).text == text
 
 
 # --- concurrency and migrations ------------------------------------------------------------------------
@@ -562,6 +614,34 @@ def test_pg_search_maxscore_pruning_matches_full_scoring(
     ]
 
 
+def test_pg_lost_connections_answer_store_unavailable_then_the_pool_recovers(pg_url: str) -> None:
+    import psycopg
+
+    from rag.store.postgres import PgStore
+
+    store = PgStore(pg_url, max_size=2)
+    try:
+        store.upsert_document(*doc_and_chunks("guide", ["quota text"]))
+        assert store.stats().chunks == 1
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid() AND usename = current_user"
+            )
+        with pytest.raises(StoreUnavailable, match="PostgreSQL"):
+            store.stats()
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert store.stats().chunks == 1
+                break
+            except StoreUnavailable:
+                assert time.monotonic() < deadline, "the pool did not reconnect"
+                time.sleep(0.1)
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def both_stores(pg_url: str, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
     from rag.store.postgres import PgStore
@@ -656,3 +736,105 @@ def test_pg_two_rag_serve_processes_share_one_gap_queue(pg_url: str, tmp_path: P
             proc.wait(timeout=10)
     gaps = json.loads(out)
     assert [(g["question"], g["count"]) for g in gaps] == [("What is the capital of Australia?", 2)]
+
+
+def test_store_embeddings_record_their_model_and_missing_ones_are_listed(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["north", "east", "south"])
+    store.upsert_document(doc, chunks)
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1")] == [
+        "guide#c00",
+        "guide#c01",
+        "guide#c02",
+    ]
+    assert (
+        store.put_embeddings(
+            "m1", [("guide#c00", [1.0, 0.0]), ("guide#c02", [-1.0, 0.1]), ("gone#c00", [1.0, 1.0])]
+        )
+        == 2
+    )
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1")] == ["guide#c01"]
+    assert store.embedding_counts() == [("m1", 2, 2)]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m1")] == ["guide#c00", "guide#c02"]
+    assert store.similar([0.9, 0.1], 3, model="m2") == []
+    # a new model's vector replaces the old one, and queries of each model see only their own
+    assert store.put_embeddings("m2", [("guide#c00", [0.0, 1.0])]) == 1
+    assert store.embedding_counts() == [("m1", 2, 1), ("m2", 2, 1)]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m1")] == ["guide#c02"]
+    assert [c.chunk_id for c, _ in store.similar([0.9, 0.1], 3, model="m2")] == ["guide#c00"]
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m2")] == ["guide#c01", "guide#c02"]
+    with pytest.raises(ValueError):
+        store.put_embeddings("m1", [("guide#c01", [1.0]), ("guide#c02", [1.0, 0.0])])
+
+
+# --- kill -9 during ingest ---------------------------------------------------------------------------
+
+
+def consistency_problems(store: Store, backend: str) -> list[str]:
+    """Everything that would show a half-written document; empty when the store is whole."""
+    problems = []
+    orphans = {
+        "postings without a chunk": "SELECT count(*) FROM chunk_terms AS t LEFT JOIN chunks AS c"
+        " ON c.id = t.chunk_pk WHERE c.id IS NULL",
+        "chunks without a document": "SELECT count(*) FROM chunks AS c LEFT JOIN documents AS d"
+        " ON d.doc_id = c.doc_id WHERE d.doc_id IS NULL",
+        "chunks without an issued id": "SELECT count(*) FROM chunks AS c LEFT JOIN chunk_ids AS i"
+        " ON i.chunk_id = c.chunk_id WHERE i.chunk_id IS NULL",
+    }
+    if backend == "sqlite":
+        orphans["postings without a chunk"] = (
+            "SELECT count(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+        )
+        orphans["chunks without postings"] = (
+            "SELECT count(*) FROM chunks WHERE id NOT IN (SELECT rowid FROM chunks_fts)"
+        )
+    for what, sql in orphans.items():
+        count = store._read(sql)[0][0]  # type: ignore[attr-defined]
+        if count:
+            problems.append(f"{count} {what}")
+    if backend == "sqlite":
+        (verdict,) = store._read("PRAGMA integrity_check")[0]  # type: ignore[attr-defined]
+        if verdict != "ok":
+            problems.append(f"integrity_check: {verdict}")
+    for doc_id in store.document_hashes():
+        chunks = store.document_chunks(doc_id)
+        if not chunks:
+            problems.append(f"{doc_id} has no chunks")
+        for chunk in chunks:
+            if store.get_chunk(chunk.chunk_id) != chunk:
+                problems.append(f"{chunk.chunk_id} reads back differently")
+    return problems
+
+
+@pytest.mark.slow
+def test_store_kill_9_during_ingest_leaves_whole_documents_and_a_rerun_completes(
+    backend: str, open_new: StoreFactory, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    from benchmarks.corpus_gen import generate
+
+    corpus = generate(tmp_path / "corpus", 300)
+    files = len(list(corpus.rglob("*.md")))
+    if backend == "postgres":
+        env = {"RAG_DATABASE_URL": request.getfixturevalue("pg_url")}
+    else:
+        env = {"RAG_DB": str(tmp_path / "backend.db")}
+    env = {**os.environ, "MOCK": "1", **env}
+    store = open_new()  # migrates the schema before the ingest starts
+    for kill_after in (5, 60, 150):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rag", "ingest", str(corpus)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 120
+        while store.stats().documents < kill_after and proc.poll() is None:
+            assert time.monotonic() < deadline, "ingest made no progress"
+            time.sleep(0.02)
+        proc.kill()
+        proc.wait()
+        assert consistency_problems(store, backend) == [], kill_after
+    subprocess.run(
+        [sys.executable, "-m", "rag", "ingest", str(corpus)], env=env, check=True, capture_output=True
+    )
+    assert store.stats().documents == files
+    assert consistency_problems(store, backend) == []

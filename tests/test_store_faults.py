@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from fastapi.testclient import TestClient
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import load_settings
-from rag.errors import StoreUnavailable
+from rag.errors import ConfigError, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.store import SqliteStore, open_store
 from rag.store.sqlite import MAX_CONNECTIONS
@@ -105,27 +106,52 @@ def test_deleted_database_gives_503_everywhere_then_recovers_when_restored(
     assert_serving(client, chunk_id)
 
 
-def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: TestClient, db: Path) -> None:
-    old_doc = some_chunk_id(db).split("#", 1)[0]
-    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
-    fresh = db.with_name("fresh.db")
+def ingest_parking_note(db: Path) -> None:
+    """Ingest one small document (about visitor parking) into a new database file at `db`."""
     note = db.with_name("parking.md")
     note.write_text("# Parking\n\nVisitors park in bay 7 behind the library, free of charge.\n")
-    store = SqliteStore(str(fresh))
+    store = SqliteStore(str(db))
     try:
-        ingest_paths(store, [str(note)], settings=load_settings(db=str(fresh), mock=True))
+        ingest_paths(store, [str(note)], settings=load_settings(db=str(db), mock=True))
     finally:
         store.close()
-    os.replace(fresh, db)
-    ready = client.get("/readyz").json()
-    assert (ready["status"], ready["documents"]) == ("ready", 1)
-    assert client.get(f"/documents/{old_doc}").status_code == 404
+
+
+def assert_answers_only_from_the_parking_note(client: TestClient) -> None:
     for _ in range(5):
         old = client.post("/ask", json={"question": ANSWERABLE}).json()
         assert old["abstained"] is True and old["citations"] == []
         new = client.post("/ask", json={"question": "Where do visitors park?"}).json()
         assert new["abstained"] is False
         assert {c["chunk_id"].split("#")[0] for c in new["citations"]} == {"parking"}
+    assert client.get("/readyz").json()["documents"] == 1
+
+
+def test_replaced_database_is_reopened_and_only_the_new_one_answers(client: TestClient, db: Path) -> None:
+    old_doc = some_chunk_id(db).split("#", 1)[0]
+    assert client.post("/ask", json={"question": ANSWERABLE}).json()["abstained"] is False
+    fresh = db.with_name("fresh.db")
+    ingest_parking_note(fresh)
+    os.replace(fresh, db)
+    assert client.get("/readyz").json()["status"] == "ready"
+    assert client.get(f"/documents/{old_doc}").status_code == 404
+    assert_answers_only_from_the_parking_note(client)
+
+
+def test_deleted_then_reingested_database_serves_only_the_new_one_and_stays_intact(
+    client: TestClient, db: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    assert_serving(client, chunk_id)
+    db.unlink()  # the -wal and -shm files stay behind, still open in the server
+    assert client.get("/readyz").status_code == 503
+    ingest_parking_note(db)
+    assert_answers_only_from_the_parking_note(client)
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize(
@@ -143,6 +169,22 @@ def test_database_replaced_by_a_corrupt_file_gives_503_then_recovers(
     broken.write_bytes(garbage)
     os.replace(broken, db)
     assert_unavailable(client, chunk_id, reason="cannot be used")
+    restored = tmp_path / "restored.db"
+    shutil.copyfile(saved, restored)
+    os.replace(restored, db)
+    assert_serving(client, chunk_id)
+
+
+def test_database_corrupted_in_place_gives_503_from_readyz_on(
+    client: TestClient, db: Path, tmp_path: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    assert_serving(client, chunk_id)  # the pool now holds connections with cached pages
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+    with db.open("r+b") as f:  # same inode: only the bytes change
+        f.write(b"\xff" * 100)
+    assert_unavailable(client, chunk_id, reason="not a database")
     restored = tmp_path / "restored.db"
     shutil.copyfile(saved, restored)
     os.replace(restored, db)
@@ -177,6 +219,28 @@ def test_store_unavailable_names_the_file_not_its_folder(tmp_path: Path) -> None
     finally:
         store.close()
     assert "gone.db" in str(caught.value) and str(tmp_path) not in str(caught.value)
+
+
+def test_chunk_id_of_edited_text_answers_410_gone_and_the_new_id_serves_the_new_text(
+    client: TestClient, db: Path
+) -> None:
+    chunk_id = some_chunk_id(db)
+    doc_id = chunk_id.split("#", 1)[0]
+    original = client.get(f"/chunks/{chunk_id.replace('#', '%23')}").json()["text"]
+    store = SqliteStore(str(db))
+    try:
+        doc = store.get_document(doc_id)
+        chunks = store.document_chunks(doc_id)
+        edited = [replace(c, text=c.text + " Edited.") if c.chunk_id == chunk_id else c for c in chunks]
+        store.upsert_document(doc, edited)
+        (new_id,) = {c.chunk_id for c in store.document_chunks(doc_id)} - {c.chunk_id for c in chunks}
+    finally:
+        store.close()
+    gone = client.get(f"/chunks/{chunk_id.replace('#', '%23')}")
+    assert gone.status_code == 410 and gone.json()["error"]["type"] == "gone"
+    assert doc_id in gone.json()["error"]["message"]
+    fresh = client.get(f"/chunks/{new_id.replace('#', '%23')}").json()
+    assert fresh["text"] == original + " Edited."
 
 
 # --- bounded connections ----------------------------------------------------------------------------
@@ -343,3 +407,129 @@ def test_serve_file_handles_and_memory_stay_flat_across_busy_idle_cycles(db: Pat
     assert max(on_db) <= 3 * MAX_CONNECTIONS, on_db
     assert max(fds) - min(fds) <= 3 * MAX_CONNECTIONS, fds
     assert max(rss[5:]) - rss[4] < 16_000, rss
+
+
+# --- configuration faults: one line, fast ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://app:secret@db.internal/shop", "sqlite:///data/rag.db", "just-a-hostname"]
+)
+def test_database_url_that_is_not_postgresql_is_refused_naming_the_variable(url: str) -> None:
+    with pytest.raises(ConfigError, match="RAG_DATABASE_URL") as caught:
+        load_settings(database_url=url)
+    assert "secret" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://rag:rag@127.0.0.1:5432/rag",
+        "postgres://rag@db/rag",
+        "POSTGRESQL://rag@db/rag",
+        "host=127.0.0.1 port=5432 dbname=rag",
+    ],
+)
+def test_database_url_accepts_postgresql_urls_and_conninfo(url: str) -> None:
+    assert load_settings(database_url=f"  {url} ").database_url == url
+
+
+def run_rag(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rag", *args],
+        env={**os.environ, "MOCK": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_cli_refuses_a_mysql_url_in_one_line() -> None:
+    done = run_rag("ingest", "fixtures/corpus", env={"RAG_DATABASE_URL": "mysql://app:secret@db/shop"})
+    assert_one_line_error(done, "RAG_DATABASE_URL", "mysql://")
+    assert "secret" not in done.stderr
+
+
+def test_cli_unreachable_postgresql_fails_fast_naming_host_and_reason() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens here once the socket closes
+    started = time.monotonic()
+    done = run_rag(
+        "ingest", "fixtures/corpus", env={"RAG_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/x"}
+    )
+    assert_one_line_error(done, f"127.0.0.1:{port}", "refused")
+    assert time.monotonic() - started < 15
+
+
+def test_cli_silent_postgresql_times_out_within_the_connect_timeout() -> None:
+    with socket.socket() as listener:  # accepts connections and never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        started = time.monotonic()
+        done = run_rag(
+            "serve",
+            "--port",
+            str(free_port()),
+            env={
+                "RAG_DATABASE_URL": f"postgresql://nobody@127.0.0.1:{port}/x",
+                "RAG_DB_CONNECT_TIMEOUT": "2",
+            },
+        )
+        elapsed = time.monotonic() - started
+    assert_one_line_error(done, f"127.0.0.1:{port}", "timeout")
+    assert elapsed < 15
+
+
+@pytest.mark.slow
+def test_serve_database_deleted_corrupted_and_replaced_answers_503_then_recovers(
+    db: Path, tmp_path: Path
+) -> None:
+    chunk_path = "/chunks/" + some_chunk_id(db).replace("#", "%23")
+    saved = tmp_path / "saved.db"
+    shutil.copyfile(db, saved)
+
+    def put(source: Path) -> None:
+        staged = tmp_path / "staged.db"
+        shutil.copyfile(source, staged)
+        os.replace(staged, db)
+
+    with rag_serve(db, tmp_path / "server.log") as (base, _), httpx.Client(base_url=base, timeout=30) as http:
+
+        def statuses() -> dict[str, tuple[int, str]]:
+            replies = {
+                "readyz": http.get("/readyz"),
+                "ask": http.post("/ask", json={"question": ANSWERABLE}),
+                "chunk": http.get(chunk_path),
+            }
+            return {
+                name: (r.status_code, r.json()["error"]["type"] if r.status_code >= 400 else "")
+                for name, r in replies.items()
+            }
+
+        healthy = {"readyz": (200, ""), "ask": (200, ""), "chunk": (200, "")}
+        broken = {name: (503, "store_unavailable") for name in healthy}
+        assert statuses() == healthy
+        db.unlink()
+        assert statuses() == broken
+        put(saved)
+        assert statuses() == healthy
+        garbage = tmp_path / "garbage.db"
+        garbage.write_bytes(os.urandom(64 * 1024))
+        put(garbage)
+        assert statuses() == broken
+        assert http.get("/healthz").status_code == 200  # the process itself is fine
+        put(saved)
+        assert statuses() == healthy
+    log = (tmp_path / "server.log").read_text()
+    assert "Traceback" not in log and "internal_error" not in log

@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text import estimate_tokens, fingerprint, sentence_spans, split_sentences, terms
+from rag.text import estimate_tokens, fingerprint, sentence_spans, split_sentences, terms, tokens
 
 
 def test_split_sentences_keeps_abbreviations_versions_money_and_decimals_whole() -> None:
@@ -82,3 +82,74 @@ def test_is_hypothetical_tells_proposals_and_modals_from_statements() -> None:
     assert is_hypothetical("The fee could rise to $50 next year.")
     assert not is_proposal("The fee could rise to $50 next year.")
     assert not is_hypothetical("The fee is $40 per year.")
+
+
+def _code(text: str) -> list[str]:
+    from rag.text import code_spans
+
+    return [text[s:e] for s, e in code_spans(text)]
+
+
+def test_code_spans_finds_fences_literal_blocks_directives_doctests_shell_and_templates() -> None:
+    text = (
+        "Install it:\n\n```bash\npip install orbit\n```\n\n"
+        "Set it in settings::\n\n    TIMEOUT = 30\n    DEBUG = False\n\nBack to prose.\n\n"
+        ".. code-block:: python\n\n    import orbit\n\n"
+        ">>> orbit.version()\n'3.1'\n\n"
+        "$ orbit serve --port 8000\nListening.\n\n"
+        "Dear {{ user.name }},\n\nThanks for writing."
+    )
+    assert _code(text) == [
+        "```bash\npip install orbit\n```",
+        "TIMEOUT = 30\n    DEBUG = False",
+        ".. code-block:: python\n\n    import orbit\n\n>>> orbit.version()\n'3.1'\n\n"
+        "$ orbit serve --port 8000\nListening.\n\nDear {{ user.name }},",
+    ]
+
+
+def test_code_spans_leaves_prose_headings_money_and_admonitions_alone() -> None:
+    text = (
+        "# Fees\n\nThe fee is $ 5 per month.\n\n$5 is the minimum.\n\n.. note::\n\n   Fees change yearly.\n\n"
+        "- a list item\n\nUse ``make`` to build."
+    )
+    assert _code(text) == []
+
+
+def test_tokens_give_identifier_parts_and_whole_forms() -> None:
+    assert tokens("SESSION_COOKIE_SAMESITE") == ["session", "cookie", "samesite", "sessioncookiesamesite"]
+    assert tokens("session_cookie_samesite")[-1] == tokens("SessionCookieSamesite")[0]
+    assert tokens("app.config.from_object(obj)") == [
+        "app",
+        "config",
+        "from",
+        "object",
+        "appconfigfromobject",
+        "configfromobject",
+        "fromobject",
+        "obj",
+    ]
+    assert tokens("use --max-connections") == ["use", "max", "connections", "maxconnections"]
+    assert tokens("getHTTPResponse") == ["gethttpresponse", "get", "http", "response"]
+
+
+def test_tokens_of_prose_are_unchanged_by_identifier_handling() -> None:
+    text = "Use e.g. the well-known U.S. office, v2.3 costs $0.67. Don't stop. The JSON API is OK."
+    assert tokens(text) == [
+        "use", "e", "g", "the", "well", "known", "u", "s", "office", "v2", "3", "costs", "0", "67",
+        "don't", "stop", "the", "json", "api", "is", "ok",
+    ]  # fmt: skip
+
+
+def test_prose_sentence_spans_leave_out_sentences_that_are_or_hold_code() -> None:
+    from rag.text import prose_sentence_spans
+
+    text = (
+        "The default is 300 seconds.\n\nFor example::\n\n    CACHE_SECONDS = 60\n\n"
+        "Check it:\n>>> cache.ttl\n60\n\nShorter lifetimes cost more work."
+    )
+    assert [text[s:e] for s, e in prose_sentence_spans(text)] == [
+        "The default is 300 seconds.",
+        "For example::",
+        "Check it:",
+        "Shorter lifetimes cost more work.",
+    ]

@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag.access import Principal, load_principals
 from rag.errors import ConfigError
 
 # Defaults for the generation and compression models (current ids in the SDK's model list).
@@ -77,13 +78,37 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_MODEL_PRICES),
         description="USD per million (input, output) tokens per model, for the cost shown with answers",
     )
-    model_max_retries: int = Field(2, ge=0, le=10, description="SDK retries on 429/5xx/529")
+    model_max_retries: int = Field(
+        2,
+        ge=0,
+        le=10,
+        description="retries after the first attempt on 429, 5xx, timeouts (Claude and Voyage)",
+    )
     voyage_embed_model: str = "voyage-3.5"
     voyage_rerank_model: str = "rerank-2.5"
+    embed_concurrency: int = Field(
+        4, ge=1, le=32, description="Voyage embedding requests in flight at ingest"
+    )
+    breaker_failures: int = Field(
+        3, ge=1, le=100, description="failed provider calls in a row that open its circuit breaker"
+    )
+    breaker_cooldown: float = Field(
+        30.0, ge=0, description="seconds an open breaker skips the provider before one trial call"
+    )
 
     # HTTP service
     max_question_chars: int = Field(2000, ge=1)
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
+    principals: str = Field(
+        "",
+        description='JSON {"<key>": {"name": "alice", "groups": ["hr"]}}: keys with their readers\' groups',
+    )
+    principals_file: str = Field("", description="a JSON file in the RAG_PRINCIPALS format")
+    admin_keys: str = Field(
+        "",
+        description="comma-separated bearer keys that may open /admin (the ask log, gaps, feedback); "
+        "empty: /admin is open only while RAG_API_KEYS is empty too",
+    )
     cors_origins: str = Field("", description="comma-separated allowed origins; empty means none")
     sse_keepalive: float = Field(
         10.0, gt=0, description="seconds without an event before an SSE keep-alive comment"
@@ -107,7 +132,8 @@ class Settings(BaseSettings):
     voyage_base_url: str = Field(
         "",
         validation_alias=AliasChoices("VOYAGE_BASE_URL", "voyage_base_url"),
-        description="Voyage API base URL; empty means the SDK's default (tests point it at a loopback fake)",
+        description="Voyage API root, with or without /v1 (https://api.voyageai.com or .../v1); empty means"
+        " the SDK's default (tests point it at a loopback fake)",
     )
     mock: bool = Field(False, validation_alias=AliasChoices("MOCK", "mock"))
 
@@ -129,6 +155,14 @@ class Settings(BaseSettings):
             " or leave it empty for SQLite at RAG_DB"
         )
 
+    @field_validator("voyage_base_url")
+    @classmethod
+    def _voyage_root(cls, value: str) -> str:
+        """The API root ending in /v1, whether or not it was given; a non-URL fails at startup."""
+        from rag.voyage import normalise_base_url
+
+        return normalise_base_url(value)
+
     @field_validator("mock", mode="before")
     @classmethod
     def _empty_is_false(cls, value: object) -> object:
@@ -145,6 +179,14 @@ class Settings(BaseSettings):
     @property
     def api_key_list(self) -> tuple[str, ...]:
         return tuple(k.strip() for k in self.api_keys.split(",") if k.strip())
+
+    def principal_map(self) -> dict[str, Principal]:
+        """Every configured API key -> its principal (rag.access); raises ConfigError on a bad entry."""
+        return load_principals(self.principals, self.principals_file, self.api_key_list)
+
+    @property
+    def admin_key_list(self) -> tuple[str, ...]:
+        return tuple(k.strip() for k in self.admin_keys.split(",") if k.strip())
 
     @property
     def cors_origin_list(self) -> tuple[str, ...]:

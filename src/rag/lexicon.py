@@ -60,7 +60,18 @@ DEFAULT_TERMS = frozenset({"default", "valu"})
 # source states them as figures ("within 30 days", "up to 10"), so they weigh less.
 ANSWER_TYPE_TERMS = frozenset(
     {"limit", "maximum", "minimum", "max", "min", "deadlin", "daili", "quota", "ahead", "advanc", "notic"}
-    | {"largest", "smallest", "highest", "lowest", "biggest"}
+    | {
+        "largest",
+        "smallest",
+        "highest",
+        "lowest",
+        "biggest",
+        "oldest",
+        "earliest",
+        "newest",
+        "latest",
+        "fewest",
+    }
 )
 # Stems of price words: an amount question worded around a price is answered by a money amount.
 PRICE_TERMS = frozenset({"cost", "price", "fee", "charg", "pay"})
@@ -109,7 +120,7 @@ HOW_TO_QUESTION_RE = re.compile(
 MEASURED_NOUN_RE = re.compile(
     r"\bhow\s+(?:many|much)\s+((?:(?!(?:do|does|did|is|are|was|were|can|could|will|would|should|shall|may"
     r"|might|must|has|have|had|of|the|a|an|it|they|we|i|you|per|in|on|for|to|at|with|time|more|less|longer)\b)"
-    r"[a-z][\w'-]*\s*){1,3})",
+    r"[a-z][\w'/-]*\s*){1,3})",
     re.IGNORECASE,
 )
 # A count question ("how many ..."): answered by a figure next to what it counts.
@@ -121,7 +132,15 @@ COUNTED_RE = re.compile(
     re.IGNORECASE,
 )
 # Asking for a default: "what is the default ...", "... by default?", "default value of ...".
-DEFAULT_QUESTION_RE = re.compile(r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b", re.IGNORECASE)
+# "unless I set X", "without giving a category", "if I don't pass one": what holds when nothing is set.
+DEFAULT_QUESTION_RE = re.compile(
+    r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b"
+    r"|\bunless\s+(?:i|you|we|one)\s+(?:set|change|configure|specify|pass|give|provide|override)\b"
+    r"|\bwithout\s+(?:setting|changing|configuring|specifying|passing|giving|providing|overriding)\b"
+    r"|\bif\s+(?:i|you|we|one)\s+(?:don't|do\s+not|never)\s+(?:set|configure|specify|pass|give|provide)\b"
+    r"|\bif\s+(?:it\s+is|it's)\s+(?:not|never)\s+(?:set|configured|specified|given)\b",
+    re.IGNORECASE,
+)
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
@@ -245,8 +264,17 @@ CODE_DIRECTIVES = frozenset(
 # Directives whose indented content is prose (admonitions and notes).
 PROSE_DIRECTIVES = frozenset(
     {"note", "warning", "danger", "caution", "attention", "hint", "important", "tip", "error", "admonition"}
-    | {"topic", "sidebar", "rubric", "container", "deprecated", "versionadded", "versionchanged"}
+    | {"topic", "sidebar", "rubric", "container", "deprecated", "versionadded", "versionchanged", "glossary"}
 )
+# Directives that describe one named thing (".. py:data:: NAME", ".. option:: --flag", ".. envvar:: X"):
+# their argument is the entry's name, the label of the prose indented below it. Any directive of a
+# domain ("py:", "js:", "std:", ...) describes one too.
+ENTRY_DIRECTIVES = frozenset(
+    {"describe", "object", "option", "cmdoption", "envvar", "confval", "setting", "function", "class"}
+    | {"data", "attribute", "method", "exception", "decorator", "module", "attr", "currentmodule"}
+)
+# A directive marker whose leading ".." the chunker left in the chunk before ("versionchanged:: 3.1").
+CUT_DIRECTIVE_RE = re.compile(r"^\s*[A-Za-z][\w-]*(?::[\w-]+)?::(?:\s|$)")
 # A reST directive option or field-list marker on a line of its own (":alt: a screenshot").
 OPTION_RE = re.compile(r"^\s*:[\w -]+:(?:\s|$)")
 # A title underline, overline or horizontal rule: one punctuation character repeated.
@@ -276,3 +304,18 @@ IDENTIFIER_RE = re.compile(
 # A field line ("**Default:** `100`", "Default: ``X``", "- Command line: -t INT"): a short
 # label, a colon, a value.
 FIELD_RE = re.compile(r"^[\W_]{0,4}([A-Za-z][\w-]*(?: [\w-]+){0,2}?)[*_`]{0,3}:[*_`]{0,3}\s+(\S.*)$")
+
+# ---------------------------------------------------------------------------------------------
+# Example questions on the web page (rag.examples)
+
+# Headings that name a part of a document's layout, not a topic a reader would ask about.
+LAYOUT_HEADINGS = frozenset(
+    {"overview", "introduction", "intro", "summary", "contents", "table of contents", "index", "notes"}
+    | {"note", "see also", "references", "appendix", "changelog", "change log", "history", "about"}
+    | {"background", "attendees", "agenda", "action items", "next steps", "minutes", "contact", "contacts"}
+    | {"faq", "glossary", "miscellaneous", "misc", "other", "general", "details", "description"}
+    | {"example", "examples", "links", "resources", "further reading", "conclusion", "preface"}
+    | {"foreword", "acknowledgements", "credits", "decisions", "discussion", "updates", "timeline"}
+)
+# "How to reset a password" -> "How do I reset a password?"
+HOW_TO_HEADING_RE = re.compile(r"^how\s+to\s+(?P<rest>.+)$", re.IGNORECASE)

@@ -154,5 +154,6 @@ def chunk_json(chunk: Chunk) -> dict[str, Any]:
 
 
 def document_json(doc: Document, chunks: Sequence[Chunk]) -> dict[str, Any]:
-    meta = {k: v for k, v in jsonable(doc).items() if k != "text"}
+    """The document's metadata (not its text, nor where it sits on the server) and its chunks."""
+    meta = {k: v for k, v in jsonable(doc).items() if k not in ("text", "source_path")}
     return {**meta, "chunks": [chunk_json(c) for c in chunks]}

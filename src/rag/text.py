@@ -32,7 +32,11 @@ _NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets and citation markers),
 # then whitespace. Markers like "[1]" or "[1, 3]" after the stop belong to the sentence before.
 _END_RE = re.compile(r"""[.!?]+["'”’)\]]*(?:\s*\[\d+(?:\s*[,–-]\s*\d+)*\])*(?=\s+|$)""")
-_BLOCK_BREAK_RE = re.compile(r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6})\s)|\n(?=[ \t]*\|)")
+# Blank lines, list items, headings, doctest prompts, table rows and field-list lines (":Default: 100")
+# start a block.
+_BLOCK_BREAK_RE = re.compile(
+    r"\n[ \t]*\n|\n(?=[ \t]*(?:[-*+•]|\d+[.)]|#{1,6}|>>>)\s)|\n(?=[ \t]*\|)|\n(?=[ \t]*:\w[\w .-]*:(?:\s|$))"
+)
 
 # Snowball stemmer objects keep per-call state and are not thread-safe: one per thread
 # (the API answers questions in a threadpool).
@@ -66,8 +70,98 @@ def estimate_tokens(text: str) -> int:
 
 
 def tokens(text: str) -> list[str]:
-    """Lowercase word tokens, apostrophes kept inside words ("don't")."""
-    return [t.lower().replace("’", "'") for t in _TOKEN_RE.findall(text)]
+    """Lowercase word tokens, apostrophes kept inside words ("don't"), plus identifier forms.
+
+    A code identifier gives its parts (as plain words) and, after them, its whole form with the
+    separators removed, so `SESSION_COOKIE_AGE`, `session_cookie_age` and `SessionCookieAge`
+    all give "sessioncookieage" (see `identifier_forms`).
+    """
+    found = _TOKEN_RE.findall(text)
+    if not (_SEPARATOR_HINT_RE.search(text) or _CAMEL_HINT_RE.search(text)):
+        return [t.lower().replace("’", "'") for t in found]
+    out: list[str] = []
+    extras = {m.end(): identifier_forms(m.group()) for m in _IDENT_RE.finditer(text)}
+    ends = sorted(extras)
+    k = 0
+    for match in _TOKEN_RE.finditer(text):
+        while k < len(ends) and ends[k] <= match.start():
+            out.extend(extras[ends[k]])
+            k += 1
+        out.append(match.group().lower().replace("’", "'"))
+    for end in ends[k:]:
+        out.extend(extras[end])
+    return out
+
+
+# Code identifiers: --flags (hyphens inside), dotted.paths, snake_case / UPPER_CASE, CamelCase /
+# mixedCase. Plain words, hyphenated prose ("well-known") and abbreviations ("e.g.") are not.
+_IDENT_RE = re.compile(
+    r"(?<![\w-])--?[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)+"
+    r"|(?<![\w.])[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+"
+    r"|(?<![\w.])_*[A-Za-z0-9]+(?:_+[A-Za-z0-9]+)+_*"
+    r"|(?<![\w.])[A-Za-z][a-z0-9]*(?:[A-Z]+[a-z0-9]+)+[A-Z]*\b",
+    re.ASCII,
+)
+# cheap pre-checks (two simple searches are ~3x faster than one alternation): no hit, no identifier
+_SEPARATOR_HINT_RE = re.compile(r"[_.-][A-Za-z]")
+_CAMEL_HINT_RE = re.compile(r"(?<=[a-z])[A-Z]")
+_HUMP_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_MAX_DOTTED = 6
+
+
+def _parts(name: str) -> list[str]:
+    """'from_object' -> ['from', 'object']; 'getHTTPResponse' -> ['get', 'http', 'response']."""
+    return [p.lower() for piece in re.split(r"[_-]+", name) for p in _HUMP_RE.findall(piece)]
+
+
+def identifier_forms(identifier: str) -> list[str]:
+    """The extra tokens an identifier adds to its plain word tokens: whole forms, separators removed.
+
+    "SESSION_COOKIE_AGE" -> ["sessioncookieage"]; "CamelCase" -> ["camel", "case"] (its whole form
+    is already the plain token "camelcase"); "app.config.from_object" -> ["appconfigfromobject",
+    "configfromobject", "fromobject"]: every dotted suffix of two or more parts and every compound
+    part, so `Config.from_object` in a document matches `app.config.from_object` in a question.
+    "e.g" and "i.e" give nothing.
+    """
+    name = identifier.lstrip("-")
+    components = [c for c in name.split(".") if c]
+    if len(components) > 1 and max(len(c) for c in components) < 2:
+        return []
+    component_parts = [_parts(c) for c in components]
+    if len(components) == 1:
+        forms = _compound_forms(name, component_parts[0])
+    else:
+        forms = _dotted_forms(components, component_parts)
+    seen: set[str] = set()
+    return [f for f in forms if len(f) > 1 and not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+
+
+def _separated(name: str) -> bool:
+    """True when the name joins its parts with "_" or "-" (snake or kebab case, not camel case)."""
+    return "_" in name or "-" in name
+
+
+def _compound_forms(name: str, parts: list[str]) -> list[str]:
+    """An undotted name's forms: its joined parts if separated, else (camel case) the parts themselves."""
+    if len(parts) < 2:
+        return []
+    if _separated(name):
+        return ["".join(parts)]
+    return parts
+
+
+def _dotted_forms(components: list[str], component_parts: list[list[str]]) -> list[str]:
+    """A dotted name's forms: each dotted suffix of two or more components, then each compound component."""
+    forms = [
+        "".join(p for ps in component_parts[i:] for p in ps)
+        for i in range(min(len(components), _MAX_DOTTED) - 1)
+    ]
+    for original, parts in zip(components, component_parts, strict=True):
+        if len(parts) > 1:
+            forms.append("".join(parts))
+            if not _separated(original):
+                forms.extend(parts)
+    return forms
 
 
 @lru_cache(maxsize=200_000)
@@ -161,3 +255,146 @@ def _append_span(text: str, start: int, end: int, spans: list[tuple[int, int]]) 
 def split_sentences(text: str) -> list[str]:
     """The sentences of `text`, as `sentence_spans` cuts them."""
     return [text[s:e] for s, e in sentence_spans(text)]
+
+
+# --- code in text -----------------------------------------------------------------------------------
+
+# reST directives whose body is code or program output, not prose (docutils' and Sphinx's names).
+CODE_DIRECTIVES = frozenset(
+    """code code-block sourcecode literalinclude parsed-literal doctest testcode testoutput testsetup
+    testcleanup highlight console prompt productionlist ipython jinja snippet""".split()
+)
+_FENCE_LINE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_DIRECTIVE_RE = re.compile(r"^\s*\.\.\s+([A-Za-z][\w:+.-]*)::")
+# doctest prompts, "$ cmd" and "user@host:~$ cmd" shell prompts ("$ 5" is money, "# Title" a heading)
+_SHELL_RE = re.compile(r"^\s*(?:>>>(?:\s|$)|\$\s+[A-Za-z./~_-]|[\w.-]+@[\w.-]+:\S*[$#]\s)")
+_TEMPLATE_RE = re.compile(r"\{%.*%\}|\{\{.*\}\}")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """End-exclusive ranges of `text` that are code, not prose, in order and disjoint.
+
+    Code is: Markdown fences (``` or ~~~, fence lines included); reST literal blocks (the indented
+    block after a line ending in "::"); the directives in CODE_DIRECTIVES with their indented body;
+    doctests (">>> " to the next blank line); shell sessions ("$ cmd", "host$ cmd" to the next
+    blank line); template lines ("{% ... %}", "{{ ... }}"). Works on a whole document or on one
+    chunk's text; a span never starts or ends on whitespace.
+    """
+    lines = text.split("\n")
+    starts = []
+    pos = 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line) + 1
+    spans: list[tuple[int, int]] = []
+    for first, last in _code_runs(lines, _code_lines(lines)):
+        _append_span(text, starts[first], starts[last] + len(lines[last]), spans)
+    return spans
+
+
+def _code_lines(lines: list[str]) -> list[bool]:
+    """Per line, True when it belongs to a code block (see `code_spans`)."""
+    flagged = [False] * len(lines)
+    i = 0
+    while i < len(lines):
+        block = _code_block_at(lines, i)
+        if block is None:
+            i += 1
+            continue
+        first, last, i = block
+        for k in range(first, last + 1):
+            flagged[k] = True
+    return flagged
+
+
+def _code_block_at(lines: list[str], i: int) -> tuple[int, int, int] | None:
+    """The code block that line i opens: (first line, last line, line to look at next); None for prose.
+    The range is empty (last < first) for a literal-block intro with no indented body."""
+    line = lines[i]
+    fence = _FENCE_LINE_RE.match(line)
+    if fence:
+        return _fenced_block(lines, i, fence.group(1))
+    directive = _DIRECTIVE_RE.match(line)
+    literal_intro = not directive and line.rstrip().endswith("::")
+    if literal_intro or (directive and directive.group(1).lower() in CODE_DIRECTIVES):
+        return _indented_block(lines, i, with_intro=directive is not None)
+    if _SHELL_RE.match(line):
+        return _shell_block(lines, i)
+    if _TEMPLATE_RE.search(line):
+        return i, i, i + 1
+    return None
+
+
+def _fenced_block(lines: list[str], i: int, marker: str) -> tuple[int, int, int]:
+    """A fence opened at line i by `marker`, through its closing fence (same character, at least as long)
+    or the last line."""
+    j = i + 1
+    while j < len(lines):
+        close = _FENCE_LINE_RE.match(lines[j])
+        if close and close.group(1)[0] == marker[0] and len(close.group(1)) >= len(marker):
+            break
+        j += 1
+    return i, min(j, len(lines) - 1), j + 1
+
+
+def _indented_block(lines: list[str], i: int, *, with_intro: bool) -> tuple[int, int, int]:
+    """The lines indented deeper than line i after it (blank lines inside kept); a directive line itself
+    is code (`with_intro`), a prose line ending in "::" is not."""
+    base = _indent(lines[i])
+    last = i if with_intro else -1
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip():
+            if _indent(lines[j]) <= base:
+                break
+            last = j
+    first = i if with_intro else i + 1
+    return first, last, max(i + 1, last + 1)
+
+
+def _shell_block(lines: list[str], i: int) -> tuple[int, int, int]:
+    """A doctest or shell session from line i to the next blank line."""
+    j = i
+    while j < len(lines) and lines[j].strip():
+        j += 1
+    return i, j - 1, j
+
+
+def _code_runs(lines: list[str], flagged: list[bool]) -> list[tuple[int, int]]:
+    """Runs (first line, last line) of flagged lines, joined across blank lines between code lines."""
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        if not flagged[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(lines) and (
+            flagged[j + 1] or (not lines[j + 1].strip() and _next_flagged(flagged, lines, j + 1))
+        ):
+            j += 1
+        runs.append((i, j))
+        i = j + 1
+    return runs
+
+
+def _next_flagged(flagged: list[bool], lines: list[str], i: int) -> bool:
+    """True when the blank run starting at line i is followed by a flagged line (code continues)."""
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    return i < len(lines) and flagged[i]
+
+
+def touches_code(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """True when [start, end) overlaps one of the `code_spans` ranges `spans`: a sentence that is,
+    or holds, code (context, never an answer sentence)."""
+    return any(s < end and start < e for s, e in spans)
+
+
+def prose_sentence_spans(text: str) -> list[tuple[int, int]]:
+    """`sentence_spans(text)` without the sentences that touch code (see `code_spans`)."""
+    code = code_spans(text)
+    return [(s, e) for s, e in sentence_spans(text) if not touches_code(code, s, e)]

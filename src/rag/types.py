@@ -18,6 +18,8 @@ SentenceStart = Literal["", "paragraph", "item"]
 # Stop reasons of a model reply that leave the sentence in progress unfinished.
 CUT_STOP_REASONS = frozenset({"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"})
 Fabrication = Literal["", "nonexistent", "unrelated"]
+# A reader's verdict on one answer (the page's "helpful / wrong" buttons).
+FeedbackVerdict = Literal["helpful", "wrong"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +33,8 @@ class Document:
     url: str = ""
     updated_at: date | None = None
     content_hash: str = ""
+    # The groups that may read it (rag.access), sorted; () means everyone.
+    access: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,10 +95,16 @@ class Block:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Claim:
-    """An unverified citation as the generator wrote it: a block number, and a span if any."""
+    """An unverified citation as the generator wrote it: a block number, and a span if any.
+
+    `start`/`end` (native contract: the API's `start_char_index`/`end_char_index`) are end-exclusive
+    offsets of `cited_text` in the text SENT for block n (`Block.sent_text`), when the provider gives them.
+    """
 
     n: int
     cited_text: str | None = None
+    start: int | None = None
+    end: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,7 +127,7 @@ class Citation:
     cited_text: str
     start: int
     end: int
-    page: int | None = None
+    page: int | None = None  # the chunk's 1-based page in a paged source (PDF), else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,13 +149,38 @@ class Dropped:
     detail: tuple[str, ...]
 
 
+# Why the verifier withheld a citation or a sentence.
+IssueKind = Literal[
+    "no_citation",  # the sentence claims no citation at all
+    "nothing_to_verify",  # no content term to check ("Yes.")
+    "nonexistent_block",  # a number that was not issued for this request
+    "span_not_in_source",  # the quoted span is not in the original chunk
+    "low_overlap",  # too few of the sentence's terms in its evidence
+    "other_subject",  # a name, a scope word or a source the evidence lacks
+    "contradiction",  # the evidence says the opposite (negation, opposites, swapped values)
+    "figures",  # a figure the evidence does not state
+    "addressed_text",  # supported only by text addressed to an assistant
+]
+
+
+class Issue(str):
+    """One verifier finding: the human-readable reason (the string itself) and its typed `kind`."""
+
+    kind: IssueKind
+
+    def __new__(cls, kind: IssueKind, text: str) -> Issue:
+        issue = super().__new__(cls, text)
+        issue.kind = kind
+        return issue
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """The verifier's judgement of one draft sentence."""
 
     draft: Draft
     citations: tuple[Citation, ...]
-    issues: tuple[str, ...]
+    issues: tuple[Issue, ...]
 
     @property
     def ok(self) -> bool:
@@ -280,6 +315,7 @@ class Gap:
     closest: tuple[str, ...]
     asked_at: str
     count: int = 1
+    principal: str = ""  # who asked it last
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -297,6 +333,36 @@ class AskRecord:
     top_score: float
     usage: Usage
     timings: dict[str, float] = field(default_factory=dict)
+    principal: str = ""  # who asked (rag.access.Principal.name)
+    # What retrieval saw: (chunk_id, reranker score) best first, the reranker that scored and the
+    # retrieval gate's threshold (for the content owners' per-trace view).
+    retrieved: tuple[tuple[str, float], ...] = ()
+    reranker: str = ""
+    threshold: float = 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Feedback:
+    """A reader's verdict on one answer, tied to the answer's trace id (`id` and `created_at` are
+    set by the store: 0 and "" before it is stored)."""
+
+    trace_id: str
+    verdict: FeedbackVerdict
+    note: str = ""
+    question: str = ""
+    principal: str = ""  # who gave it (rag.access.Principal.name; "" when keys are off)
+    id: int = 0
+    created_at: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heading:
+    """One section of one document as indexed: its title, its section path and how many chunks it has."""
+
+    doc_id: str
+    title: str
+    section: str
+    chunks: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

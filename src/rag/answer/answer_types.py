@@ -80,6 +80,24 @@ def measured_noun(question: str) -> str:
     return stems[-1] if stems and stems[-1] not in ANSWER_TYPE_TERMS | PRICE_TERMS else ""
 
 
+def measured_terms(question: str) -> frozenset[str]:
+    """The stems of the noun phrase a "how many / how much" question counts ("worker processes" ->
+    {"worker", "process"}): a figure about any of them counts it (documents say "1 worker" for "how
+    many worker processes"). Empty when `measured_noun` finds no noun."""
+    head = measured_noun(question)
+    if not head:
+        return frozenset()
+    match = MEASURED_NOUN_RE.search(question)
+    assert match is not None  # measured_noun found one
+    return frozenset(terms(match.group(1))) - ANSWER_TYPE_TERMS - PRICE_TERMS
+
+
+def default_terms(question: str) -> frozenset[str]:
+    """Stems of the words asking for a default ("default", "unless I set", "without giving"): they
+    name the kind of answer wanted, and a sentence stating a default covers them."""
+    return frozenset(t for m in DEFAULT_QUESTION_RE.finditer(question) for t in terms(m.group(0)))
+
+
 def asks_default(question: str) -> bool:
     """True when the question asks for a default ("What is the default ...", "... by default?")."""
     return bool(DEFAULT_QUESTION_RE.search(question))

@@ -142,10 +142,19 @@ _CLIENT_ERRORS: tuple[type[Exception], ...] = (anthropic.APIError, httpx2.Transp
 
 
 def claim_of(citation: Any) -> Claim:
-    """A native citation as a claim: document_index i -> block n = i + 1; no index -> n = 0 (nonexistent)."""
+    """A native citation as a claim: document_index i -> block n = i + 1 (no index -> n = 0, nonexistent),
+    with the API's `start_char_index`/`end_char_index` into the document sent (verify checks they hold
+    `cited_text` before using them)."""
     index = getattr(citation, "document_index", None)
     n = index + 1 if isinstance(index, int) else 0
-    return Claim(n=n, cited_text=getattr(citation, "cited_text", None))
+    start = getattr(citation, "start_char_index", None)
+    end = getattr(citation, "end_char_index", None)
+    return Claim(
+        n=n,
+        cited_text=getattr(citation, "cited_text", None),
+        start=start if isinstance(start, int) else None,
+        end=end if isinstance(end, int) else None,
+    )
 
 
 CACHE_WRITE_PRICE = 1.25  # times the input price

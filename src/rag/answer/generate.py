@@ -21,13 +21,14 @@ from rag.answer.answer_types import (
     answer_type,
     asks_default,
     asks_price,
-    measured_noun,
+    default_terms,
+    measured_terms,
     price_match,
     states_default,
     type_match,
     type_terms,
 )
-from rag.answer.layout import Prose, prose
+from rag.answer.layout import Prose, closing_label, prose
 from rag.lexicon import (
     ADDRESSED_RE,
     ANAPHOR_RE,
@@ -72,6 +73,9 @@ MIN_COVERAGE = 0.5
 # (it names the whole document's subject); the section path above the label does not. 0.55 refuses
 # correct golden answers (correctness 0.89 -> 0.84) without gaining precision on the dev set.
 MIN_BINDING = 0.5
+# ... and name at least this share of the topic terms, counted, not weighted. 0.34 and 0.5 refuse
+# the same wrong answers on the held-out sets and no right one on any set.
+MIN_TOPIC_COUNT = 0.5
 MAX_SENTENCES = 3
 # A further sentence must add a question term, or cover at least this share of what the best one covers.
 EXTRA_RATIO = 0.8
@@ -103,6 +107,11 @@ _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 _EPS = 1e-9
 _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
+# Two chunks of one document this close (characters between them) are read as one text: the
+# label open at the end of the first is in force where the second starts.
+MAX_CHUNK_GAP = 16
+# The markup around an inline code literal (":data:`", "``"): what remains is the literal itself.
+_CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +120,7 @@ class _Ask:
 
     question: str
     asked: frozenset[str]
-    measured: str
+    measured: frozenset[str]
     counts: bool
     weights: Mapping[str, float]
     total: float
@@ -121,6 +130,7 @@ class _Ask:
     price: bool
     default: bool
     identifiers: frozenset[str]
+    literals: str
     names: frozenset[str]
     pairs: frozenset[tuple[str, str]]
 
@@ -156,6 +166,7 @@ class _Reading:
     broad: frozenset[str]
     fit: float
     names_missing: bool
+    before: str = ""
 
 
 def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[str, float]:
@@ -261,8 +272,9 @@ class OfflineGenerator:
         if ask is None:
             return []
         found: dict[str, _Candidate] = {}
+        leads = _leads(blocks)
         for block in blocks:
-            for reading in _readings(ask, block):
+            for reading in _readings(ask, block, leads.get(block.n, "")):
                 if not self._eligible(ask, reading):
                     continue
                 candidate = _score(ask, block, reading)
@@ -275,6 +287,9 @@ class OfflineGenerator:
         return list(found.values())
 
     def _eligible(self, ask: _Ask, r: _Reading) -> bool:
+        if _named_entry(ask, r):
+            # the asked identifier names the subject exactly; the sentence states the asked fact
+            return _counts_the_measured(ask, r) and not _other_subject(ask, r)
         covered = r.own | r.label | r.entry | r.near | r.broad
         if _share(ask.weights, covered, ask.total) < self.min_coverage - _EPS:
             return False
@@ -315,7 +330,8 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     weights = idf_weights(q_terms, blocks)
     kind = answer_type(question)
     default = asks_default(question)
-    typed = (type_terms(question, kind) | (DEFAULT_TERMS if default else frozenset())) & weights.keys()
+    asked_default = DEFAULT_TERMS | default_terms(question) if default else frozenset()
+    typed = (type_terms(question, kind) | asked_default) & weights.keys()
     for t in typed:
         weights[t] *= ANSWER_TYPE_WEIGHT
     total = sum(weights.values())
@@ -324,7 +340,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     return _Ask(
         question=question,
         asked=term_set(question),
-        measured=measured_noun(question),
+        measured=measured_terms(question),
         counts=bool(COUNT_QUESTION_RE.search(question)),
         weights=weights,
         total=total,
@@ -334,6 +350,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         price=asks_price(question, kind),
         default=default,
         identifiers=_asked_identifiers(question, blocks),
+        literals=question.lower(),
         names=_names(question),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
     )
@@ -356,20 +373,44 @@ def _spelled(identifier: str) -> str:
 
 def _topic_terms(ask: _Ask, text: str) -> frozenset[str]:
     """The question terms `text` names outside inline code, plus those of code naming an asked identifier."""
-    return term_set(_without_code(text, ask.identifiers)) & ask.weights.keys()
+    return term_set(_without_code(text, ask.identifiers, ask.literals)) & ask.weights.keys()
 
 
 @lru_cache(maxsize=50_000)
-def _without_code(text: str, keep: frozenset[str]) -> str:
-    """`text` with its inline code spans blanked, except those naming an identifier in `keep`."""
+def _without_code(text: str, keep: frozenset[str], literals: str = "") -> str:
+    """`text` with its inline code spans blanked, except those naming an identifier in `keep` or
+    quoting a literal that `literals` (the question, lowercased) writes too ("``run-server``")."""
     if "`" not in text:
         return text
-    return INLINE_CODE_RE.sub(lambda m: m.group(0) if identifiers(m.group(0)) & keep else " ", text)
+
+    def kept(m: re.Match[str]) -> str:
+        code = _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower()
+        quoted = bool(code) and re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", literals) is not None
+        return m.group(0) if quoted or identifiers(m.group(0)) & keep else " "
+
+    return INLINE_CODE_RE.sub(kept, text)
 
 
-def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
+def _leads(blocks: Sequence[Block]) -> dict[int, str]:
+    """For each block that continues another issued block of the same document and section (the
+    chunker cut one text in two; a heading between them changes the section), the label open at
+    the end of that block: the name of the entry, term or
+    heading its first lines belong to."""
+    ordered = sorted(blocks, key=lambda b: (b.chunk.doc_id, b.chunk.start_char))
+    leads: dict[int, str] = {}
+    for prev, block in zip(ordered, ordered[1:], strict=False):
+        gap = block.chunk.start_char - prev.chunk.end_char
+        same_place = (prev.chunk.doc_id, prev.chunk.section) == (block.chunk.doc_id, block.chunk.section)
+        if same_place and 0 <= gap <= MAX_CHUNK_GAP:
+            lead = closing_label(prev.sent_text, prev.chunk.section, leads.get(prev.n, ""))
+            if lead:
+                leads[block.n] = lead
+    return leads
+
+
+def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
     """The block's answer-worthy sentences that carry the asked kind of answer, with their context."""
-    sentences = prose(block.sent_text, block.chunk.section)
+    sentences = prose(block.sent_text, block.chunk.section, lead)
     keys = ask.weights.keys()
     sentence_terms = [_topic_terms(ask, p.text) for p in sentences]
     title = term_set(block.chunk.title) & keys
@@ -378,37 +419,62 @@ def _readings(ask: _Ask, block: Block) -> Iterator[_Reading]:
     chunk = block.chunk
     names_missing = bool(ask.names - term_set(f"{chunk.title} {chunk.section} {chunk.text}"))
     for pos, p in enumerate(sentences):
-        if _never_an_answer(p.text):
-            continue  # a pointer elsewhere or words to an assistant: never an answer on its own
-        if term_set(p.text) <= ask.asked:
-            continue  # it only repeats the question's words ("Worker types."): nothing is stated
         fit = _fit(ask, p.text)
-        if ask.required and fit <= 0.0:
-            continue  # no fact of the asked-for kind: at most a neighbour of the answer
-        if p.field and not ask.required and not term_set(p.field) & keys:
-            continue  # a field line answers only for its field ("Command line: ..." for a flag)
+        if not _answer_worthy(ask, p, fit):
+            continue
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
-        near: frozenset[str] = frozenset()
-        if fit >= 1.0 or ANAPHOR_RE.match(p.text):
-            # the neighbours in the same block name the topic a pronoun-heavy or typed sentence is about
-            before, after = (
-                sentence_terms[max(0, pos - NEIGHBOURS) : pos],
-                sentence_terms[pos + 1 : pos + 1 + NEIGHBOURS],
-            )
-            near = frozenset().union(*before, *after)
         yield _Reading(
             sentence=p,
             pos=pos,
             own=own,
             label=term_set(p.label) & keys,
             entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=near,
+            near=_near_terms(sentences, sentence_terms, pos, fit),
             title=title,
             broad=broad,
             fit=fit,
             names_missing=names_missing,
+            before=_antecedent(sentences, pos),
         )
+
+
+def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
+    """Whether a sentence may answer at all: not a pointer or words to an assistant, not the
+    question's words back, of the asked kind when a kind is required, a field line only for its field."""
+    keys = ask.weights.keys()
+    if _never_an_answer(p.text):
+        return False  # a pointer elsewhere or words to an assistant: never an answer on its own
+    if term_set(p.text) <= ask.asked:
+        return False  # it only repeats the question's words ("Worker types."): nothing is stated
+    if ask.required and fit <= 0.0:
+        return False  # no fact of the asked-for kind: at most a neighbour of the answer
+    if p.field and not ask.required and not term_set(p.field) & keys:
+        return False  # a field line answers only for its field ("Command line: ..." for a flag)
+    # "Default: 4094" states a default: no answer to "the largest value accepted"
+    return not (p.field and not ask.default and states_default(p.field))
+
+
+def _near_terms(
+    sentences: Sequence[Prose], sentence_terms: Sequence[frozenset[str]], pos: int, fit: float
+) -> frozenset[str]:
+    """The topic terms of the neighbours in the same paragraph or list item, for a typed or
+    pronoun-led sentence (neighbouring items are separate statements); empty otherwise."""
+    p = sentences[pos]
+    if fit < 1.0 and not ANAPHOR_RE.match(p.text):
+        return frozenset()
+    around = range(max(0, pos - NEIGHBOURS), min(len(sentences), pos + 1 + NEIGHBOURS))
+    return frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
+
+
+def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
+    """For a sentence that opens by referring back ("It is set to 10 by default."), the sentence
+    before it under the same label: the one that names what "it" is. Else ""."""
+    p = sentences[pos]
+    if pos == 0 or not ANAPHOR_RE.match(p.text):
+        return ""
+    prev = sentences[pos - 1]
+    return prev.text if prev.label == p.label and prev.unit == p.unit else ""
 
 
 @lru_cache(maxsize=50_000)
@@ -440,11 +506,34 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
     )
 
 
+def _named_entry(ask: _Ask, r: _Reading) -> bool:
+    """An amount, duration, date or default is asked about identifiers the question names, and the
+    sentence states one in the entry of exactly those identifiers: it names them (or the sentence it
+    refers back to does), or it sits under their entry's name (".. py:data:: NAME", a definition
+    term, a heading) and names no other identifier itself. Other question words are then paraphrase
+    ("turned on by default"), not another subject."""
+    if not ask.identifiers or not ask.required or r.fit < 1.0:
+        return False
+    p = r.sentence
+    if states_default(p.text) and not ask.default:
+        return False  # a default is not the asked limit or duration: the usual rules decide
+    own = f"{r.before} {p.text}"
+    if identifiers(own) - ask.identifiers and not _names_all(own, ask.identifiers):
+        return False
+    return _names_all(own, ask.identifiers) or _names_all(p.label, ask.identifiers)
+
+
 def _covers_topic(ask: _Ask, r: _Reading) -> bool:
-    """Its local context covers MIN_BINDING of the topic mass, and it names something asked itself
+    """Its local context covers MIN_BINDING of the topic mass and MIN_TOPIC_COUNT of the topic terms,
+    and it names something asked itself
     unless it is a field line, leans on a neighbour, or stands under a question heading."""
     local = r.own | r.label | r.entry | r.near | r.title
     if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
+        return False
+    # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
+    # every retrieved block shares weigh almost nothing, yet they are the topic itself
+    topic = ask.weights.keys() - ask.typed
+    if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
         return False
     p = r.sentence
     return bool(r.own - ask.typed) or bool(p.field) or p.label.endswith("?") or bool(r.near)
@@ -452,7 +541,7 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
     """For "how many / how much <noun>", its figure is about that noun."""
-    return not ask.measured or ask.measured in _measured_context(ask, r)
+    return not ask.measured or bool(ask.measured & _measured_context(ask, r))
 
 
 def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
@@ -461,11 +550,16 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     if not ask.identifiers:
         return True
     p = r.sentence
-    if identifiers(p.text) - ask.identifiers and not any(
-        _names_all(p.text, frozenset({i})) for i in ask.identifiers
+    # a pronoun-led sentence is about what the sentence before it names
+    text = f"{r.before} {p.text}" if r.before else p.text
+    if identifiers(text) - ask.identifiers and not any(
+        _names_all(text, frozenset({i})) for i in ask.identifiers
     ):
         return False
-    return _names_all(f"{p.text} {p.label} {p.entry if p.field else ''}", ask.identifiers)
+    # a field line under an entry's name ("Default: 1" under ".. py:data:: MAX_SIZE") is about that
+    # name, not about the other settings its description mentions
+    entry = p.entry if p.field and not identifiers(p.label) else ""
+    return _names_all(f"{text} {p.label} {entry}", ask.identifiers)
 
 
 def _other_subject(ask: _Ask, r: _Reading) -> bool:
@@ -481,10 +575,12 @@ def _other_subject(ask: _Ask, r: _Reading) -> bool:
 
 
 def _names_all(text: str, wanted: frozenset[str]) -> bool:
-    """True when `text` names every identifier in `wanted`, as code or spelled out in words."""
+    """True when `text` names every identifier in `wanted`, as code or (when it has several parts)
+    spelled out in words."""
     words = f" {normalise(text)} "
     named = identifiers(text)
-    return all(i in named or f" {_spelled(i)} " in words for i in wanted)
+    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word
+    return all(i in named or ("_" in i and f" {_spelled(i)} " in words) for i in wanted)
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
@@ -495,16 +591,18 @@ def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
     if p.field:
         return term_set(f"{p.text} {p.entry}")
     if ask.counts:
-        # a count is a figure next to what it counts: "up to 50 members", "at most 4 of them"
+        # a count is a figure next to what it counts: "up to 50 members", "at most 4 of them";
+        # or, in a sentence referring back ("It is set to 10."), what the sentence before counts
         counted = any(_counts(m.group(1), ask.measured) for m in COUNTED_RE.finditer(p.text))
-        return frozenset({ask.measured}) if counted else frozenset()
+        counted = counted or bool(ask.measured & term_set(r.before))
+        return ask.measured if counted else frozenset()
     found = term_set(p.text)
     return found | r.near if PRONOUN_RE.search(p.text) else found
 
 
-def _counts(following: str, noun: str) -> bool:
+def _counts(following: str, nouns: frozenset[str]) -> bool:
     """True when the words after a figure name the counted noun, or refer back to it."""
-    return noun in terms(following) or bool(PRONOUN_RE.search(following))
+    return bool(nouns & set(terms(following))) or bool(PRONOUN_RE.search(following))
 
 
 def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:

@@ -91,7 +91,7 @@ class Judge:
     blocks: Sequence[Block]
     min_overlap: float
     label: str = "draft 1"
-    buffer: SentenceBuffer = field(default_factory=SentenceBuffer)
+    buffer: SentenceBuffer
     sentences: list[Sentence] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
     failed: list[Verdict] = field(default_factory=list)

@@ -20,8 +20,10 @@ from rag.lexicon import (
     BULLET_RE,
     CODE_DIRECTIVES,
     CODE_LINE_RE,
+    CUT_DIRECTIVE_RE,
     DIRECTIVE_RE,
     DOCTEST_RE,
+    ENTRY_DIRECTIVES,
     FENCE_RE,
     FIELD_RE,
     HEADING_RE,
@@ -41,6 +43,9 @@ LineKind = Literal["prose", "code", "markup", "heading", "blank"]
 # Shorter sentences without end punctuation are headings or labels, never answers (list items and
 # field lines are content: "Books and magazines: 14 days", "Default: 30").
 MIN_UNPUNCTUATED_TERMS = 8
+# A definition-list term is a short line: longer lines, or lines with a sentence end inside, are
+# the first line of a paragraph whose indentation the chunker cut off.
+MAX_TERM_WORDS = 8
 # A sentence ending in a colon introduces what follows ("Send TTIN to the master process:"): it
 # is an answer only with at least this many terms of its own.
 MIN_INTRO_TERMS = 4
@@ -48,6 +53,8 @@ _END_PUNCT = ".!?"
 _SPACE_RE = re.compile(r"\s+")
 _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
+_INNER_END_RE = re.compile(r"[.!?]\s+\S")
+_BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,12 +63,15 @@ class Prose:
 
     `label` is the heading, title line or definition term it sits under ("" when none);
     `field` is the field name of a field line ("Default" for "Default: 30"; "" for other
-    sentences), whose subject is its whole `entry`: the prose under the same label in this block."""
+    sentences), whose subject is its whole `entry`: the prose under the same label in this block.
+    `unit` numbers the paragraph or list item the sentence belongs to, in the block: sentences of
+    one unit continue each other, neighbouring list items are separate statements."""
 
     text: str
     label: str
     field: str = ""
     entry: str = ""
+    unit: int = 0
 
 
 @dataclass(slots=True)
@@ -72,20 +82,26 @@ class _Scan:
     block_indent: int = -1
     block_kind: LineKind = "prose"
     doctest: bool = False
+    options: bool = False  # right after a directive line, before a blank line: its options
 
 
 @lru_cache(maxsize=20_000)
-def prose(text: str, section: str = "") -> tuple[Prose, ...]:
+def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     """The answer-worthy sentences of `text`, in order, each with its label (see the module doc).
-    Cached: the same chunks are read question after question."""
+    `lead` is the label in force where the text starts when the caller knows it (the label open at
+    the end of the chunk before); else the last part of `section`. Cached: the same chunks are read
+    question after question."""
     lines = text.split("\n")
     kinds = classify(lines)
-    labels = _labels(lines, kinds, _leaf(section))
+    labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
+    units = 0
     for label, paragraph in _paragraphs(lines, kinds, labels):
         entry = " ".join(paragraph)
-        for sentence in _sentences("\n".join(paragraph)):
-            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry))
+        for sentence, starts_unit in _sentences("\n".join(paragraph)):
+            units += starts_unit or not out
+            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units))
+        units += 1
     return tuple(out)
 
 
@@ -94,11 +110,25 @@ def classify(lines: Sequence[str]) -> list[LineKind]:
     kinds: list[LineKind] = []
     scan = _Scan()
     for i, line in enumerate(lines):
-        kind = _classify_line(line, scan)
+        kind = _classify_line(_restored(line) if i == 0 else line, scan)
         if kind == "markup" and UNDERLINE_RE.match(line) and i > 0 and kinds[i - 1] == "prose":
             kinds[i - 1] = "heading"  # a reST or setext title: the line above its underline
         kinds.append(kind)
     return _mark_terms(lines, kinds)
+
+
+def _restored(first: str) -> str:
+    """A text's first line with the ".." of a directive marker the chunker cut off put back."""
+    return f".. {first.lstrip()}" if CUT_DIRECTIVE_RE.match(first) else first
+
+
+def entry_name(line: str) -> str:
+    """The name an entry directive describes (".. py:data:: MAX_SIZE" -> "MAX_SIZE"), else ""."""
+    match = DIRECTIVE_RE.match(line)
+    name = (match.group(1) or "").lower() if match else ""
+    if not name or not (name in ENTRY_DIRECTIVES or ":" in name):
+        return ""
+    return _MARKUP_CHARS_RE.sub("", line.split("::", 1)[1]).strip()
 
 
 def _classify_line(line: str, scan: _Scan) -> LineKind:
@@ -113,6 +143,7 @@ def _classify_line(line: str, scan: _Scan) -> LineKind:
         return "code"
     if not stripped:
         scan.doctest = False
+        scan.options = False
         return "blank"
     indent = len(line) - len(line.lstrip())
     if scan.block_indent >= 0:
@@ -124,21 +155,17 @@ def _classify_line(line: str, scan: _Scan) -> LineKind:
 
 
 def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
-    directive = DIRECTIVE_RE.match(line)
-    if directive:
-        name = (directive.group(1) or "").lower()
-        scan.block_indent = indent
-        scan.block_kind = "markup"
-        if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
-            scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
+    if DIRECTIVE_RE.match(line):
+        return _directive_kind(line, indent, scan)
+    code = _code_kind(line, stripped, scan)
+    if code is not None:
+        return code
+    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line):
         return "markup"
-    if DOCTEST_RE.match(line) or (scan.doctest and not stripped.startswith(("-", "*"))):
-        scan.doctest = True
-        return "code"
-    if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
-        return "code"
-    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line) or OPTION_RE.match(line):
-        return "markup"
+    if OPTION_RE.match(line):
+        # a directive's option (":alt: a screenshot" under ".. image::"), or a bare ":orphan:";
+        # elsewhere a field list's field (":Default: 30", ":param size: ..."): a field line
+        return "markup" if scan.options or not field_name(stripped) else "prose"
     if ADMONITION_RE.match(line):
         return "markup"
     if HEADING_RE.match(line) or TAB_TITLE_RE.match(line):
@@ -146,6 +173,31 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
     if stripped.endswith("::"):
         scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
     return "prose"
+
+
+def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
+    """A directive line: a named entry's heading, or markup opening a code, prose or markup block."""
+    directive = DIRECTIVE_RE.match(line)
+    name = (directive.group(1) or "").lower() if directive else ""
+    scan.block_indent = indent
+    scan.block_kind = "markup"
+    scan.options = True
+    if entry_name(line):
+        scan.block_kind = "prose"  # the description of the named entry
+        return "heading"
+    if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
+        scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
+    return "markup"
+
+
+def _code_kind(line: str, stripped: str, scan: _Scan) -> LineKind | None:
+    """ "code" for a doctest (and its output), a shell prompt, a template or a code-like line, else None."""
+    if DOCTEST_RE.match(line) or (scan.doctest and not stripped.startswith(("-", "*"))):
+        scan.doctest = True
+        return "code"
+    if SHELL_RE.match(line) or TEMPLATE_RE.search(line) or CODE_LINE_RE.match(line):
+        return "code"
+    return None
 
 
 def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
@@ -156,20 +208,48 @@ def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
             continue
         here, below = lines[i], lines[i + 1]
         deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
-        if deeper and here.rstrip()[-1:] not in ".!?:," and not BULLET_RE.match(here):
+        if deeper and _term_like(here):
             kinds[i] = "heading"
     return kinds
 
 
+def _term_like(line: str) -> bool:
+    """Short, unpunctuated, not a list item: a definition-list term rather than a cut paragraph line."""
+    return (
+        line.rstrip()[-1:] not in ".!?:,"
+        and not BULLET_RE.match(line)
+        and len(line.split()) <= MAX_TERM_WORDS
+        and not _INNER_END_RE.search(line)
+    )
+
+
 def _labels(lines: Sequence[str], kinds: Sequence[LineKind], first: str) -> list[str]:
-    """The label in force at each line: the last heading above it, else `first`."""
+    """The label in force at each line: the last heading above it, else `first`. An entry
+    directive's name labels the lines indented below it; the label before it resumes after them."""
     labels: list[str] = []
     current = first
-    for line, kind in zip(lines, kinds, strict=True):
+    scopes: list[tuple[int, str]] = []  # open entries: (directive indent, the label outside it)
+    for i, (line, kind) in enumerate(zip(lines, kinds, strict=True)):
+        indent = len(line) - len(line.lstrip())
+        while line.strip() and scopes and indent <= scopes[-1][0]:
+            current = scopes.pop()[1]
         if kind == "heading":
-            current = _MARKUP_CHARS_RE.sub("", line).strip()
+            name = entry_name(_restored(line) if i == 0 else line)
+            if name:
+                scopes.append((indent, current))
+                current = name
+            else:
+                scopes.clear()
+                current = _MARKUP_CHARS_RE.sub("", line).strip()
         labels.append(current)
     return labels
+
+
+def closing_label(text: str, section: str = "", lead: str = "") -> str:
+    """The label in force at the end of `text`: the label where the text that follows it starts."""
+    lines = text.split("\n")
+    labels = _labels(lines, classify(lines), lead or _leaf(section))
+    return labels[-1] if labels else lead or _leaf(section)
 
 
 def _paragraphs(
@@ -197,25 +277,31 @@ def _paragraphs(
     return out
 
 
-def _sentences(text: str) -> list[str]:
-    """The answer-worthy sentences of a prose run: bullets stripped, whitespace collapsed, table
-    rows rendered as statements with their column headers, questions and labels skipped."""
-    out = []
+def _sentences(text: str) -> list[tuple[str, bool]]:
+    """The answer-worthy sentences of a prose run, each with whether it starts a new paragraph,
+    list item or table row: bullets stripped, whitespace collapsed, table rows rendered as
+    statements with their column headers, questions and labels skipped."""
+    out: list[tuple[str, bool]] = []
     spans = sentence_spans(text)
     header: list[str] | None = None
+    new_unit = True
     for i, (start, end) in enumerate(spans):
         raw = text[start:end]
+        gap = text[spans[i - 1][1] : start] if i else ""
+        new_unit = new_unit or bool(_BLANK_LINE_RE.search(gap)) or bool(BULLET_RE.match(raw))
         cells = _table_cells(raw)
         if cells is not None:
             following = _table_cells(text[spans[i + 1][0] : spans[i + 1][1]]) if i + 1 < len(spans) else None
             header, row = _table_step(cells, following, header)
             if row:
-                out.append(row)
+                out.append((row, True))
+                new_unit = False
             continue
         header = None
         sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
         if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
-            out.append(sentence)
+            out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
+            new_unit = False
     return out
 
 

@@ -9,6 +9,11 @@ Markers are removed from the sentence text together with the whitespace before t
 
 Native contract: pieces carry claims per content block; the claims of a block attach to every
 sentence that overlaps the block's character range (an empty block attaches to the sentence it follows).
+Only those claims are citations: `[n]` typed in the text is not one. Such markers are still taken out
+of the sentence (a reader would take them for citations), but they claim nothing, so a sentence the
+API did not cite is withheld as uncited.
+
+The contract is chosen by the caller (`SentenceBuffer(native=...)`), never guessed from the pieces.
 """
 
 from __future__ import annotations
@@ -17,20 +22,31 @@ import re
 from dataclasses import dataclass, field
 
 from rag.text import ABBREVIATIONS, sentence_spans
-from rag.types import Claim, Draft, Piece
+from rag.types import Claim, Draft, Piece, SentenceStart
 
 MAX_RANGE = 50
 
 _NUM = r"[1-9]\d{0,2}"
 _ITEM = rf"{_NUM}(?:\s*[-–—]\s*{_NUM})?"
 _MARKER = rf"\[\s*{_ITEM}(?:\s*,\s*{_ITEM})*\s*\]"
-MARKER_RUN_RE = re.compile(rf"(?P<space>\s*)(?P<run>(?:{_MARKER})+)")
+# A run of markers, possibly wrapped in emphasis ("**[1]**") that goes with it.
+MARKER_RUN_RE = re.compile(
+    rf"(?P<space>\s*)(?P<open>\*{{1,3}}|_{{1,3}})?(?P<run>(?:{_MARKER})+)(?(open)(?P=open))"
+)
 _MARKER_ONE_RE = re.compile(_MARKER)
 _ITEM_RE = re.compile(rf"(?P<lo>{_NUM})(?:\s*[-–—]\s*(?P<hi>{_NUM}))?")
 _CLAUSE_END = frozenset(".,;:!?")
 _LEAD_RE = re.compile(r"^(?:\s*(?:#{1,6}|[-*+•>])\s+)+")
 _ENUMERATOR_RE = re.compile(r"(?:\d{1,3}|[a-zA-Z])[.)]")
 _HAS_WORD_RE = re.compile(r"\w")
+# A "sentence" that is only markers and closing punctuation: the tail of the one before
+# (`"at any time." [1].`).
+_TAIL_RE = re.compile(rf"(?:\s*[*_]{{0,3}}(?:{_MARKER})+[*_]{{0,3}})+\s*[.!?]*[\"'”’)\]*_]*")
+# Terminal punctuation, then closing quotes, brackets, emphasis and marker runs, then space: a sentence
+# end the splitter misses when emphasis is among them ("**30 days.**", "30 days.**[1]**").
+_WRAPPED_END_RE = re.compile(rf"[.!?](?:[\"'”’)\]*_]|\s*{_MARKER})+(?=\s)")
+# A sentence whose closing quote or bracket follows its own full stop needs no second one: `"at any time.".`
+_DOUBLE_STOP_RE = re.compile(r"(?<=[.!?][\"'”’)\]])\.$")
 # What may still turn into trailing markers of the sentence before: whitespace and (partial) [n] runs.
 _PENDING_RE = re.compile(r"\s*(?:\[[\d\s,–—-]*\]?\s*)*")
 _NON_SPACE_RE = re.compile(r"\S")
@@ -39,14 +55,63 @@ _NON_SPACE_RE = re.compile(r"\S")
 _FIRM_END_RE = re.compile(r"[^\W\d_]{2,}[.!?]+[\"'”’)\]]*$")
 
 
+_LIST_ITEM_RE = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
+_ENUMERATOR_BEFORE_RE = re.compile(r"(?:^|\n)[ \t]*\d{1,3}[.)][ \t]*$")
+
+
+def sentence_start(text: str, start: int) -> SentenceStart:
+    """How the sentence at `start` begins the layout: a list item (a bullet or number before it on its
+    line), a new paragraph (a blank line or a heading line before it), or running on ("")."""
+    if _LIST_ITEM_RE.match(text, start) or _ENUMERATOR_BEFORE_RE.search(text, 0, start):
+        return "item"
+    lead = len(text[start:]) - len(text[start:].lstrip())
+    before = start
+    while before > 0 and text[before - 1].isspace():
+        before -= 1
+    if before == 0:
+        return ""
+    gap = text[before : start + lead]
+    previous_line = text[:before].rsplit("\n", 1)[-1].lstrip()
+    if "\n\n" in gap or ("\n" in gap and previous_line.startswith("#")):
+        return "paragraph"
+    return ""
+
+
 def parse_inline(text: str) -> tuple[Draft, ...]:
     """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
     drafts = []
-    for start, end in sentence_spans(text):
-        draft = _draft(text[start:end])
+    for start, end in _sentence_spans(text):
+        draft = _draft(text[start:end], starts=sentence_start(text, start))
         if draft is not None:
             drafts.append(draft)
     return tuple(drafts)
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """`text.sentence_spans`, with a span that holds only markers and closing punctuation joined to the
+    sentence before it (the splitter cuts `"at any time." [1].` after the closing quote)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in _wrapped_cuts(text, sentence_spans(text)):
+        if spans and _TAIL_RE.fullmatch(text, start, end) and not text[spans[-1][1] : start].count("\n"):
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _wrapped_cuts(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        for match in _WRAPPED_END_RE.finditer(text, start, end):
+            if not any(c in "*_" for c in match.group()):
+                continue
+            out.append((start, match.end()))
+            start = match.end()
+            while start < end and text[start].isspace():
+                start += 1
+        if start < end:
+            out.append((start, end))
+    return out
 
 
 def citation_numbers(marker_run: str) -> tuple[int, ...] | None:
@@ -83,16 +148,18 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
     return "".join(out), tuple(numbers)
 
 
-def _draft(sentence: str, extra: tuple[Claim, ...] = ()) -> Draft | None:
+def _draft(
+    sentence: str, extra: tuple[Claim, ...] = (), *, native: bool = False, starts: SentenceStart = ""
+) -> Draft | None:
     text, numbers = strip_markers(sentence)
-    text = _LEAD_RE.sub("", text).strip()
+    text = _DOUBLE_STOP_RE.sub("", _LEAD_RE.sub("", text).strip())
     if not _HAS_WORD_RE.search(text) or _ENUMERATOR_RE.fullmatch(text):
         return None
-    claims: list[Claim] = [Claim(n=n) for n in numbers]
+    claims: list[Claim] = [] if native else [Claim(n=n) for n in numbers]
     for claim in extra:
         if claim not in claims:
             claims.append(claim)
-    return Draft(text=text, claims=tuple(claims))
+    return Draft(text=text, claims=tuple(claims), starts=starts)
 
 
 @dataclass(slots=True)
@@ -101,19 +168,22 @@ class _Segment:
     start: int
     end: int
     claims: list[Claim] = field(default_factory=list)
+    claims_first: bool = False  # its citations arrived before any of its text (the usual wire order)
 
 
 class SentenceBuffer:
     """Accumulates streamed pieces and returns each sentence as soon as it is complete.
 
     A sentence is complete when the splitter cuts after it and non-space text that cannot be a
-    citation marker follows (or at `flush`). Fed the same inline text in any piece sizes, the drafts
-    equal `parse_inline(text)`. In native mode (any piece with claims or a content-block index other
-    than 0, or `native=True`), a sentence that overlaps the still-open content block is held until the
-    block ends, because a block's citations may arrive after its text.
+    citation marker follows (or at `flush`). Inline (`native=False`): fed the same text in any piece
+    sizes, the drafts equal `parse_inline(text)`; a piece with claims is a contract error. Native
+    (`native=True`): claims come only from pieces; a sentence that overlaps the still-open content
+    block is held until the block ends, because a block's citations may arrive after its text, unless
+    that block's citations arrived before its text (the usual order on the wire): then a sentence
+    inside it is released as soon as it ends.
     """
 
-    def __init__(self, *, native: bool = False) -> None:
+    def __init__(self, *, native: bool) -> None:
         self._text = ""
         self._done = 0  # sentences starting before this offset have been returned
         self._segments: list[_Segment] = []
@@ -125,15 +195,18 @@ class SentenceBuffer:
         return self._text
 
     def feed(self, piece: Piece) -> list[Draft]:
-        """Append one piece; return the sentences it completed, in order."""
-        if piece.claims or piece.index != 0:
-            self._native = True
+        """Append one piece; return the sentences it completed, in order. Raises ValueError for a
+        piece with claims in an inline buffer."""
+        if piece.claims and not self._native:
+            raise ValueError("a piece with native claims was fed to an inline-contract SentenceBuffer")
         position = len(self._text)
         current = self._segments[-1] if self._segments else None
         same_block = current is not None and current.index == piece.index
         if current is None or not same_block:
             current = _Segment(index=piece.index, start=position, end=position)
             self._segments.append(current)
+        if piece.claims:
+            current.claims_first = not self._text[current.start : current.end].strip()
         current.claims.extend(piece.claims)
         self._text += piece.text
         current.end = len(self._text)
@@ -148,25 +221,45 @@ class SentenceBuffer:
     def _drain(self, *, final: bool) -> list[Draft]:
         text = self._text
         out: list[Draft] = []
-        spans = [span for span in sentence_spans(text) if span[0] >= self._done]
+        spans = [span for span in _sentence_spans(text) if span[0] >= self._done]
+        if not final and self._awaiting_text():
+            return out
         for i, (start, end) in enumerate(spans):
             following = spans[i + 1][0] if i + 1 < len(spans) else None
-            if not final:
-                pending = _PENDING_RE.match(text, end)
-                if self._native and self._open_overlaps(end):
-                    break
-                at_closed_block_end = self._native and following is None and self._firm_end(start, end)
-                if not at_closed_block_end and (
-                    pending is None or pending.end() == len(text) or following is None
-                ):
-                    break
-            draft = _draft(text[start:end], self._native_claims(start, end, following))
+            if not final and not self._complete(start, end, following):
+                break
+            claims = self._native_claims(start, end, following) if self._native else ()
+            draft = _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
             self._done = end
             if draft is not None:
                 out.append(draft)
         if final:
             self._done = len(text) + 1
         return out
+
+    def _complete(self, start: int, end: int, following: int | None) -> bool:
+        """True when the sentence [start, end) can go out before the stream ends: another sentence and
+        non-marker text follow it, or (native) it ends a closed block firmly; a sentence in the open
+        block waits unless that block's citations came first."""
+        text = self._text
+        pending = _PENDING_RE.match(text, end)
+        in_open_block = self._native and self._open_overlaps(end)
+        # an open block whose citations came first: its sentences go as soon as they end
+        if in_open_block and not self._segments[-1].claims_first:
+            return False
+        at_closed_block_end = (
+            self._native and not in_open_block and following is None and self._firm_end(start, end)
+        )
+        return at_closed_block_end or not (pending is None or pending.end() == len(text) or following is None)
+
+    def _awaiting_text(self) -> bool:
+        """The open block has citations but no text yet: they belong to the text about to come (the
+        usual order), or, if the block closes empty, to the sentence before. Nothing goes out until
+        that is known."""
+        if not self._native or not self._segments:
+            return False
+        open_segment = self._segments[-1]
+        return bool(open_segment.claims) and not self._text[open_segment.start : open_segment.end].strip()
 
     def _firm_end(self, start: int, end: int) -> bool:
         """True when the sentence ends a closed content block with punctuation nothing can extend.
@@ -189,8 +282,9 @@ class SentenceBuffer:
         return open_segment.start < end and open_segment.end > open_segment.start
 
     def _native_claims(self, start: int, end: int, following: int | None) -> tuple[Claim, ...]:
-        """Claims of every content block overlapping [start, end). A block without text (or only
-        whitespace) attaches to the sentence it follows: the one whose zone (start, following] holds it."""
+        """Claims of every content block overlapping [start, end). A closed block without text (or only
+        whitespace) attaches to the sentence it follows: the one whose zone (start, following] holds it.
+        """
         claims: list[Claim] = []
         lead = _NON_SPACE_RE.search(self._text)
         first = lead is not None and lead.start() == start

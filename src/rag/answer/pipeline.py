@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import anyio
 
+from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import detect_conflict
@@ -68,8 +69,22 @@ STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify",
 
 
 def validate_question(question: str, max_chars: int) -> str:
-    """The question stripped of surrounding whitespace; raises InvalidQuestion when empty or too long."""
-    text = question.strip() if isinstance(question, str) else ""
+    """The question stripped of surrounding whitespace, control characters made spaces.
+
+    Raises InvalidQuestion when it is empty, too long, or not valid Unicode text (a lone
+    surrogate, which JSON can carry and `\\xff` in a command-line argument becomes).
+    """
+    text = question if isinstance(question, str) else ""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidQuestion(
+            f"question is not valid Unicode text: a lone surrogate at character {exc.start}"
+        ) from None
+    # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
+    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
+    text = "".join(" " if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) <= 159 else c for c in text)
+    text = text.strip()
     if not text:
         raise InvalidQuestion("question is empty")
     if len(text) > max_chars:
@@ -105,6 +120,7 @@ class Plan:
     usage: Usage = field(default_factory=Usage)
     timings: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
+    principal: Principal | None = None  # who asked; None: the local operator (reads everything)
 
 
 @dataclass(kw_only=True)
@@ -140,9 +156,19 @@ class Pipeline:
 
     # the front half, shared
 
-    def plan(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Plan:
+    def plan(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
+    ) -> Plan:
         """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
-        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap)."""
+        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap).
+
+        Retrieval sees only the documents `principal` may read (None: the local operator, every
+        document), so every later stage, conflicts and closest matches included, sees no other."""
         started = time.perf_counter()
         q = validate_question(question, self.settings.max_question_chars)
         timings: dict[str, float] = {}
@@ -154,6 +180,7 @@ class Pipeline:
                 embedder=self.embedder,
                 top_k=top_k or self.settings.top_k,
                 candidates=self.settings.candidates,
+                groups=principal.reads if principal is not None else None,
             )
         scorer = scored[0].scorer if scored and scored[0].scorer else self.reranker.name
         plan = Plan(
@@ -166,9 +193,10 @@ class Pipeline:
             threshold=self.threshold(scorer),
             timings=timings,
             started=started,
+            principal=principal,
         )
         if not retrieval_gate(scored, plan.threshold, q):
-            self.store.add_gap(q, plan.top, [r.chunk_id for r in plan.closest])
+            self.store.add_gap(q, plan.top, [r.chunk_id for r in plan.closest], principal=_name(principal))
             plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
             return plan
         with _timed(timings, "assemble"):
@@ -317,7 +345,14 @@ class Pipeline:
             generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
         return judge, run(judge, pieces_of(generation))
 
-    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer:
+    def answer(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
+    ) -> Answer:
         """A verified answer or a refusal: the core's events folded into an Answer.
 
         The one step streaming cannot take: when the first draft withheld a sentence that carried a
@@ -326,7 +361,7 @@ class Pipeline:
         draft stands, with a note. Raises InvalidQuestion, or UpstreamUnavailable when the model call
         fails and no verified sentence exists.
         """
-        plan = self.plan(question, top_k=top_k, trace_id=trace_id)
+        plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
         kept, events = self._draft(plan, "draft 1")
@@ -372,11 +407,20 @@ class Pipeline:
                 top_score=plan.top,
                 usage=answer.usage,
                 timings=dict(answer.timings),
+                principal=_name(plan.principal),
+                retrieved=tuple((s.chunk.chunk_id, s.score) for s in plan.scored),
+                reranker=plan.scorer,
+                threshold=plan.threshold,
             )
         )
 
     async def answer_stream(
-        self, question: str, *, top_k: int | None = None, trace_id: str | None = None
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
     ) -> AsyncIterator[Event]:
         """The core's events as they are decided: a pre-generation refusal then done; or meta,
         sentence/dropped..., [refusal], done; an error then done when the provider fails.
@@ -385,7 +429,9 @@ class Pipeline:
         closes the generator's stream (so the model call stops), and the ask is logged whichever
         way the stream ends.
         """
-        plan = await anyio.to_thread.run_sync(lambda: self.plan(question, top_k=top_k, trace_id=trace_id))
+        plan = await anyio.to_thread.run_sync(
+            lambda: self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        )
         seen: list[Event] = []
         judge = self._judge(plan, "stream")
         try:
@@ -433,6 +479,11 @@ class Pipeline:
                 await aclose()
         for event in self._ending(plan, judge):
             yield event
+
+
+def _name(principal: Principal | None) -> str:
+    """The name the ask log and the gap queue record for `principal` (None: the local operator)."""
+    return principal.name if principal is not None else Principal.operator().name
 
 
 def _newest(conflict: Conflict) -> Statement | None:

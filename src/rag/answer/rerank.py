@@ -15,10 +15,21 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Protocol
 
+from rag.breaker import CircuitBreaker
 from rag.config import Settings
-from rag.ingest.embeddings import embedding_text, voyage_client_for
+from rag.ingest.embeddings import embedding_text
 from rag.text import content_words, stem, terms
 from rag.types import Scored
+from rag.voyage import (
+    RERANK_DEFAULT_MAX_TOTAL_TOKENS,
+    RERANK_MAX_DOCUMENTS,
+    RERANK_MAX_TOTAL_TOKENS,
+    TOKEN_HEADROOM,
+    call_voyage,
+    voyage_breaker,
+    voyage_client_for,
+    voyage_tokens,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -194,8 +205,11 @@ class LexicalReranker:
 class VoyageReranker:
     """Voyage `rerank` relevance scores (in [0, 1]) over each chunk's provenance line and text.
 
-    Any failure (network, HTTP error, malformed reply) logs a warning and returns the fallback
-    reranker's scores instead, named as such, so the gate reads the fallback's threshold.
+    One request per question, within the API's limits (at most RERANK_MAX_DOCUMENTS documents and
+    the model's total-token budget: candidates past either are not sent and score 0). Retries
+    and the provider's circuit breaker are `call_voyage`'s. Any failure, or an open breaker (no
+    request at all), logs a warning and returns the fallback reranker's scores, each naming the
+    fallback as its `scorer`, so the gate reads the fallback's threshold.
     """
 
     name = "voyage"
@@ -206,28 +220,59 @@ class VoyageReranker:
         client: Any,
         model: str = "rerank-2.5",
         fallback: Reranker | None = None,
+        retries: int = 2,
+        breaker: CircuitBreaker | None = None,
     ) -> None:
         self.client = client
         self.model = model
         self.fallback: Reranker = fallback or LexicalReranker()
+        self.retries = retries
+        self.breaker = breaker
+        self.fallbacks = 0
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoyageReranker:
-        return cls(client=voyage_client_for(settings), model=settings.voyage_rerank_model)
+        return cls(
+            client=voyage_client_for(settings),
+            model=settings.voyage_rerank_model,
+            retries=settings.model_max_retries,
+            breaker=voyage_breaker(settings),
+        )
+
+    def _within_limits(self, question: str, documents: list[str]) -> int:
+        """How many leading documents one request may carry (documents and total tokens)."""
+        budget = int(
+            RERANK_MAX_TOTAL_TOKENS.get(self.model, RERANK_DEFAULT_MAX_TOTAL_TOKENS) * TOKEN_HEADROOM
+        )
+        query = voyage_tokens(question)
+        used = 0
+        for n, doc in enumerate(documents[:RERANK_MAX_DOCUMENTS]):
+            used += query + voyage_tokens(doc)
+            if used > budget:
+                return n
+        return min(len(documents), RERANK_MAX_DOCUMENTS)
 
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
         if not candidates:
             return []
-        try:
-            result = self.client.rerank(
-                question, [embedding_text(c.chunk) for c in candidates], model=self.model, truncation=True
-            )
+        documents = [embedding_text(c.chunk) for c in candidates]
+        sent = self._within_limits(question, documents)
+
+        def request() -> dict[int, float]:
+            result = self.client.rerank(question, documents[:sent], model=self.model, truncation=True)
             scores = {int(r.index): float(r.relevance_score) for r in result.results}
-            if not scores or any(i < 0 or i >= len(candidates) for i in scores):
-                raise ValueError("rerank reply does not match the candidates")
+            if not scores or any(i < 0 or i >= sent for i in scores):
+                raise ValueError("malformed reply: rerank indices do not match the documents sent")
+            return scores
+
+        try:
+            if sent == 0:
+                raise ValueError("the question alone exceeds the rerank token budget")
+            scores = call_voyage(request, what="rerank", retries=self.retries, breaker=self.breaker)
         except Exception as exc:  # any provider failure falls back to the offline scores
+            self.fallbacks += 1
             logger.warning("Voyage rerank failed (%s); using the %s reranker", exc, self.fallback.name)
             return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
         return _sorted(

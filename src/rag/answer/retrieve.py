@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from rag.answer.rerank import CHUNK_TERMS, Reranker
 from rag.ingest.embeddings import Embedder
 from rag.store import Store
+from rag.store.interface import Groups
 from rag.text import terms
 from rag.types import Chunk, Scored
 
@@ -53,6 +54,26 @@ def search_terms(
     return chosen
 
 
+_MISMATCH_WARNED: set[tuple[int, str]] = set()
+
+
+def _warn_model_mismatch(store: Store, model: str) -> None:
+    """Say once per store and model why dense retrieval found nothing when the store's vectors
+    come from another embedding model (they are never compared with this model's queries)."""
+    key = (id(store), model)
+    if key in _MISMATCH_WARNED:
+        return
+    _MISMATCH_WARNED.add(key)
+    others = [(m, n) for m, _, n in store.embedding_counts() if m != model]
+    if others:
+        logger.warning(
+            "dense retrieval is off: the store's vectors come from %s, not the configured"
+            " RAG_VOYAGE_EMBED_MODEL=%s; run `rag ingest` to re-embed them (BM25 only until then)",
+            ", ".join(f"{m or 'an unrecorded model'} ({n} vectors)" for m, n in others),
+            model,
+        )
+
+
 def candidates_for(
     question: str,
     *,
@@ -60,22 +81,29 @@ def candidates_for(
     embedder: Embedder | None = None,
     candidates: int = 40,
     df: Mapping[str, int] | None = None,
+    groups: Groups = None,
 ) -> list[Scored]:
     """Up to `candidates` chunks for the reranker, best first, with `score` 0 and `lexical` = BM25.
 
-    `df` (chunks per term, as `store.term_frequencies` returns) is looked up when not given.
+    Only chunks `groups` may read are candidates (None: every chunk). `df` (chunks per term, as
+    `store.term_frequencies` returns) is looked up when not given.
     """
     query_terms = list(dict.fromkeys(terms(question)))
     if df is None:
-        df = store.term_frequencies(query_terms) if query_terms else {}
+        df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
     matched = search_terms(query_terms, df)
-    lexical = store.search(matched, candidates) if matched else []
+    lexical = store.search(matched, candidates, groups=groups) if matched else []
     dense: list[tuple[Chunk, float]] = []
     if embedder is not None:
         try:
-            dense = store.similar(embedder.embed_query(question), candidates)
+            dense = store.similar(
+                embedder.embed_query(question), candidates, model=embedder.model, groups=groups
+            )
         except Exception as exc:  # any embedder failure: lexical retrieval only
             logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+        else:
+            if not dense:
+                _warn_model_mismatch(store, embedder.model)
     bm25 = {chunk.chunk_id: score for chunk, score in lexical}
     if not dense:
         return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
@@ -105,14 +133,22 @@ def retrieve(
     embedder: Embedder | None = None,
     top_k: int = 8,
     candidates: int = 40,
+    groups: Groups = None,
 ) -> list[Scored]:
-    """The `top_k` most relevant chunks, sorted by score desc, then chunk_id; [] when nothing matches."""
+    """The `top_k` most relevant chunks `groups` may read (None: every chunk), sorted by score desc,
+    then chunk_id; [] when nothing matches.
+
+    Filtered before ranking: the candidates, the document frequencies and the chunk count the
+    reranker weighs terms by all cover only what `groups` may read.
+    """
     query_terms = list(dict.fromkeys(terms(question)))
-    df = store.term_frequencies(query_terms) if query_terms else {}
-    pool = candidates_for(question, store=store, embedder=embedder, candidates=candidates, df=df)
+    df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
+    pool = candidates_for(
+        question, store=store, embedder=embedder, candidates=candidates, df=df, groups=groups
+    )
     if not pool:
         return []
-    n_chunks = store.stats().chunks
+    n_chunks = store.chunk_count(groups=groups)
     reuse_stored_terms(store, pool)
     ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
     return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]

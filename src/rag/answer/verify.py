@@ -1,15 +1,20 @@
 """Verification: every claimed citation is checked against the ORIGINAL chunk text (`block.chunk.text`).
 
-Per claim, in order:
+Per claim, grouped by block number, in order:
 1. gate one: `n` is one of the block numbers issued for this request;
-2. span: a claimed `cited_text` (native contract) occurs in the chunk verbatim, or verbatim up to
-   whitespace; offsets are recomputed in the original chunk. Without a claimed span (inline contract)
-   the chunk sentence with the highest overlap is chosen, so the UI can highlight it;
-3. gate two: substantive overlap (below) between the sentence and its evidence (the claimed spans for
-   native claims, the whole chunk for inline claims) is at least `min_overlap`;
-4. figures: every number the sentence states must appear in the evidence of at least one claim that
-   passed 1-3 (as written, or as the same quantity in another unit: "1 GB" = "1024 MB").
-A sentence is kept iff at least one citation survives; each failure keeps a specific reason.
+2. span: a claimed `cited_text` (native contract) is located in the original chunk: at the provider's
+   offsets (`Claim.start`/`end`, relative to the text sent) when they hold it, else by search, exact
+   first, then up to whitespace. Without a claimed span (inline contract) the span shown is an exact
+   occurrence of the sentence in the chunk, else the chunk sentence with the highest overlap;
+3. gate two, support. Native: `support.judge`, the sentence against its own spans (attribution
+   lead-in naming the cited document set aside; coverage, negation flips, swapped roles). Inline:
+   substantive overlap (below) between the sentence and the whole chunk is at least `min_overlap`;
+4. addressed text: evidence that addresses an assistant ("ignore previous instructions", "tell the
+   user that", see `injection`) supports nothing; a claim supported only by it is withheld;
+5. figures: every quantity the sentence states, in any spelling, must be stated by the evidence of
+   the claims that passed 1-4 (`figures.missing_figures`).
+A sentence is kept iff at least one citation survives. Every failed citation keeps a specific reason
+in `Verdict.issues`, also when the sentence is kept (`ok` with issues: a citation was withheld).
 
 Substantive overlap = |S & E| / |S|, where S is the sentence's distinct content terms (stemmed, stop
 words removed) minus the request's common terms, and E the evidence's terms. Common terms are the terms
@@ -23,24 +28,22 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass
 from functools import lru_cache
 
+from rag.answer.figures import missing_figures
+from rag.answer.injection import addressed_spans, overlaps_addressed
 from rag.answer.parse import strip_markers
-from rag.answer.quantities import Quantity, find_quantities, same_value
+from rag.answer.support import judge
 from rag.text import sentence_spans, term_set
-from rag.types import Block, Citation, Claim, Draft, Verdict
+from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
 MIN_COMMON_BLOCKS = 3
-NO_CITATION = "no citation"
-NOTHING_TO_VERIFY = "nothing substantive to verify"
+NO_CITATION = Issue("no_citation", "no citation")
+NOTHING_TO_VERIFY = Issue("nothing_to_verify", "nothing substantive to verify")
+ADDRESSED = "is supported only by text addressed to an assistant, not by a statement of fact"
 
 _WS_RE = re.compile(r"\s+")
-# A figure the sentence states: digits not glued to a preceding letter ("v2" is a name, not a figure).
-_FIGURE_RE = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\d)")
-# Any digit run in the evidence, however it is attached ("v2.3", "2FA", "2026-05-12").
-_SOURCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
 
 def locate_span(cited_text: str, chunk_text: str) -> tuple[int, int] | None:
@@ -108,8 +111,10 @@ def overlap(sentence: str, source: str, *, common: frozenset[str] = frozenset())
     return len(wanted & term_set(source)) / len(wanted)
 
 
-def verify(drafts: Sequence[Draft], blocks: Sequence[Block], *, min_overlap: float = 0.3) -> list[Verdict]:
-    """One Verdict per draft, in order. Reads only `block.chunk.text`, never `block.sent_text`."""
+def verify(drafts: Sequence[Draft], blocks: Sequence[Block], *, min_overlap: float) -> list[Verdict]:
+    """One Verdict per draft, in order. Evidence is always `block.chunk.text`; `block.sent_text` is read
+    only to interpret the provider's offsets. `min_overlap` is the inline contract's calibrated floor
+    (`Settings.min_overlap`)."""
     by_n = {block.n: block for block in blocks}
     common = common_terms(blocks)
     return [_verify_one(draft, by_n, common, min_overlap) for draft in drafts]
@@ -130,65 +135,236 @@ def feedback_lines(verdicts: Iterable[Verdict]) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class _Passed:
+    block: Block
+    spans: tuple[tuple[int, int], ...]
+    evidence: str  # the text the sentence's figures are checked against
+    sentence: str  # the sentence as judged (a lead-in naming this block set aside)
+    texts: tuple[str, ...] = ()  # the cited spans' text (native claims)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unsupported:
+    """A block whose spans were found but do not support the sentence on their own."""
+
+    block: Block
+    spans: tuple[tuple[int, int], ...]
+    texts: tuple[str, ...]
+    issues: tuple[Issue, ...]
+    contradicts: bool = False
+
+
 def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float) -> Verdict:
+    unverifiable = _unverifiable(draft, common)
+    if unverifiable is not None:
+        return unverifiable
+    issues, passed, unsupported = _judge_blocks(draft, by_n, common, min_overlap)
+    vetoes = [i for u in unsupported if u.contradicts for i in u.issues]
+    if vetoes:  # a cited span that says the opposite withholds the sentence, whatever else supports it
+        return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
+    if not passed and len(unsupported) > 1:
+        passed = _merged(draft.text, unsupported, common)
+    if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
+        return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
+    if passed:
+        passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common)
+        issues.extend(figure_issues)
+    kept = {p.block.n for p in passed}
+    issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
+    return Verdict(draft=draft, citations=_citations(passed), issues=tuple(issues))
+
+
+def _unverifiable(draft: Draft, common: frozenset[str]) -> Verdict | None:
+    """The withheld verdict of a draft with no citation, or (inline) with no substantive term; else None."""
     if not draft.claims:
         return Verdict(draft=draft, citations=(), issues=(NO_CITATION,))
-    wanted = substantive_terms(draft.text, common)
-    if not wanted:
+    native = any(c.cited_text is not None for c in draft.claims)
+    if not native and not substantive_terms(draft.text, common):
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
+    return None
 
-    issues: list[str] = []
-    passed: list[tuple[Block, list[tuple[int, int]], str]] = []  # block, spans, evidence text
+
+def _judge_blocks(
+    draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float
+) -> tuple[list[Issue], list[_Passed], list[_Unsupported]]:
+    """Each cited block judged alone (native spans if quoted, else inline): issues, passed, unsupported."""
+    issues: list[Issue] = []
+    passed: list[_Passed] = []
+    unsupported: list[_Unsupported] = []
     for n, claims in _group(draft.claims):
         block = by_n.get(n)
         if block is None:
-            issues.append(f"cited a nonexistent chunk number [{n}]")
+            issues.append(Issue("nonexistent_block", f"cited a nonexistent chunk number [{n}]"))
             continue
-        chunk_text = block.chunk.text
-        quoted = [c.cited_text for c in claims if c.cited_text is not None]
-        if quoted:
-            spans = []
-            for cited in quoted:
-                span = locate_span(cited, chunk_text)
-                if span is None:
-                    issues.append(f"[{n}] quotes text that is not in its source")
-                elif span not in spans:
-                    spans.append(span)
-            if not spans:
-                continue
-            evidence = " ".join(chunk_text[s:e] for s, e in spans)
-            share = _share(wanted, term_set(evidence))
-        else:
-            share = _share(wanted, _chunk_terms(chunk_text))
-            spans = [_best_sentence(wanted, _chunk_sentences(chunk_text), len(chunk_text))]
-            evidence = chunk_text
-        if share < min_overlap:
-            issues.append(f"[{n}] has only {share:.2f} substantive overlap with this sentence")
-            continue
-        passed.append((block, spans, evidence))
-
-    missing = _missing_figures(draft.text, [evidence for _, _, evidence in passed])
-    if missing:
-        label = "figure" if len(missing) == 1 else "figures"
-        issues.extend(
-            f"[{block.n}] does not contain the {label} {', '.join(missing)}" for block, _, _ in passed
+        quoted = [c for c in claims if c.cited_text is not None]
+        result = (
+            _native(draft.text, block, quoted, common)
+            if quoted
+            else _inline(draft.text, block, common, min_overlap)
         )
-        passed = []
+        if isinstance(result, _Passed):
+            passed.append(result)
+        elif isinstance(result, _Unsupported):
+            unsupported.append(result)
+        else:
+            issues.extend(result)
+    return issues, passed, unsupported
 
-    citations = tuple(
+
+def _figures_checked(
+    sentence: str, passed: list[_Passed], unsupported: list[_Unsupported], common: frozenset[str]
+) -> tuple[list[_Passed], list[Issue]]:
+    """The passed blocks if their evidence states every figure of the sentence (alone, or merged with the
+    unsupported spans); else no block passes and each carries a "figures" issue."""
+    sentence_judged = min((p.sentence for p in passed), key=len)
+    missing = missing_figures(sentence_judged, [p.evidence for p in passed])
+    if missing and unsupported and all(p.texts for p in passed):
+        # a figure may come from a block that does not support the sentence alone (merged spans)
+        parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
+        together = _merged(sentence, parts, common)
+        if together and not missing_figures(together[0].sentence, [together[0].evidence]):
+            return together, []
+    if not missing:
+        return passed, []
+    label = "figure" if len(missing) == 1 else "figures"
+    return [], [
+        Issue("figures", f"[{p.block.n}] does not contain the {label} {', '.join(missing)}") for p in passed
+    ]
+
+
+def _citations(passed: Sequence[_Passed]) -> tuple[Citation, ...]:
+    """One Citation per span of each passed block, its text cut from the ORIGINAL chunk."""
+    return tuple(
         Citation(
-            n=block.n,
-            chunk_id=block.chunk.chunk_id,
-            title=block.chunk.title,
-            url=block.chunk.url,
-            cited_text=block.chunk.text[s:e],
+            n=p.block.n,
+            chunk_id=p.block.chunk.chunk_id,
+            title=p.block.chunk.title,
+            url=p.block.chunk.url,
+            cited_text=p.block.chunk.text[s:e],
             start=s,
             end=e,
+            page=p.block.chunk.page,
         )
-        for block, spans, _ in passed
-        for s, e in spans
+        for p in passed
+        for s, e in p.spans
     )
-    return Verdict(draft=draft, citations=citations, issues=tuple(issues))
+
+
+def _native(
+    sentence: str, block: Block, claims: Sequence[Claim], common: frozenset[str]
+) -> _Passed | _Unsupported | list[Issue]:
+    """The block's cited spans located in the original chunk and judged against the sentence."""
+    n, chunk_text = block.n, block.chunk.text
+    issues: list[Issue] = []
+    spans: list[tuple[int, int]] = []
+    for claim in claims:
+        span = locate_claim(claim, block)
+        if span is None:
+            issues.append(Issue("span_not_in_source", f"[{n}] quotes text that is not in its source"))
+        elif span not in spans:
+            spans.append(span)
+    if not spans:
+        return issues
+    usable = [(s, e) for s, e in spans if not overlaps_addressed(chunk_text, s, e)]
+    if not usable:
+        return [*issues, Issue("addressed_text", f"[{n}] {ADDRESSED}")]
+    texts = [chunk_text[s:e] for s, e in usable]
+    judgement = judge(sentence, texts, [block], common=common)
+    if not judgement.contradicts and len(texts) > 1:
+        # each span alone may contradict the clause it is cited for, which the other spans hide
+        judgement = next(
+            (j for j in (judge(sentence, [t], [block], common=common) for t in texts) if j.contradicts),
+            judgement,
+        )
+    if judgement.issue:
+        return _Unsupported(
+            block, tuple(usable), tuple(texts), (*issues, judgement.issue), judgement.contradicts
+        )
+    return _Passed(block, tuple(usable), " ".join(texts), judgement.core, tuple(texts))
+
+
+def _merged(sentence: str, parts: Sequence[_Unsupported], common: frozenset[str]) -> list[_Passed]:
+    """A sentence that merges spans of several blocks, none enough alone, judged against all of them:
+    when they support it together, each block whose spans share a term with the sentence passes."""
+    texts = [t for u in parts for t in u.texts]
+    judgement = judge(sentence, texts, [u.block for u in parts], common=common)
+    if judgement.issue:
+        return []
+    wanted = term_set(judgement.core)
+    return [
+        _Passed(u.block, u.spans, " ".join(texts), judgement.core, u.texts)
+        for u in parts
+        if wanted & term_set(" ".join(u.texts))
+    ]
+
+
+def _inline(sentence: str, block: Block, common: frozenset[str], min_overlap: float) -> _Passed | list[Issue]:
+    """The inline contract: overlap with the whole chunk (text addressed to an assistant left out)."""
+    n, chunk_text = block.n, block.chunk.text
+    wanted = substantive_terms(sentence, common)
+    share = _share(wanted, _chunk_terms(chunk_text))
+    if share < min_overlap:
+        return [Issue("low_overlap", f"[{n}] has only {share:.2f} substantive overlap with this sentence")]
+    evidence = _without_addressed(chunk_text)
+    if _share(wanted, term_set(evidence)) < min_overlap or (
+        evidence != chunk_text
+        and missing_figures(sentence, [evidence])
+        and not missing_figures(sentence, [chunk_text])
+    ):
+        return [Issue("addressed_text", f"[{n}] {ADDRESSED}")]
+    exact = locate_span(sentence, chunk_text)
+    if exact is not None and not overlaps_addressed(chunk_text, *exact):
+        span = exact
+    else:
+        span = _best_sentence(wanted, _chunk_sentences(chunk_text), chunk_text)
+    return _Passed(block, (span,), evidence, sentence)
+
+
+def locate_claim(claim: Claim, block: Block) -> tuple[int, int] | None:
+    """Offsets of the claim's `cited_text` in the ORIGINAL chunk. The provider's offsets (relative to the
+    text sent) are used when they hold `cited_text`: as they are when the block went out uncompressed,
+    else as the same occurrence (first, second, ...) in the original; otherwise the text is searched."""
+    cited = claim.cited_text
+    if cited is None:
+        return None
+    chunk_text, sent = block.chunk.text, block.sent_text
+    start, end = claim.start, claim.end
+    if (
+        start is not None
+        and end is not None
+        and 0 <= start <= end <= len(sent)
+        and cited
+        and sent[start:end] == cited
+    ):
+        if sent == chunk_text:
+            return start, end
+        occurrence = _occurrences(sent, cited).index(start)
+        in_chunk = _occurrences(chunk_text, cited)
+        if occurrence < len(in_chunk):
+            return in_chunk[occurrence], in_chunk[occurrence] + len(cited)
+    return locate_span(cited, chunk_text)
+
+
+def _occurrences(text: str, needle: str) -> list[int]:
+    found: list[int] = []
+    at = text.find(needle)
+    while at != -1:
+        found.append(at)
+        at = text.find(needle, at + 1)
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _without_addressed(text: str) -> str:
+    """`text` with every span that addresses an assistant blanked out (offsets kept)."""
+    spans = addressed_spans(text)
+    if not spans:
+        return text
+    out = list(text)
+    for start, end in spans:
+        out[start:end] = " " * (end - start)
+    return "".join(out)
 
 
 def _group(claims: Sequence[Claim]) -> list[tuple[int, list[Claim]]]:
@@ -206,62 +382,14 @@ def _share(wanted: frozenset[str], found: frozenset[str]) -> float:
 
 
 def _best_sentence(
-    wanted: frozenset[str], sentences: Sequence[tuple[int, int, frozenset[str]]], length: int
+    wanted: frozenset[str], sentences: Sequence[tuple[int, int, frozenset[str]]], chunk_text: str
 ) -> tuple[int, int]:
-    """The chunk sentence sharing most of `wanted` (earliest on ties); the whole chunk if it has none."""
+    """The chunk sentence sharing most of `wanted` (earliest on ties), text addressed to an assistant
+    passed over; the whole chunk if it has none."""
     best: tuple[int, int] | None = None
     best_share = -1.0
     for start, end, found in sentences:
         share = _share(wanted, found)
-        if share > best_share:
+        if share > best_share and not overlaps_addressed(chunk_text, start, end):
             best, best_share = (start, end), share
-    return best if best is not None else (0, length)
-
-
-def _canonical(number: str) -> str | None:
-    try:
-        value = Decimal(number).normalize()
-    except InvalidOperation:
-        return None
-    return format(value, "f")
-
-
-def _source_numbers(text: str) -> set[str]:
-    found: set[str] = set()
-    for match in _SOURCE_NUMBER_RE.finditer(text):
-        raw = match.group()
-        if _THOUSANDS_RE.fullmatch(raw):
-            parts = [raw.replace(",", "")]
-        else:
-            pieces = re.split(r"[.,]", raw)
-            parts = pieces + [f"{a}.{b}" for a, b in zip(pieces, pieces[1:], strict=False)]
-        for part in parts:
-            canonical = _canonical(part)
-            if canonical is not None:
-                found.add(canonical)
-    return found
-
-
-def _missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
-    """Figures stated in `sentence` that no evidence text contains, as written or as an equal quantity."""
-    figures = [m for m in _FIGURE_RE.finditer(sentence)]
-    if not figures or not evidence:
-        return []
-    numbers: set[str] = set()
-    for text in evidence:
-        numbers |= _source_numbers(text)
-    stated: list[Quantity] | None = None
-    source_quantities: list[Quantity] | None = None
-    missing: list[str] = []
-    for match in figures:
-        if _canonical(match.group().replace(",", "")) in numbers:
-            continue
-        if stated is None:
-            stated = find_quantities(sentence)
-            source_quantities = [q for text in evidence for q in find_quantities(text)]
-        holder = next((q for q in stated if q.start <= match.start() < q.end), None)
-        if holder is not None and any(same_value(holder, q) for q in source_quantities or ()):
-            continue
-        if match.group() not in missing:
-            missing.append(match.group())
-    return missing
+    return best if best is not None else (0, len(chunk_text))

@@ -2,9 +2,10 @@
 
 Routes: `POST /ask`, `POST /ask/stream` and `GET /ask/stream?q=` (SSE), `GET /chunks/{chunk_id}`,
 `GET /documents/{doc_id}`, `GET /healthz`, `GET /readyz`, `GET /` (the web page), `/static/*`,
-OpenAPI at `/docs`. Errors are `{"error": {"type", "message"}}` with the status of the
-`RagError` (or 422 for a malformed request, 404 for an unknown route, 413 for a body over
-64 KB, 500 without a stack trace).
+the API reference at `/docs` (a local page over `/openapi.json`: no CDN). `HEAD` works wherever
+`GET` does, and every response carries the security headers (`middleware.SECURITY_HEADERS`).
+Errors are `{"error": {"type", "message"}}` with the status of the `RagError` (or 422 for a
+malformed request, 404 for an unknown route, 413 for a body over 64 KB, 500 without a stack trace).
 """
 
 from __future__ import annotations
@@ -26,9 +27,22 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from rag import __version__
+from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
-from rag.api.middleware import ACCESS_KEY, TRACE_KEY, ApiKeyAuth, BodyLimit, RequestContext
+from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.metrics import install_metrics
+from rag.api.middleware import (
+    ACCESS_KEY,
+    TRACE_KEY,
+    ApiKeyAuth,
+    BodyLimit,
+    HeadAsGet,
+    RequestContext,
+    SecurityHeaders,
+    principal_of,
+)
+from rag.api.readers import ReaderStore, add_reader_routes
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -41,14 +55,15 @@ from rag.api.schemas import (
     ReadyOut,
 )
 from rag.api.stream import EventStreamResponse, sse_stream
+from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
-from rag.serialize import answer_json, chunk_json, document_json
-from rag.store.base import StoreReader
+from rag.serialize import answer_json, chunk_json, document_json, usage_json
+from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
-PUBLIC_PATHS = frozenset({"/", "/healthz", "/favicon.ico"})
+PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
 STATUS_TYPES = {
     400: "bad_request",
     401: "unauthorized",
@@ -87,10 +102,22 @@ class QAService(Protocol):
         """The retrieval gate's threshold in [0, 1]."""
         ...
 
-    def answer(self, question: str, *, top_k: int | None = None, trace_id: str | None = None) -> Answer: ...
+    def answer(
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
+    ) -> Answer: ...
 
     def answer_stream(
-        self, question: str, *, top_k: int | None = None, trace_id: str | None = None
+        self,
+        question: str,
+        *,
+        top_k: int | None = None,
+        trace_id: str | None = None,
+        principal: Principal | None = None,
     ) -> AsyncIterator[Event]: ...
 
 
@@ -112,6 +139,7 @@ def _note_answer(details: dict[str, Any], answer: Answer) -> None:
         emitted=len(answer.sentences),
         dropped=len(answer.dropped),
         timings=answer.timings,
+        usage=usage_json(answer.usage),
     )
 
 
@@ -155,6 +183,9 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 400:
+            # FastAPI's only 400: a body it could not decode (not UTF-8); the documented status is 422.
+            return error_response(422, "invalid_request", "request body is not valid UTF-8 JSON")
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         message = str(exc.detail)
         if exc.status_code in (404, 405) and request.scope.get("route") is None:
@@ -171,8 +202,24 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal_error)
 
 
+def warm_up(qa: QAService) -> None:
+    """Load what the first ask would otherwise load lazily (the general-English word list behind the
+    lexical reranker, the store's connection), so the first request after start is not the slow one.
+
+    Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
+    """
+    from rag.answer.rerank import english_frequency
+
+    try:
+        english_frequency("the")
+        qa.store.stats()
+    except Exception as exc:
+        log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
+
+
 def _protected(path: str) -> bool:
-    return path not in PUBLIC_PATHS and not path.startswith("/static/")
+    # /admin checks its own (admin) keys: see rag.api.admin.
+    return path not in PUBLIC_PATHS and not path.startswith("/static/") and not is_admin_path(path)
 
 
 def create_app(settings: Settings, *, pipeline: QAService | None = None) -> FastAPI:
@@ -184,6 +231,8 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
+        await run_in_threadpool(warm_up, qa)
         yield
         if built is not None:
             built.store.close()
@@ -199,10 +248,12 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             "accepts `?key=<key>`."
         ),
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     _install_error_handlers(app)
     app.add_middleware(BodyLimit)
-    app.add_middleware(ApiKeyAuth, keys=settings.api_key_list, protected=_protected)
+    app.add_middleware(ApiKeyAuth, keys=settings.principal_map(), protected=_protected)
     if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware,
@@ -211,7 +262,16 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
             allow_headers=["Authorization", "Content-Type", "X-Request-ID"],
             expose_headers=["X-Trace-Id", "Retry-After"],
         )
+    app.add_middleware(HeadAsGet)
     app.add_middleware(RequestContext)
+    app.add_middleware(SecurityHeaders)
+    install_metrics(app)
+    # Readers' and owners' routes need more of the store than the read interface: every backend
+    # has it; a test double without it simply has no such routes.
+    if isinstance(qa.store, ReaderStore):
+        add_reader_routes(app, qa.store)
+    if isinstance(qa.store, ReviewStore):
+        add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:
@@ -219,7 +279,9 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         question = validate_question(question, settings.max_question_chars)
         details = _details(request)
         details.update(trace_id=_trace_id(request), emitted=0, dropped=0)
-        events = qa.answer_stream(question, top_k=top_k, trace_id=_trace_id(request))
+        events = qa.answer_stream(
+            question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        )
         return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, details=details))
 
     stream_doc: dict[int | str, dict[str, Any]] = {
@@ -236,7 +298,13 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        answer = await run_in_threadpool(qa.answer, question, top_k=body.top_k, trace_id=_trace_id(request))
+        answer = await run_in_threadpool(
+            qa.answer,
+            question,
+            top_k=body.top_k,
+            trace_id=_trace_id(request),
+            principal=principal_of(request),
+        )
         _note_answer(_details(request), answer)
         return json_response(answer_json(answer))
 
@@ -262,9 +330,12 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": ChunkOut}, **_errors(401, 404, 410, 503)},
     )
-    async def get_chunk(chunk_id: str) -> Response:
-        """One chunk's original text with its provenance. Encode `#` in the id as `%23`."""
-        chunk = await run_in_threadpool(qa.store.get_chunk, chunk_id)
+    async def get_chunk(chunk_id: str, request: Request) -> Response:
+        """One chunk's original text with its provenance. Encode `#` in the id as `%23`. A chunk the
+        caller may not read answers 404, exactly as an unknown id."""
+        chunk = await run_in_threadpool(
+            lambda: qa.store.get_chunk(chunk_id, groups=principal_of(request).reads)
+        )
         return json_response(chunk_json(chunk))
 
     @app.get(
@@ -272,11 +343,14 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         response_model=None,
         responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
-    async def get_document(doc_id: str) -> Response:
-        """A document's metadata and its chunks in order."""
+    async def get_document(doc_id: str, request: Request) -> Response:
+        """A document's metadata and its chunks in order; 404 for one the caller may not read."""
+        groups = principal_of(request).reads
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id), qa.store.document_chunks(doc_id)
+            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
+                doc_id, groups=groups
+            )
 
         doc, chunks = await run_in_threadpool(load)
         return json_response(document_json(doc, chunks))
@@ -287,12 +361,15 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         return json_response({"status": "ok"})
 
     @app.get("/readyz", response_model=None, responses={200: {"model": ReadyOut}, **_errors(401, 503)})
-    async def readyz() -> Response:
-        """The store answers a real query now: document and chunk counts, and the generator and reranker
-        in use; 503 `store_unavailable` when the database is missing, replaced by a broken file,
+    async def readyz(request: Request) -> Response:
+        """The store answers a real query now: counts of the documents and chunks the caller may read,
+        and the generator and reranker in use, with the state of each provider's circuit breaker
+        (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
+        pass); 503 `store_unavailable` when the database is missing, replaced by a broken file,
         unreadable, corrupt or unreachable."""
+        groups = principal_of(request).reads
         try:
-            stats = await run_in_threadpool(qa.store.stats)
+            stats = await run_in_threadpool(lambda: qa.store.stats(groups=groups))
         except StoreUnavailable as exc:
             return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:
@@ -312,6 +389,7 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
                 "generator": qa.generator.name,
                 "reranker": qa.reranker.name,
                 "min_score": qa.gate_score,
+                "breakers": breaker_states(),
             }
         )
 
@@ -326,6 +404,11 @@ def create_app(settings: Settings, *, pipeline: QAService | None = None) -> Fast
         if page.is_file():
             return FileResponse(page, media_type="text/html")
         return HTMLResponse(PLACEHOLDER_PAGE)
+
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    async def docs() -> Response:
+        """The API reference: a local page that renders `/openapi.json` (works offline)."""
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -1,7 +1,9 @@
-"""Pure ASGI middleware for the HTTP API: request context and access log, API keys, body size.
+"""Pure ASGI middleware for the HTTP API: security headers, request context and access log,
+HEAD for every GET, API keys, body size.
 
-Pure ASGI (no `BaseHTTPMiddleware`) so streamed responses pass through unbuffered.
-Order, outermost first: `RequestContext` -> CORS -> `ApiKeyAuth` -> `BodyLimit` -> routes.
+Pure ASGI (no `BaseHTTPMiddleware`) so streamed responses pass through unbuffered. Order,
+outermost first: `SecurityHeaders` -> `RequestContext` -> `HeadAsGet` -> CORS -> `ApiKeyAuth`
+-> `BodyLimit` -> routes.
 """
 
 from __future__ import annotations
@@ -11,22 +13,40 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
 import orjson
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag.access import Principal
 
 MAX_BODY_BYTES = 64 * 1024
 TRACE_KEY = "rag.trace_id"
 ACCESS_KEY = "rag.access"
+# The caller's rag.access.Principal, set by ApiKeyAuth on every request.
+PRINCIPAL_KEY = "rag.principal"
 TRACE_HEADER = b"x-trace-id"
 # A caller's X-Request-ID is reused as the trace id only when it is short and plain.
 REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+# One policy for the page and the API: scripts, styles and requests from this origin only (no
+# inline script or style anywhere), no plugins, no framing. `data:` images for the empty favicon.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
 
 log = logging.getLogger("rag.api")
 access_log = logging.getLogger("rag.access")
@@ -101,26 +121,56 @@ class RequestContext:
                 access_log.info(orjson.dumps(entry).decode())
 
 
+def principal_of(request: HTTPConnection) -> Principal:
+    """The caller ApiKeyAuth put in the request's scope; anonymous, reading only what everyone may
+    read, when unset."""
+    principal = request.scope.get(PRINCIPAL_KEY)
+    return principal if isinstance(principal, Principal) else Principal.anonymous()
+
+
 def key_matches(token: str, keys: tuple[str, ...]) -> bool:
     """Constant-time comparison against every configured key (no early exit on a match)."""
-    matched = False
+    return matching_key(token, keys) is not None
+
+
+def matching_key(token: str, keys: tuple[str, ...]) -> str | None:
+    """The configured key equal to `token`, compared in constant time against every key (no early exit)."""
+    found: str | None = None
     for key in keys:
-        matched |= hmac.compare_digest(token.encode(), key.encode())
-    return matched and bool(token)
+        if hmac.compare_digest(token.encode(), key.encode()) and token:
+            found = key
+    return found
 
 
 class ApiKeyAuth:
-    """Require `Authorization: Bearer <key>` on every path for which `protected(path)` is true.
+    """Require `Authorization: Bearer <key>` on every path for which `protected(path)` is true, and put
+    the key's principal at `scope["rag.principal"]`.
 
-    `GET /ask/stream` also accepts `?key=<key>`, because `EventSource` cannot send headers.
+    `keys` maps each key to its principal (a plain tuple of keys: principals with no groups). With
+    no keys configured, every request is `Principal.anonymous()`: it reads only the documents
+    everyone may read. `GET /ask/stream` also accepts `?key=<key>`, because `EventSource` cannot
+    send headers.
     """
 
-    def __init__(self, app: ASGIApp, *, keys: tuple[str, ...], protected: Callable[[str], bool]) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: tuple[str, ...] | Mapping[str, Principal],
+        protected: Callable[[str], bool],
+    ) -> None:
         self.app = app
-        self.keys = keys
+        self.principals: dict[str, Principal] = (
+            dict(keys)
+            if isinstance(keys, Mapping)
+            else {k: Principal(name=f"key-{i}") for i, k in enumerate(keys, 1)}
+        )
+        self.keys = tuple(self.principals)
         self.protected = protected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[PRINCIPAL_KEY] = Principal.anonymous()
         if scope["type"] != "http" or not self.keys or not self.protected(scope["path"]):
             await self.app(scope, receive, send)
             return
@@ -131,10 +181,12 @@ class ApiKeyAuth:
         if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
             query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
             token = query.get("key", "")
-        if not key_matches(token.strip(), self.keys):
+        key = matching_key(token.strip(), self.keys)
+        if key is None:
             message = "invalid API key" if token else "missing API key: send Authorization: Bearer <key>"
             await send_error(send, 401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
             return
+        scope[PRINCIPAL_KEY] = self.principals[key]
         await self.app(scope, receive, send)
 
 
@@ -169,3 +221,52 @@ class BodyLimit:
 
     def _message(self) -> str:
         return f"request body over {self.max_bytes // 1024} KB"
+
+
+class SecurityHeaders:
+    """Add the security headers (CSP, nosniff, referrer policy, no framing) to every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", ())}
+                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+                message["headers"] = [*message.get("headers", ()), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+class HeadAsGet:
+    """Answer `HEAD` wherever `GET` works: run the GET route, send its status and headers, no body.
+
+    A streamed GET keeps running after the headers are sent; its later body messages are dropped.
+    Where GET is not allowed, HEAD gets the same 404 or 405.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        finished = False
+
+        async def headers_only(message: Message) -> None:
+            nonlocal finished
+            if finished:
+                return
+            if message["type"] == "http.response.body":
+                finished = True
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)

@@ -48,7 +48,7 @@ class CitationOut(_Out):
     cited_text: str = Field(description="Verbatim substring of the original chunk text.")
     start: int = Field(description="Offset of cited_text in the chunk text.")
     end: int = Field(description="End-exclusive offset of cited_text in the chunk text.")
-    page: int | None = Field(None, description="The page of a PDF source, else null.")
+    page: int | None = Field(default=None, description="1-based page of the cited chunk (PDF), else null.")
 
 
 class SentenceOut(_Out):
@@ -265,8 +265,8 @@ class DocumentOut(_Out):
             "title": "Employee handbook",
             "url": "",
             "updated_at": "2026-03-02",
-            "source_path": "docs/handbook.md",
             "content_hash": "3b5d0c...",
+            "access": ["hr"],
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
         }
     )
@@ -275,8 +275,8 @@ class DocumentOut(_Out):
     title: str
     url: str
     updated_at: str | None
-    source_path: str
     content_hash: str
+    access: list[str] = Field(description="groups that may read it; empty means everyone")
     chunks: list[ChunkOut]
 
 
@@ -323,6 +323,11 @@ class ReadyOut(_Out):
     generator: str
     reranker: str
     min_score: float
+    breakers: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Circuit breaker per model provider in use: state (closed, open, half_open), failures"
+        " in a row, failed and short-circuited calls, seconds until a trial call, last error.",
+    )
 
 
 class ErrorDetail(_Out):

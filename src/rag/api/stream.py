@@ -23,6 +23,7 @@ from rag.answer.events import (
     encode,
 )
 from rag.errors import RagError
+from rag.serialize import usage_json
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -50,6 +51,7 @@ def note_event(details: dict[str, Any], event: Event) -> None:
         details["stream_status"] = event.status
         details.setdefault("reason", "")
         details["timings"] = event.timings
+        details["usage"] = usage_json(event.usage)
 
 
 async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:
@@ -69,6 +71,7 @@ async def sse_stream(
     """
     iterator = aiter(events)
     pending: asyncio.Task[Event | None] | None = None
+    sent_done = False
     try:
         while True:
             if pending is None:
@@ -88,6 +91,8 @@ async def sse_stream(
                     log.exception("stream failed (trace %s)", details.get("trace_id", ""))
                     error = ErrorEvent(type="internal_error", message="internal error while answering")
                 details["error"] = error.type
+                if sent_done:
+                    return  # the client has its whole answer; `done` is always the last event
                 yield encode(error)
                 yield encode(
                     DoneEvent(
@@ -98,6 +103,7 @@ async def sse_stream(
             if event is None:
                 return
             note_event(details, event)
+            sent_done = sent_done or isinstance(event, DoneEvent)
             yield encode(event)
     finally:
         with anyio.CancelScope(shield=True):

@@ -7,14 +7,17 @@ prints a table or `--json`, and maps `RagError` to a one-line message and exit c
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any, TypeVar
 
 import click
 
+from rag import serialize
+from rag.cli import render
+from rag.cli.database import describe_database, open_for_reading
 from rag.config import Settings, load_settings
-from rag.errors import RagError
+from rag.errors import NotFound, RagError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -46,15 +49,59 @@ def main() -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--prune", is_flag=True, help="Remove stored documents whose files are gone.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+@click.option(
+    "--access",
+    default="",
+    help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
+def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
-    Example: rag ingest fixtures/corpus --prune
-    """
-    from rag.ingest.indexer import run_ingest_cli
+    With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
+    documents are stored but some chunks lack vectors (run it again to embed exactly those).
 
-    run_ingest_cli(_settings(), paths, prune=prune, as_json=as_json)
+    Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
+    """
+    from rag.access import group_names
+
+    try:
+        groups = tuple(sorted(group_names(access, where="--access")))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--access") from None
+    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups)
+
+
+def _ingest(
+    settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
+) -> None:
+    from rag.ingest.embeddings import make_embedder
+    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
+    from rag.store import open_store
+
+    store = open_store(settings)
+    progress = render.IngestProgress()
+    try:
+        report = ingest_paths(
+            store,
+            paths,
+            settings=settings,
+            prune=prune,
+            embedder=make_embedder(settings),
+            progress=progress,
+            access=access,
+        )
+    finally:
+        progress.close()
+        store.close()
+    if as_json:
+        click.echo(serialize.dumps(report, indent=True).decode())
+    else:
+        for item in report.skipped:
+            click.echo(f"skipped {item.path}: {item.reason}", err=True)
+        click.echo(f"{report.summary()}; database: {describe_database(settings)}")
+    if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
+        raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)
 
 
 @main.command()
@@ -62,29 +109,81 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 @_friendly
 def chunk(chunk_id: str, as_json: bool) -> None:
-    """Print one chunk with its provenance.
+    """Print one chunk with its provenance and the database it was read from.
 
     Example: rag chunk doc-010#c02
     """
-    from rag.ingest.indexer import print_chunk_cli
-
-    print_chunk_cli(_settings(), chunk_id, as_json=as_json)
+    settings = _settings()
+    database = describe_database(settings)
+    store = open_for_reading(settings)
+    try:
+        found = store.get_chunk(chunk_id)
+    except NotFound as exc:
+        raise click.ClickException(f"{exc} in {database}") from None
+    finally:
+        store.close()
+    click.echo(
+        serialize.dumps(found, indent=True).decode() if as_json else render.chunk_text(found, database)
+    )
 
 
 @main.command()
 @click.argument("question")
 @click.option("--stream", is_flag=True, help="Print verified sentences as they arrive.")
-@click.option("--json", "as_json", is_flag=True, help="Print the Answer as JSON.")
-@click.option("--top-k", type=int, default=None)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the Answer as JSON; with --stream, one JSON line per event.",
+)
+@click.option("--top-k", type=click.IntRange(1, 50), default=None, help="Chunks retrieved (1..50).")
+@click.option("--fail-on-refusal", is_flag=True, help="Exit with status 3 when the answer is a refusal.")
+@click.option(
+    "--as",
+    "as_principal",
+    default=None,
+    help="Answer as this principal (a name in RAG_PRINCIPALS / RAG_PRINCIPALS_FILE, or 'anonymous');"
+    " default: the local operator, who reads every document.",
+)
 @_friendly
-def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
+def ask(
+    question: str,
+    stream: bool,
+    as_json: bool,
+    top_k: int | None,
+    fail_on_refusal: bool,
+    as_principal: str | None,
+) -> None:
     """Ask a question; prints the cited answer or the refusal with its reason.
 
-    Example: rag ask "What is the maximum upload size?"
-    """
-    from rag.cli.render import ask_cli
+    With --stream --json, each event is a line {"event": NAME, "data": PAYLOAD}: meta,
+    sentence, dropped, refusal, error, done (the payloads of the HTTP stream).
 
-    ask_cli(_settings(), question, stream=stream, as_json=as_json, top_k=top_k)
+    \b
+    Exit status:
+      0  answered, or refused without --fail-on-refusal
+      1  an error: no or empty database, invalid question, model provider unavailable
+      2  a usage error (unknown option, missing question)
+      3  refused (low_retrieval_score, conflicting_sources, no_citations) with --fail-on-refusal
+
+    Example: rag ask "What is the maximum upload size?" --fail-on-refusal;
+    rag ask --as alice "How is overtime paid?"
+    """
+    from rag.cli.ask import ask_command, principal_named
+
+    settings = _settings()
+    principal = principal_named(settings, as_principal) if as_principal is not None else None
+    code = ask_command(
+        settings,
+        question,
+        stream=stream,
+        as_json=as_json,
+        top_k=top_k,
+        fail_on_refusal=fail_on_refusal,
+        principal=principal,
+    )
+    if code:
+        sys.exit(code)
 
 
 @main.command()
@@ -94,26 +193,74 @@ def ask(question: str, stream: bool, as_json: bool, top_k: int | None) -> None:
 def gaps(limit: int, as_json: bool) -> None:
     """List the coverage-gap queue: questions the knowledge base could not answer.
 
+    Local, for the operator who owns the database: every entry, with who asked it last and
+    every closest match. Over HTTP only the admin group reads it (/admin).
+
     Example: rag gaps --limit 20
     """
-    from rag.cli.render import gaps_cli
+    settings = _settings()
+    store = open_for_reading(settings)
+    try:
+        found = store.gaps(limit)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(serialize.dumps(found, indent=True).decode())
+    else:
+        click.echo(render.gaps_table(found, describe_database(settings)))
 
-    gaps_cli(_settings(), limit=limit, as_json=as_json)
+
+def _serve(settings: Settings, *, host: str, port: int, workers: int, limits: Any = None) -> None:
+    from rag.api.server import Limits, preflight, serve
+
+    checked = preflight(settings)
+    limits = limits or Limits()
+    database = describe_database(settings)
+    click.echo(
+        render.serve_banner(
+            checked, settings, database=database, host=host, port=port, workers=workers, limits=limits
+        )
+    )
+    serve(settings, host=host, port=port, workers=workers, limits=limits)
 
 
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, type=int, show_default=True)
-@click.option("--workers", default=1, type=int, show_default=True)
+@click.option("--workers", default=1, type=click.IntRange(1, 64), show_default=True)
+@click.option(
+    "--request-timeout",
+    default=10.0,
+    type=click.FloatRange(0.1, 3600),
+    show_default=True,
+    help="Seconds from a request's first byte until its headers and body must have arrived (else 408).",
+)
+@click.option(
+    "--max-connections",
+    default=512,
+    type=click.IntRange(1, 100_000),
+    show_default=True,
+    help="Open connections per worker; more are answered 503 and closed.",
+)
+@click.option(
+    "--keep-alive",
+    default=5.0,
+    type=click.FloatRange(0.1, 3600),
+    show_default=True,
+    help="Seconds an idle keep-alive connection stays open.",
+)
 @_friendly
-def serve(host: str, port: int, workers: int) -> None:
+def serve(
+    host: str, port: int, workers: int, request_timeout: float, max_connections: int, keep_alive: float
+) -> None:
     """Serve the HTTP API and the web page.
 
     Example: rag serve --port 8000 --workers 2
     """
-    from rag.api import serve as run_server
+    from rag.api.server import Limits
 
-    run_server(_settings(), host=host, port=port, workers=workers)
+    limits = Limits(request_timeout=request_timeout, max_connections=max_connections, keep_alive=keep_alive)
+    _serve(_settings(), host=host, port=port, workers=workers, limits=limits)
 
 
 @main.command()
@@ -125,18 +272,22 @@ def demo(host: str, port: int) -> None:
 
     Example: rag demo
     """
-    from rag.api import serve as run_server
-    from rag.ingest.indexer import run_ingest_cli
-
     settings = _settings()
-    run_ingest_cli(settings, ("fixtures/corpus",), prune=False, as_json=False)
-    run_server(settings, host=host, port=port, workers=1)
+    _ingest(settings, ("fixtures/corpus",), prune=False, as_json=False)
+    _serve(settings, host=host, port=port, workers=1)
 
 
 @main.command(name="eval")
 @click.option("--set", "dataset", default="fixtures/eval/golden.jsonl", show_default=True)
-@click.option("--sweep", type=click.Choice(["min_score", "min_overlap"]), default=None)
-@click.option("--external", type=click.Choice(["squad2", "attribution", "conflicts"]), default=None)
+@click.option(
+    "--sweep",
+    type=click.Choice(["min_score", "min_overlap", "gate_claude"]),
+    default=None,
+    help="gate_claude: the retrieval gate in front of Claude, by a simulated reader (cost curve).",
+)
+@click.option(
+    "--external", type=click.Choice(["squad2", "attribution", "conflicts", "support"]), default=None
+)
 @click.option("--limit", type=int, default=None, help="Only the first N items (external sets).")
 @click.option("--out", default="docs", show_default=True, help="Where plots and tables are written.")
 @click.option("--json", "as_json", is_flag=True)
@@ -159,7 +310,7 @@ def eval_(
 
     Example: rag eval --sweep min_score
     """
-    from rag.evals.runner import run_eval_cli
+    from rag.cli.evals import run_eval_cli
 
     run_eval_cli(
         _settings(),

@@ -1,67 +1,29 @@
-"""Terminal rendering and the `rag ask` / `rag gaps` commands: the answer with its numbered
-sources and cited spans, a refusal with its reason, the coverage-gap queue as a table.
+"""Terminal rendering: the answer with its numbered sources and cited spans, a refusal with its
+reason, a chunk with its provenance, the coverage-gap queue as a table, ingest progress.
 
-Output goes through click.echo only; no business logic here.
+Functions here return text (callers echo it); only `IngestProgress` writes, to stderr.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import anyio
 import click
-import orjson
 
-from rag import serialize
-from rag.answer.events import DoneEvent, DroppedEvent, ErrorEvent, MetaEvent, RefusalEvent, SentenceEvent
-from rag.answer.judge import unique_citations
-from rag.answer.pipeline import Pipeline, build_pipeline
-from rag.config import Settings
-from rag.store import open_store
-from rag.types import Answer, Block, ChunkRef, Citation, Conflict, Sentence
+from rag.types import Answer, Block, Chunk, ChunkRef, Citation, Conflict, Gap, Sentence
 
+if TYPE_CHECKING:
+    from rag.api.server import Limits, Preflight
+    from rag.config import Settings
 
-def ask_cli(settings: Settings, question: str, *, stream: bool, as_json: bool, top_k: int | None) -> None:
-    """`rag ask`: the cited answer with a numbered source list, or the refusal with its reason."""
-    pipeline = build_pipeline(settings)
-    try:
-        if stream and not as_json:
-            _stream_cli(pipeline, question, top_k)
-            return
-        answer = pipeline.answer(question, top_k=top_k)
-        if as_json:
-            click.echo(orjson.dumps(serialize.answer_json(answer), option=orjson.OPT_INDENT_2).decode())
-            return
-        click.echo(format_answer(answer))
-    finally:
-        pipeline.store.close()
+# Without a terminal, ingest progress is one plain line every this many files.
+PROGRESS_EVERY = 500
 
 
-def _stream_cli(pipeline: Pipeline, question: str, top_k: int | None) -> None:
-    async def run() -> None:
-        blocks: tuple[Block, ...] = ()
-        cited: list[Sentence] = []
-        async for event in pipeline.answer_stream(question, top_k=top_k):
-            if isinstance(event, MetaEvent):
-                blocks = event.blocks
-            elif isinstance(event, SentenceEvent):
-                cited.append(event.sentence)
-                click.echo(_marked(event.sentence))
-            elif isinstance(event, DroppedEvent):
-                click.echo(
-                    f"  (withheld: {event.dropped.text!r}: {'; '.join(event.dropped.detail)})", err=True
-                )
-            elif isinstance(event, RefusalEvent):
-                click.echo(_refusal_text(event.reason, event.message, event.closest, event.conflict))
-            elif isinstance(event, ErrorEvent):
-                click.echo(f"error: {event.message}", err=True)
-            elif isinstance(event, DoneEvent) and cited:
-                click.echo(_sources(blocks, unique_citations(cited)))
-
-    anyio.run(run)
-
-
-def _marked(sentence: Sentence) -> str:
+def marked(sentence: Sentence) -> str:
+    """The sentence with its citation numbers before the full stop: `... 30 days [1].`"""
     numbers = sorted({c.n for c in sentence.citations})
     marker = "".join(f"[{n}]" for n in numbers)
     text = sentence.text
@@ -70,7 +32,8 @@ def _marked(sentence: Sentence) -> str:
     return f"{text} {marker}"
 
 
-def _sources(blocks: Sequence[Block], citations: Sequence[Citation]) -> str:
+def sources_text(blocks: Sequence[Block], citations: Sequence[Citation]) -> str:
+    """The numbered source list: each cited block's header and chunk id, then the cited span."""
     lines = ["", "Sources:"]
     by_n = {b.n: b for b in blocks}
     for c in sorted(citations, key=lambda c: (c.n, c.start)):
@@ -81,7 +44,8 @@ def _sources(blocks: Sequence[Block], citations: Sequence[Citation]) -> str:
     return "\n".join(lines)
 
 
-def _refusal_text(reason: str, message: str, closest: Sequence[ChunkRef], conflict: Conflict | None) -> str:
+def refusal_text(reason: str, message: str, closest: Sequence[ChunkRef], conflict: Conflict | None) -> str:
+    """The refusal with its reason, then both statements of a conflict or the closest matches."""
     lines = [f"Refused ({reason}): {message}"]
     if conflict is not None:
         for s in conflict.statements:
@@ -98,11 +62,11 @@ def _refusal_text(reason: str, message: str, closest: Sequence[ChunkRef], confli
 def format_answer(answer: Answer) -> str:
     """Human-readable answer: sentences with [n] markers and a numbered source list, or the refusal."""
     if answer.abstained:
-        return _refusal_text(answer.reason, answer.message, answer.closest, answer.conflict)
-    lines = [" ".join(_marked(s) for s in answer.sentences)]
+        return refusal_text(answer.reason, answer.message, answer.closest, answer.conflict)
+    lines = [" ".join(marked(s) for s in answer.sentences)]
     if answer.message:
         lines.append(f"Note: {answer.message}")
-    lines.append(_sources(answer.blocks, answer.citations))
+    lines.append(sources_text(answer.blocks, answer.citations))
     if "compress_tokens_before" in answer.timings:
         t = answer.timings
         lines.append(
@@ -112,23 +76,98 @@ def format_answer(answer: Answer) -> str:
     return "\n".join(lines)
 
 
-def gaps_cli(settings: Settings, *, limit: int, as_json: bool) -> None:
-    """`rag gaps`: the coverage-gap queue as a table (or JSON), most recent first as the store orders it."""
-    store = open_store(settings)
-    try:
-        gaps = store.gaps(limit)
-    finally:
-        store.close()
-    if as_json:
-        click.echo(serialize.dumps(gaps, indent=True).decode())
-        return
+def chunk_text(chunk: Chunk, database: str) -> str:
+    """One chunk with title, section, updated date, url, offsets and the database it came from."""
+    where = f"{chunk.title} > {chunk.section}" if chunk.section else chunk.title
+    lines = [
+        f"{chunk.chunk_id}  {where}",
+        f"updated: {chunk.updated_at.isoformat() if chunk.updated_at else 'unknown'}",
+    ]
+    if chunk.url:
+        lines.append(f"url: {chunk.url}")
+    lines.append(f"offsets: {chunk.start_char}-{chunk.end_char} in {chunk.doc_id}")
+    lines.append(f"database: {database}")
+    lines.append("")
+    lines.append(chunk.text)
+    return "\n".join(lines)
+
+
+def gaps_table(gaps: Sequence[Gap], database: str) -> str:
+    """The coverage-gap queue as a fixed-width table, in the store's order, headed by its database."""
     if not gaps:
-        click.echo("The coverage-gap queue is empty.")
-        return
+        return f"The coverage-gap queue in {database} is empty."
     width = min(60, max(len(g.question) for g in gaps))
-    click.echo(f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  closest")
+    lines = [
+        f"Coverage gaps in {database}:",
+        f"{'question':<{width}}  {'count':>5}  {'top':>5}  {'last asked':<20}  {'by':<12}  closest",
+    ]
     for g in gaps:
         q = g.question if len(g.question) <= width else g.question[: width - 1] + "…"
-        click.echo(
-            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {', '.join(g.closest)}"
+        lines.append(
+            f"{q:<{width}}  {g.count:>5}  {g.top_score:>5.2f}  {g.asked_at[:19]:<20}  {g.principal:<12}"
+            f"  {', '.join(g.closest)}"
         )
+    return "\n".join(lines)
+
+
+class IngestProgress:
+    """A progress callback for `ingest_paths`: a click bar on a terminal, else a line every N files."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int, path: str) -> None:
+        if self.tty:
+            if self._bar is None:
+                self._bar = click.progressbar(length=total, label="Ingesting", file=sys.stderr)
+                self._bar.__enter__()
+            self._bar.update(1)
+        elif done % PROGRESS_EVERY == 0:
+            click.echo(f"ingest: {done}/{total} files", err=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
+def serve_banner(
+    checked: Preflight,
+    settings: Settings,
+    *,
+    database: str,
+    host: str,
+    port: int,
+    workers: int,
+    limits: Limits,
+) -> str:
+    """What `rag serve` prints before it starts: the store, the model, the URLs and curl examples."""
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    base = f"http://{shown}:{port}"
+    auth = " -H 'Authorization: Bearer $RAG_KEY'" if settings.api_key_list else ""
+    stats = checked.stats
+    lines = []
+    if checked.model_warning:
+        lines.append(
+            f"  warning: the model provider could not be reached yet ({checked.model_warning}); "
+            "asks will get 503"
+        )
+    elif checked.model:
+        lines.append(f"  model:     {checked.model} (key accepted)")
+    lines.append(
+        f"Serving {stats.documents} documents ({stats.chunks} chunks) from {database} on {base} "
+        f"with {workers} worker(s)"
+    )
+    if stats.chunks == 0:
+        lines.append("  the store is empty: every question will be refused; run `rag ingest PATH` first")
+    lines += [
+        f"  web page:  {base}/",
+        f"  API docs:  {base}/docs",
+        f"  try:       curl -s {base}/ask -H 'Content-Type: application/json'{auth}"
+        ' -d \'{"question": "your question here"}\'',
+        f"  stream:    curl -N '{base}/ask/stream?q=your+question+here'{auth}",
+        f"  limits:    requests must arrive within {limits.request_timeout:g} s; "
+        f"at most {limits.max_connections} connections per worker",
+    ]
+    return "\n".join(lines)

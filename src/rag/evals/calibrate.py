@@ -20,15 +20,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import click
-
 from rag.config import Settings
 from rag.errors import ConfigError
 from rag.evals import sweep as sw
 from rag.evals.datasets import GoldenCase, external_dir, load_attribution, load_golden, load_squad2
 from rag.evals.metrics import Outcome, supports
 from rag.evals.runner import corpus_store, outcome_of, run_golden
-from rag.serialize import dumps
 from rag.types import Block, Draft
 
 
@@ -260,7 +257,7 @@ def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = N
     }
 
 
-# ---------------------------------------------------------------- CLI
+# ---------------------------------------------------------------- outputs
 
 
 def write_outputs(result: dict[str, Any], out: Path, *, current: float | None) -> tuple[Path, Path]:
@@ -290,9 +287,33 @@ def write_outputs(result: dict[str, Any], out: Path, *, current: float | None) -
     return png, md
 
 
-def run_sweep_cli(
-    settings: Settings, parameter: str, *, dataset: str, limit: int | None, out: Path, as_json: bool
-) -> None:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepRun:
+    """One sweep's result dict, the setting's current value and the files written."""
+
+    parameter: str
+    result: dict[str, Any]
+    current: float | None
+    png: Path
+    md: Path
+
+    @property
+    def chosen(self) -> sw.SweepPoint:
+        points: list[sw.SweepPoint] = self.result["points"]
+        return next(p for p in points if p.threshold == self.result["chosen"])
+
+    def json(self) -> dict[str, Any]:
+        """The sweep as JSON-ready data: every point with its curves, and the files written."""
+        payload = {k: v for k, v in self.result.items() if k not in ("points", "extra")}
+        payload["points"] = [
+            {"threshold": p.threshold, "objective": p.objective, **p.curves} for p in self.result["points"]
+        ]
+        payload["files"] = [str(self.png), str(self.md)]
+        return payload
+
+
+def run_sweep(settings: Settings, parameter: str, *, dataset: str, limit: int | None, out: Path) -> SweepRun:
+    """Sweep `parameter` (min_score or min_overlap), write the plot and table under `out`."""
     if parameter == "min_score":
         result = sweep_min_score(settings, dataset, limit=limit)
         current = _current_min_score(settings)
@@ -302,25 +323,7 @@ def run_sweep_cli(
     else:
         raise ConfigError(f"unknown sweep {parameter!r}; choose min_score or min_overlap")
     png, md = write_outputs(result, out, current=current)
-    if as_json:
-        payload = {k: v for k, v in result.items() if k not in ("points", "extra")}
-        payload["points"] = [
-            {"threshold": p.threshold, "objective": p.objective, **p.curves} for p in result["points"]
-        ]
-        payload["files"] = [str(png), str(md)]
-        click.echo(dumps(payload, indent=True).decode())
-        return
-    chosen = next(p for p in result["points"] if p.threshold == result["chosen"])
-    click.echo(md.read_text(encoding="utf-8"))
-    low, high = result["plateau"]
-    click.echo(
-        f"recommended {parameter} = {chosen.threshold:.2f} (middle of the best plateau {low:.2f}-{high:.2f}; "
-        f"current {current if current is not None else 'n/a'})"
-    )
-    for key in ("squad2", "attribution"):
-        if result.get(key):
-            click.echo(f"{key} cross-check: {result[key]}")
-    click.echo(f"wrote {png} and {md}")
+    return SweepRun(parameter=parameter, result=result, current=current, png=png, md=md)
 
 
 def _current_min_score(settings: Settings) -> float | None:

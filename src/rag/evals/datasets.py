@@ -92,6 +92,52 @@ class ConflictCase:
     ambiguous: bool
 
 
+SupportLabel = Literal["faithful", "harmful"]
+SUPPORT_SET = "fixtures/support/claims.jsonl"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SupportCase:
+    """A sentence and the verbatim span(s) it cites (`doc`/`span`, and `doc2`/`span2` for merged
+    sentences): `faithful` must be kept, `harmful` withheld (fixtures/support/README.md)."""
+
+    id: str
+    doc: str
+    span: str
+    sentence: str
+    label: SupportLabel
+    kind: str
+    split: str
+    doc2: str = ""
+    span2: str = ""
+
+
+def load_support(path: str | Path = SUPPORT_SET, *, limit: int | None = None) -> list[SupportCase]:
+    """The support calibration set; a row without its fields or with an unknown label raises ConfigError."""
+    source = resolve_dataset(path)
+    cases = []
+    for lineno, row in _rows(source, limit):
+        label = row.get("label")
+        if label not in ("faithful", "harmful") or not all(
+            row.get(k) for k in ("id", "doc", "span", "sentence")
+        ):
+            raise ConfigError(f"{source}:{lineno}: needs id, doc, span, sentence and label faithful|harmful")
+        cases.append(
+            SupportCase(
+                id=str(row["id"]),
+                doc=str(row["doc"]),
+                span=str(row["span"]),
+                sentence=str(row["sentence"]),
+                label=label,
+                kind=str(row.get("kind") or ""),
+                split=str(row.get("split") or ""),
+                doc2=str(row.get("doc2") or ""),
+                span2=str(row.get("span2") or ""),
+            )
+        )
+    return cases
+
+
 def _rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any]]]:
     with path.open(encoding="utf-8") as fh:
         count = 0

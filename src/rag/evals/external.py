@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import click
-
 from rag.config import Settings
 from rag.evals.datasets import (
     AttributionCase,
@@ -34,7 +32,6 @@ from rag.evals.datasets import (
 from rag.evals.metrics import confusion, contains_fact, percentile, ratio
 from rag.evals.runner import top_score
 from rag.evals.sweep import THRESHOLDS
-from rag.serialize import dumps
 from rag.types import Block, Chunk, Claim, Conflict, Document, Draft
 
 _MARKER_RE = re.compile(r"\s*\[\d+(?:\s*[,–-]\s*\d+)*\]")
@@ -273,7 +270,7 @@ def run_conflicts(cases: Sequence[ConflictCase]) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- CLI
+# ---------------------------------------------------------------- one set by name
 
 
 def run_external(settings: Settings, name: str, *, limit: int | None = None) -> dict[str, Any]:
@@ -285,66 +282,10 @@ def run_external(settings: Settings, name: str, *, limit: int | None = None) -> 
         return {"set": name, **run_attribution(settings, load_attribution(directory, limit=limit))}
     if name == "conflicts":
         return {"set": name, **run_conflicts(load_conflicts(directory, limit=limit))}
+    if name == "support":
+        from rag.evals.support import run_support
+
+        return run_support(min_overlap=settings.min_overlap, limit=limit)
     from rag.errors import ConfigError
 
     raise ConfigError(f"unknown external set {name!r}")
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def echo_external(report: dict[str, Any]) -> None:
-    name = report["set"]
-    if name == "squad2":
-        click.echo(
-            f"squad2: {report['items']} items ({report['answerable']} answerable, "
-            f"{report['unanswerable']} unanswerable), one paragraph per corpus"
-        )
-        for key in (
-            "abstention_precision",
-            "abstention_recall",
-            "abstention_f1",
-            "answer_rate",
-            "answer_accuracy",
-            "correct_when_answered",
-            "cited_when_answered",
-            "latency_ms_p50",
-            "latency_ms_p95",
-        ):
-            click.echo(f"  {key.replace('_', ' '):<24} {_fmt(report[key])}")
-        click.echo(f"  abstentions by reason   {report['abstentions_by_reason']}")
-    elif name == "attribution":
-        click.echo(
-            f"attribution: {report['items']} (claim, evidence) pairs, min_overlap={report['min_overlap']}"
-        )
-        click.echo(f"  {'group':<24} {'n':>4} {'prec':>6} {'recall':>6} {'f1':>6} {'acc':>6}")
-        groups = {"overall": report["overall"], **report["by_split"], **report["by_source"]}
-        for group, c in groups.items():
-            click.echo(
-                f"  {group:<24} {c['n']:>4} {_fmt(c['precision']):>6} {_fmt(c['recall']):>6} "
-                f"{_fmt(c['f1']):>6} {_fmt(c['accuracy']):>6}"
-            )
-    else:
-        click.echo(f"conflicts: {report['items']} RAMDocs items")
-        click.echo(
-            f"  flag rate with injected wrong numbers  {_fmt(report['with_misinfo']['flag_rate'])} "
-            f"(n={report['with_misinfo']['items']})"
-        )
-        click.echo(
-            f"  flag rate without                      {_fmt(report['without_misinfo']['flag_rate'])} "
-            f"(n={report['without_misinfo']['items']})"
-        )
-        click.echo(f"  flags naming a misinfo document        {_fmt(report['misinfo_side_flagged'])}")
-        for cell, v in report["cells"].items():
-            click.echo(f"    {cell:<30} {_fmt(v['flag_rate'])} (n={v['items']})")
-
-
-def run_external_cli(settings: Settings, name: str, *, limit: int | None, as_json: bool) -> None:
-    report = run_external(settings, name, limit=limit)
-    if as_json:
-        click.echo(dumps(report, indent=True).decode())
-    else:
-        echo_external(report)

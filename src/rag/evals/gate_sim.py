@@ -212,3 +212,42 @@ def run_gate_sim(settings: Settings, sets: Sequence[tuple[str, str, str]] = SETS
         cache_hit_rate=cache_hits(pooled),
         model=settings.generation_model,
     )
+
+
+def report_markdown(report: GateReport) -> str:
+    """The simulation as Markdown: the curve, each set at the chosen threshold, calls, tokens and cost
+    per 100 questions, and how often a cached prompt prefix could be reused."""
+    chosen = report.chosen
+    lines = [
+        "# Retrieval gate in front of Claude: simulated reader",
+        "",
+        f"Model priced: {report.model}. Pooled over {', '.join(report.per_set)} "
+        f"({chosen.questions} questions, {chosen.answerable} answerable).",
+        "",
+        table(report.points, chosen),
+        "",
+        "At the chosen threshold, per set:",
+        "",
+        "| set | answered | calls | wasted calls |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {name} | {p.answered}/{p.answerable} | {p.calls}/{p.questions} | {p.wasted} |"
+            for name, p in report.per_set.items()
+        ),
+        "",
+        f"Per 100 questions at {chosen.threshold:.2f}: {chosen.per_100(chosen.calls)} model calls, "
+        f"{chosen.per_100(chosen.input_tokens):.0f} input and {chosen.per_100(chosen.output_tokens):.0f} "
+        f"output tokens (estimated), ${chosen.per_100(chosen.cost_usd):.4f}.",
+        f"Consecutive called questions sending identical blocks (a reusable cached prefix, so cache "
+        f"reads): {report.cache_hit_rate:.3f}.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: GateReport, out: Path) -> tuple[Path, Path]:
+    """Write `gate_claude.md` and the cost curve `gate_claude.png` into `out`; returns both paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    md, png = out / "gate_claude.md", out / "gate_claude.png"
+    md.write_text(report_markdown(report), encoding="utf-8")
+    plot(list(report.points), report.chosen, png)
+    return md, png

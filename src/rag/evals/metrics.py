@@ -172,20 +172,60 @@ def abstention(outcomes: Sequence[Outcome]) -> Confusion:
 
 def golden_metrics(outcomes: Sequence[Outcome]) -> dict[str, object]:
     """Every golden-set figure in one JSON-ready dict (rates in [0, 1] or None)."""
-    answerable = [o for o in outcomes if o.case.label == "answer"]
+    answerable = _labelled(outcomes, "answer")
     answered = [o for o in answerable if not o.abstained]
-    unanswerable = [o for o in outcomes if o.case.label == "abstain"]
-    conflicts = [o for o in outcomes if o.case.label == "conflict"]
-    non_conflict = [o for o in outcomes if o.case.label != "conflict"]
+    unanswerable = _labelled(outcomes, "abstain")
+    conflicts = _labelled(outcomes, "conflict")
     abst = abstention(outcomes)
+    latencies = [o.latency_ms for o in outcomes]
+    return {
+        "cases": len(outcomes),
+        "answerable": len(answerable),
+        "unanswerable": len(unanswerable),
+        "conflict_cases": len(conflicts),
+        **_answer_figures(answerable, answered),
+        "abstention_precision": abst.precision,
+        "abstention_recall": abst.recall,
+        "abstention_recall_by_expected": _abstention_by_expected(unanswerable, conflicts),
+        "abstention_by_reason": _abstention_by_reason(outcomes),
+        **_conflict_figures(outcomes, conflicts),
+        **_citation_figures(answerable, answered),
+        **_sentence_figures(outcomes),
+        "latency_ms_p50": percentile(latencies, 50),
+        "latency_ms_p95": percentile(latencies, 95),
+        "overall_ok": ratio(sum(o.ok for o in outcomes), len(outcomes)),
+        "problems_by_stage": stage_counts(outcomes),
+    }
 
-    cited = [s for o in answered for s in o.supporting]
+
+def _labelled(outcomes: Sequence[Outcome], label: str) -> list[Outcome]:
+    """The outcomes whose case carries `label` ("answer", "abstain" or "conflict")."""
+    return [o for o in outcomes if o.case.label == label]
+
+
+def _answer_figures(answerable: Sequence[Outcome], answered: Sequence[Outcome]) -> dict[str, float | None]:
+    """How often answerable cases were answered, answered correctly, and correct when answered."""
+    return {
+        "answer_rate": ratio(len(answered), len(answerable)),
+        "correctness": ratio(sum(o.correct_answer for o in answerable), len(answerable)),
+        "correct_when_answered": ratio(sum(o.correct_answer for o in answered), len(answered)),
+    }
+
+
+def _abstention_by_expected(
+    unanswerable: Sequence[Outcome], conflicts: Sequence[Outcome]
+) -> dict[str, float | None]:
+    """Abstention recall per kind of unanswerable case ("abstain/<kind>"), then for conflict cases."""
     by_expected: dict[str, float | None] = {}
     for kind in sorted({o.case.kind or "-" for o in unanswerable}):
         group = [o for o in unanswerable if (o.case.kind or "-") == kind]
         by_expected[f"abstain/{kind}"] = ratio(sum(o.abstained for o in group), len(group))
     by_expected["conflict"] = ratio(sum(o.abstained for o in conflicts), len(conflicts))
+    return by_expected
 
+
+def _abstention_by_reason(outcomes: Sequence[Outcome]) -> dict[str, dict[str, float | int | None]]:
+    """Per refusal reason: how many abstentions gave it, and the share of them that should have abstained."""
     by_reason: dict[str, dict[str, float | int | None]] = {}
     for reason in sorted({o.reason for o in outcomes if o.abstained}):
         group = [o for o in outcomes if o.abstained and o.reason == reason]
@@ -193,35 +233,39 @@ def golden_metrics(outcomes: Sequence[Outcome]) -> dict[str, object]:
             "count": len(group),
             "precision": ratio(sum(o.case.should_abstain for o in group), len(group)),
         }
+    return by_reason
 
-    latencies = [o.latency_ms for o in outcomes]
-    total_sentences = sum(o.sentences + o.dropped for o in outcomes)
+
+def _conflict_figures(outcomes: Sequence[Outcome], conflicts: Sequence[Outcome]) -> dict[str, float | None]:
+    """Conflict cases refused as conflicting, and other cases wrongly presented as a conflict."""
+    non_conflict = [o for o in outcomes if o.case.label != "conflict"]
     return {
-        "cases": len(outcomes),
-        "answerable": len(answerable),
-        "unanswerable": len(unanswerable),
-        "conflict_cases": len(conflicts),
-        "answer_rate": ratio(len(answered), len(answerable)),
-        "correctness": ratio(sum(o.correct_answer for o in answerable), len(answerable)),
-        "correct_when_answered": ratio(sum(o.correct_answer for o in answered), len(answered)),
-        "abstention_precision": abst.precision,
-        "abstention_recall": abst.recall,
-        "abstention_recall_by_expected": by_expected,
-        "abstention_by_reason": by_reason,
         "conflict_detection": ratio(
             sum(o.reason == "conflicting_sources" for o in conflicts), len(conflicts)
         ),
         "false_conflict_rate": ratio(sum(o.conflict for o in non_conflict), len(non_conflict)),
+    }
+
+
+def _citation_figures(
+    answerable: Sequence[Outcome], answered: Sequence[Outcome]
+) -> dict[str, float | int | None]:
+    """Share of citations that support their case, answerable cases with a supporting one, and the count."""
+    cited = [s for o in answered for s in o.supporting]
+    return {
         "citation_precision": ratio(sum(cited), len(cited)),
         "citation_recall": ratio(sum(any(o.supporting) for o in answered), len(answerable)),
         "citations": len(cited),
+    }
+
+
+def _sentence_figures(outcomes: Sequence[Outcome]) -> dict[str, float | int | None]:
+    """Sentences shown and withheld by verification, and the withheld share."""
+    total_sentences = sum(o.sentences + o.dropped for o in outcomes)
+    return {
         "sentences_emitted": sum(o.sentences for o in outcomes),
         "sentences_dropped": sum(o.dropped for o in outcomes),
         "dropped_share": ratio(sum(o.dropped for o in outcomes), total_sentences),
-        "latency_ms_p50": percentile(latencies, 50),
-        "latency_ms_p95": percentile(latencies, 95),
-        "overall_ok": ratio(sum(o.ok for o in outcomes), len(outcomes)),
-        "problems_by_stage": stage_counts(outcomes),
     }
 
 

@@ -18,12 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import click
-
 from rag.config import Settings
 from rag.evals.datasets import GoldenCase, load_golden, repo_root
 from rag.evals.metrics import Outcome, diagnose, golden_metrics, supports
-from rag.serialize import dumps
 from rag.types import Answer
 
 DEFAULT_SET = "fixtures/eval/golden.jsonl"
@@ -180,23 +177,11 @@ def run_golden(
     )
 
 
-# ---------------------------------------------------------------- printing
-
-
-def fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
-def _clip(text: str, width: int = 160) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+# ---------------------------------------------------------------- reports
 
 
 def expected_text(case: GoldenCase) -> str:
+    """What the case expects, in words (for reports)."""
     if case.label == "answer":
         return f"an answer containing {case.expect!r}, citing {', '.join(case.chunks)}"
     if case.label == "conflict":
@@ -204,62 +189,9 @@ def expected_text(case: GoldenCase) -> str:
     return f"an abstention ({case.kind or 'unanswerable'})"
 
 
-def happened_text(o: Outcome) -> str:
-    if o.abstained:
-        return f"abstained ({o.reason}), top score {o.top_score:.3f}"
-    unsupported = [c for c, ok in zip(o.cited, o.supporting, strict=True) if not ok]
-    extra = f"; unsupported citations {', '.join(unsupported)}" if unsupported else ""
-    return f"answered {_clip(o.text)!r}, top score {o.top_score:.3f}{extra}"
-
-
 def problems(outcomes: Sequence[Outcome]) -> list[Outcome]:
     """Wrong outcomes, plus answers that cite a non-supporting chunk."""
     return [o for o in outcomes if diagnose(o)]
-
-
-def echo_golden(report: GoldenReport) -> None:
-    m = report.metrics
-    click.echo(
-        f"golden set: {m['cases']} cases ({m['answerable']} answerable, {m['unanswerable']} unanswerable, "
-        f"{m['conflict_cases']} conflict); store: {report.store}"
-    )
-    click.echo(f"settings: {', '.join(f'{k}={v}' for k, v in report.settings.items())}")
-    rows = [
-        ("answer rate (answerable)", m["answer_rate"]),
-        ("correctness (answerable)", m["correctness"]),
-        ("correct when answered", m["correct_when_answered"]),
-        ("abstention precision", m["abstention_precision"]),
-        ("abstention recall", m["abstention_recall"]),
-        *((f"  recall on {k}", v) for k, v in m["abstention_recall_by_expected"].items()),
-        *(
-            (f"  by reason {k} (n={v['count']}) precision", v["precision"])
-            for k, v in m["abstention_by_reason"].items()
-        ),
-        ("conflict detection (conflict cases)", m["conflict_detection"]),
-        ("false conflict rate (other cases)", m["false_conflict_rate"]),
-        ("citation precision", m["citation_precision"]),
-        ("citation recall", m["citation_recall"]),
-        ("sentences emitted / dropped", f"{m['sentences_emitted']} / {m['sentences_dropped']}"),
-        ("latency p50 / p95 (ms)", f"{fmt(m['latency_ms_p50'])} / {fmt(m['latency_ms_p95'])}"),
-        ("overall right outcome", m["overall_ok"]),
-    ]
-    width = max(len(r[0]) for r in rows)
-    click.echo("")
-    for name, value in rows:
-        click.echo(f"  {name.ljust(width)}  {fmt(value)}")
-    wrong = problems(report.outcomes)
-    if wrong:
-        click.echo("\nproblems by stage:")
-        for stage, count in m["problems_by_stage"].items():
-            click.echo(f"  {count:>3}  {stage}")
-    click.echo(
-        f"\n{len(wrong)} wrong outcome(s) or unsupported citations:" if wrong else "\nno wrong outcomes"
-    )
-    for o in wrong:
-        click.echo(f"- [{o.case.id}] {o.case.question}")
-        click.echo(f"    expected: {expected_text(o.case)}")
-        click.echo(f"    happened: {happened_text(o)}")
-        click.echo(f"    stage:    {diagnose(o)}")
 
 
 def golden_json(report: GoldenReport) -> dict[str, Any]:
@@ -285,39 +217,3 @@ def golden_json(report: GoldenReport) -> dict[str, Any]:
             for o in problems(report.outcomes)
         ],
     }
-
-
-def run_eval_cli(
-    settings: Settings,
-    *,
-    dataset: str,
-    sweep: str | None,
-    external: str | None,
-    limit: int | None,
-    out: str,
-    as_json: bool,
-    corpus: str | None = None,
-) -> None:
-    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark.
-
-    `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
-    """
-    if corpus is not None and (sweep is not None or external is not None):
-        from rag.errors import ConfigError
-
-        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
-    if sweep is not None:
-        from rag.evals.calibrate import run_sweep_cli
-
-        run_sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=Path(out), as_json=as_json)
-        return
-    if external is not None:
-        from rag.evals.external import run_external_cli
-
-        run_external_cli(settings, external, limit=limit, as_json=as_json)
-        return
-    report = run_golden(settings, dataset, limit=limit, corpus=corpus)
-    if as_json:
-        click.echo(dumps(golden_json(report), indent=True).decode())
-    else:
-        echo_golden(report)

@@ -1,10 +1,13 @@
 """Section-aware chunking: a document's text -> chunks with exact, end-exclusive offsets.
 
-Chunks follow ATX ('#') headings outside code fences and never cross one; the heading line
-itself belongs to no chunk (the section path "H1 > H2" carries it). Inside a section,
-sentences (`rag.text.sentence_spans`) are packed up to `max_tokens`, sized evenly so no tail
-is tiny; a single sentence longer than the limit is cut at whitespace. Every non-whitespace,
-non-heading character of the document is in exactly one chunk, and
+Chunks follow the document's regions and never cross one: by default the sections under ATX
+('#') headings outside code fences, or the `Layout` a reader parsed (reST sections, PDF pages).
+Heading lines belong to no chunk (the section path "H1 > H2" carries them). Inside a region,
+sentences (`rag.text.sentence_spans`) and whole code blocks (`Layout.code`, else
+`rag.text.code_spans`) are packed up to `max_tokens`, sized evenly so no tail is tiny; a code
+block stays in the chunk of the text that introduces it when it fits, so `code_spans` finds it
+again in the chunk's own text. A single unit longer than the limit is cut at whitespace. Every
+non-whitespace, non-heading character is in exactly one chunk, and
 `doc.text[chunk.start_char:chunk.end_char] == chunk.text`.
 """
 
@@ -14,7 +17,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from rag.text import CHARS_PER_TOKEN, estimate_tokens, normalise, sentence_spans
+from rag.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
 from rag.types import Chunk, Document
 
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -28,6 +31,25 @@ class Heading:
     end: int  # end of the heading line, excluding its newline
     level: int
     text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Region:
+    """A stretch of document text chunks never cross, with its section path and 1-based page."""
+
+    start: int
+    end: int
+    section: str = ""
+    page: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Layout:
+    """What a reader parsed beyond the text. `regions` None: derive sections from '#' headings;
+    `code` None: find code with `rag.text.code_spans`. Offsets are into the document text."""
+
+    regions: tuple[Region, ...] | None = None
+    code: tuple[tuple[int, int], ...] | None = None
 
 
 def find_headings(text: str) -> list[Heading]:
@@ -99,8 +121,17 @@ def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[i
     return pieces
 
 
-def _pack(text: str, spans: list[tuple[int, int]], min_tokens: int, max_tokens: int) -> list[tuple[int, int]]:
-    """Group consecutive spans into chunks of at most `max_tokens`, sized evenly so no tail is tiny."""
+def _pack(
+    text: str,
+    spans: list[tuple[int, int]],
+    min_tokens: int,
+    max_tokens: int,
+    glued: frozenset[int] = frozenset(),
+) -> list[tuple[int, int]]:
+    """Group consecutive spans into chunks of at most `max_tokens`, sized evenly so no tail is tiny.
+
+    A span index in `glued` stays with the span before it whenever both fit in `max_tokens`.
+    """
 
     def size(first: int, last: int) -> int:
         return estimate_tokens(text[spans[first][0] : spans[last][1]])
@@ -112,7 +143,7 @@ def _pack(text: str, spans: list[tuple[int, int]], min_tokens: int, max_tokens: 
         first = groups[-1][0]
         grown, current = size(first, i), size(first, i - 1)
         # close the chunk when adding span i would overshoot the even size more than stopping undershoots it
-        if grown > max_tokens or grown - target > target - current:
+        if grown > max_tokens or (grown - target > target - current and i not in glued):
             groups.append([i, i])
         else:
             groups[-1][1] = i
@@ -124,6 +155,7 @@ def _pack(text: str, spans: list[tuple[int, int]], min_tokens: int, max_tokens: 
             # move sentences from the previous chunk into a small tail while that evens them out
             while (
                 prev[1] > prev[0]
+                and last[0] not in glued
                 and size(last[0], last[1]) < min_tokens
                 and size(prev[1], last[1]) <= max_tokens
                 and size(prev[0], prev[1] - 1) >= size(prev[1], last[1])
@@ -133,35 +165,74 @@ def _pack(text: str, spans: list[tuple[int, int]], min_tokens: int, max_tokens: 
     return [(spans[a][0], spans[b][1]) for a, b in groups]
 
 
-def chunk_document(doc: Document, *, min_tokens: int = 120, max_tokens: int = 220) -> list[Chunk]:
+def _units(
+    text: str, start: int, end: int, code: list[tuple[int, int]], max_tokens: int
+) -> tuple[list[tuple[int, int]], frozenset[int]]:
+    """Sentences of the prose and whole code blocks in [start, end), cut to `max_tokens`; the indexes
+    of code units (glued to what precedes them)."""
+    max_chars = max(1, int(max_tokens * CHARS_PER_TOKEN))
+    units: list[tuple[int, int]] = []
+    glued: set[int] = set()
+
+    def add(s: int, e: int, is_code: bool) -> None:
+        pieces = _split_long(text, s, e, max_chars) if estimate_tokens(text[s:e]) > max_tokens else [(s, e)]
+        if is_code and pieces:
+            glued.add(len(units))
+        units.extend(pieces)
+
+    pos = start
+    for c_start, c_end in code:
+        c_start, c_end = max(c_start, start), min(c_end, end)
+        if c_end <= c_start:
+            continue
+        for s, e in sentence_spans(text[pos:c_start]):
+            add(s + pos, e + pos, False)
+        pos = c_end
+        while c_start < c_end and text[c_start].isspace():
+            c_start += 1
+        while c_end > c_start and text[c_end - 1].isspace():
+            c_end -= 1
+        if c_end > c_start:
+            add(c_start, c_end, True)
+    for s, e in sentence_spans(text[pos:end]):
+        add(s + pos, e + pos, False)
+    return units, frozenset(glued)
+
+
+def chunk_document(
+    doc: Document, *, min_tokens: int = 120, max_tokens: int = 220, layout: Layout | None = None
+) -> list[Chunk]:
     """Section-aware chunks of `doc.text` with ids `{doc_id}#cNN` (00, 01, ...) and exact offsets.
 
     Heading lines are not part of any chunk (the section path carries them); every other
-    non-whitespace character is in exactly one chunk. Sizes use `estimate_tokens`.
+    non-whitespace character is in exactly one chunk. Sizes use `estimate_tokens`. `layout`
+    (from the reader) gives the regions, pages and code ranges; without it they come from the text.
     """
     text = doc.text
-    max_chars = max(1, int(max_tokens * CHARS_PER_TOKEN))
+    layout = layout or Layout()
+    regions = (
+        layout.regions
+        if layout.regions is not None
+        else tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, doc.title))
+    )
+    code = sorted(layout.code) if layout.code is not None else code_spans(text)
     chunks: list[Chunk] = []
-    for path, start, end in _sections(text, doc.title):
-        spans: list[tuple[int, int]] = []
-        for s, e in sentence_spans(text[start:end]):
-            s, e = s + start, e + start
-            if estimate_tokens(text[s:e]) > max_tokens:
-                spans.extend(_split_long(text, s, e, max_chars))
-            else:
-                spans.append((s, e))
+    for region in regions:
+        inside = [(s, e) for s, e in code if s < region.end and e > region.start]
+        spans, glued = _units(text, region.start, region.end, inside, max_tokens)
         if not spans:
             continue
-        for s, e in _pack(text, spans, min_tokens, max_tokens):
+        for s, e in _pack(text, spans, min_tokens, max_tokens, glued):
             chunks.append(
                 Chunk(
                     chunk_id=f"{doc.doc_id}#c{len(chunks):02d}",
                     doc_id=doc.doc_id,
                     title=doc.title,
-                    section=path,
+                    section=region.section,
                     text=text[s:e],
                     updated_at=doc.updated_at,
                     url=doc.url,
+                    page=region.page,
                     start_char=s,
                     end_char=e,
                 )

@@ -1,26 +1,65 @@
-"""Dense embeddings for hybrid retrieval: the `Embedder` protocol and the Voyage implementation.
+"""Dense embeddings for hybrid retrieval: the `Embedder` protocol, the Voyage implementation, and
+`embed_many`, which packs texts from many documents into requests at the API's per-request limits
+and keeps a bounded number of them in flight.
 
 Offline (no `VOYAGE_API_KEY`, or `MOCK=1`) there is no embedder: `make_embedder` returns None
-and retrieval is lexical only. Callers treat any embedder exception as "no dense signal".
+and retrieval is lexical only. Every vector is stored with the model that made it (`Embedder.model`),
+so vectors of two models are never compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from rag.breaker import CircuitBreaker
 from rag.config import Settings
+from rag.errors import UpstreamRejected
 from rag.types import Chunk
+from rag.voyage import (
+    EMBED_MAX_INPUTS,
+    call_voyage,
+    embed_token_limit,
+    voyage_breaker,
+    voyage_client,
+    voyage_client_for,
+    voyage_tokens,
+)
 
-# Voyage accepts up to 1,000 texts per call; smaller batches keep each request well under its token cap.
-EMBED_BATCH = 128
+__all__ = [
+    "EmbedRun",
+    "Embedder",
+    "VoyageEmbedder",
+    "embed_many",
+    "embedding_text",
+    "make_embedder",
+    "plan_batches",
+    "voyage_client",
+]
+
+logger = logging.getLogger(__name__)
+
+# Rejections that every later request would meet too (a refused key, a base URL that answers 404):
+# an ingest stops at the first one instead of sending the rest.
+FATAL_TYPES = frozenset({"upstream_auth_failed", "upstream_model_not_found"})
 
 
 class Embedder(Protocol):
     name: str
+    model: str
+    max_inputs: int
+    max_tokens: int
+
+    def count_tokens(self, text: str) -> int:
+        """An estimate of the provider's token count for `text`, never below it."""
+        ...
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in order (all of the same dimension)."""
+        """One vector per text, in order (all of one dimension), in ONE request: the caller sizes the
+        batch within `max_inputs` and `max_tokens` (`plan_batches`)."""
         ...
 
     def embed_query(self, text: str) -> list[float]: ...
@@ -32,55 +71,147 @@ def embedding_text(chunk: Chunk) -> str:
     return f"{where}\n\n{chunk.text}"
 
 
-def voyage_client(*, api_key: str, base_url: str = "", timeout: float = 60.0, max_retries: int = 2) -> Any:
-    """A `voyageai.Client`; `base_url` "" means the SDK default. Imported lazily (slow to import)."""
-    from voyageai.client import Client
+def plan_batches(
+    texts: Sequence[str], *, max_inputs: int, max_tokens: int, count: Callable[[str], int]
+) -> list[range]:
+    """Consecutive index ranges covering `texts`, each within `max_inputs` texts and `max_tokens` tokens.
 
-    return Client(api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=max_retries)
+    Greedy and order-keeping. A single text over `max_tokens` goes alone (the API truncates it).
+    """
+    batches: list[range] = []
+    start = tokens = 0
+    for i, text in enumerate(texts):
+        n = count(text)
+        if i > start and (i - start >= max_inputs or tokens + n > max_tokens):
+            batches.append(range(start, i))
+            start, tokens = i, 0
+        tokens += n
+    if start < len(texts):
+        batches.append(range(start, len(texts)))
+    return batches
 
 
-def voyage_client_for(settings: Settings) -> Any:
-    """The Voyage client the settings describe (key, base URL, model timeout and retries)."""
-    return voyage_client(
-        api_key=settings.voyage_api_key,
-        base_url=settings.voyage_base_url,
-        timeout=settings.model_timeout,
-        max_retries=settings.model_max_retries,
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbedRun:
+    """What `embed_many` did: texts embedded and not, requests made, and the distinct errors seen."""
+
+    embedded: int = 0
+    failed: int = 0
+    requests: int = 0
+    errors: tuple[str, ...] = ()
+
+
+def embed_many(
+    embedder: Embedder,
+    texts: Sequence[str],
+    *,
+    on_batch: Callable[[range, list[list[float]]], None],
+    concurrency: int = 4,
+) -> EmbedRun:
+    """Embed `texts` in requests packed to the embedder's limits, at most `concurrency` in flight.
+
+    `on_batch(indices, vectors)` runs in the calling thread as each request completes, so a
+    failure later in the run keeps what was already stored. A failed request (after its retries)
+    is counted and the run goes on; a rejected key or a base URL that answers 404 (FATAL_TYPES)
+    stops the run and is raised once the requests in flight finish.
+    """
+    batches = iter(
+        plan_batches(
+            texts, max_inputs=embedder.max_inputs, max_tokens=embedder.max_tokens, count=embedder.count_tokens
+        )
     )
+    workers = max(1, concurrency)
+    embedded = requests = 0
+    errors: list[str] = []
+    fatal: UpstreamRejected | None = None
+    running: dict[Future[list[list[float]]], range] = {}
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
+
+        def submit_next() -> bool:
+            batch = next(batches, None)
+            if batch is None:
+                return False
+            running[pool.submit(embedder.embed_documents, [texts[i] for i in batch])] = batch
+            return True
+
+        while len(running) < workers and submit_next():
+            pass
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                batch = running.pop(future)
+                requests += 1
+                try:
+                    vectors = future.result()
+                except Exception as exc:  # a failed request: its texts stay without vectors
+                    if isinstance(exc, UpstreamRejected) and exc.type in FATAL_TYPES:
+                        fatal = fatal or exc
+                    elif str(exc) not in errors:
+                        errors.append(str(exc))
+                    continue
+                on_batch(batch, vectors)
+                embedded += len(batch)
+            while fatal is None and len(running) < workers and submit_next():
+                pass
+    if fatal is not None:
+        raise fatal
+    return EmbedRun(embedded=embedded, failed=len(texts) - embedded, requests=requests, errors=tuple(errors))
 
 
 class VoyageEmbedder:
     """Voyage `embed` with input_type "document" at ingest and "query" at question time.
 
     `client` is anything with the `voyageai.Client.embed` signature (tests pass a real client
-    pointed at a loopback fake server). Errors propagate; callers decide how to fall back.
+    pointed at a loopback fake server). Each call is one request with `call_voyage`'s retries
+    and breaker; failures raise UpstreamUnavailable or UpstreamRejected.
     """
 
     name = "voyage"
 
-    def __init__(self, *, client: Any, model: str = "voyage-3.5", batch_size: int = EMBED_BATCH) -> None:
+    def __init__(
+        self,
+        *,
+        client: Any,
+        model: str = "voyage-3.5",
+        retries: int = 2,
+        breaker: CircuitBreaker | None = None,
+        max_inputs: int = EMBED_MAX_INPUTS,
+        max_tokens: int | None = None,
+    ) -> None:
         self.client = client
         self.model = model
-        self.batch_size = batch_size
+        self.retries = retries
+        self.breaker = breaker
+        self.max_inputs = max_inputs
+        self.max_tokens = max_tokens if max_tokens is not None else embed_token_limit(model)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VoyageEmbedder:
-        return cls(client=voyage_client_for(settings), model=settings.voyage_embed_model)
+        return cls(
+            client=voyage_client_for(settings),
+            model=settings.voyage_embed_model,
+            retries=settings.model_max_retries,
+            breaker=voyage_breaker(settings),
+        )
 
-    def _embed(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for i in range(0, len(texts), self.batch_size):
-            batch = list(texts[i : i + self.batch_size])
-            result = self.client.embed(batch, model=self.model, input_type=input_type)
-            if len(result.embeddings) != len(batch):
+    def count_tokens(self, text: str) -> int:
+        return voyage_tokens(text)
+
+    def _embed(self, texts: list[str], input_type: str) -> list[list[float]]:
+        def request() -> list[list[float]]:
+            result = self.client.embed(texts, model=self.model, input_type=input_type)
+            vectors = [[float(x) for x in vector] for vector in result.embeddings]
+            if len(vectors) != len(texts) or len({len(v) for v in vectors}) != 1 or not vectors[0]:
                 raise ValueError(
-                    f"Voyage returned {len(result.embeddings)} embeddings for {len(batch)} texts"
+                    f"malformed reply: {len(vectors)} embeddings of dimensions "
+                    f"{sorted({len(v) for v in vectors})} for {len(texts)} texts"
                 )
-            vectors.extend([float(x) for x in vector] for vector in result.embeddings)
-        return vectors
+            return vectors
+
+        return call_voyage(request, what="embed", retries=self.retries, breaker=self.breaker)
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._embed(texts, "document") if texts else []
+        return self._embed(list(texts), "document") if texts else []
 
     def embed_query(self, text: str) -> list[float]:
         return self._embed([text], "query")[0]

@@ -9,6 +9,9 @@
 
 (() => {
   const KEY_STORAGE = "rag.apiKey";
+  const HISTORY_STORAGE = "rag.history";
+  const SEED_STORAGE = "rag.examplesSeed";
+  const HISTORY_MAX = 20;
   const $ = (id) => document.getElementById(id);
   const ui = {
     form: $("ask-form"),
@@ -42,6 +45,21 @@
     sourceNote: $("source-note"),
     sourceText: $("source-text"),
     sourceId: $("source-id"),
+    sourceView: $("source-view"),
+    examples: $("examples"),
+    exampleList: $("example-list"),
+    history: $("history"),
+    historyCount: $("history-count"),
+    historyList: $("history-list"),
+    tools: $("answer-tools"),
+    copyText: $("copy-text"),
+    copyMarkdown: $("copy-markdown"),
+    copyStatus: $("copy-status"),
+    feedback: $("feedback"),
+    feedbackMore: $("feedback-more"),
+    feedbackNote: $("feedback-note"),
+    feedbackStatus: $("feedback-status"),
+    feedbackButtons: [$("feedback-helpful"), $("feedback-wrong")],
   };
 
   /** State of the ask in flight (or last finished). Replaced on every ask. */
@@ -49,6 +67,10 @@
   /** Incremented on every panel open, so a slow chunk fetch never overwrites a newer one. */
   let panelSeq = 0;
   let panelOpener = null;
+  /** What the panel shows now, so the plain/formatted toggle can draw it again. */
+  let panelShown = null;
+  /** The panel's view: formatted Markdown/reST (default) or the plain original text. */
+  let plainView = false;
   const chunkCache = new Map();
 
   // ---------------------------------------------------------------- helpers
@@ -62,6 +84,7 @@
       else if (name === "text") node.textContent = value;
       else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
       else if (name === "dataset") Object.assign(node.dataset, value);
+      else if (name === "style") Object.assign(node.style, value);  // CSSOM: allowed by the CSP
       else node.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -210,6 +233,9 @@
     ui.builtFromTitle.textContent = "What the answer was built from";
     ui.blocks.replaceChildren();
     ui.metaLine.textContent = "";
+    ui.tools.hidden = true;
+    ui.copyStatus.textContent = "";
+    resetFeedback();
     setStatus("busy", "Searching the knowledge base…");
   }
 
@@ -226,17 +252,29 @@
     ui.result.setAttribute("aria-busy", busy ? "true" : "false");
   }
 
-  async function ask(question) {
-    if (run) run.controller.abort();
-    const state = {
+  function newState(question) {
+    return {
+      question,
       controller: new AbortController(),
       blocks: new Map(),
+      sources: new Map(),
+      sentences: [],
+      events: [],
+      traceId: "",
       emitted: 0,
       dropped: 0,
       reason: "",
       failed: false,
       done: false,
+      replayed: false,
+      historyId: "",
+      feedback: "",
     };
+  }
+
+  async function ask(question) {
+    if (run) run.controller.abort();
+    const state = newState(question);
     run = state;
     resetResult(question);
     setBusy(true);
@@ -256,6 +294,7 @@
       return;
     }
     if (run !== state) return;
+    state.traceId = response.headers.get("X-Trace-Id") || "";
     if (!response.ok) {
       const err = await readError(response);
       const { title, detail } = describeHttpError(response.status, err);
@@ -289,15 +328,21 @@
   function finish(state) {
     if (run !== state) return;
     setBusy(false);
-    ui.result.dataset.finished = String(Number(ui.result.dataset.finished || 0) + 1);
     if (ui.status.dataset.state === "busy") {
       if (state.failed) setStatus("error", "Stopped by an error.");
       else ui.status.replaceChildren();
     }
+    ui.tools.hidden = !(state.done && (state.emitted || state.reason));
+    ui.copyText.closest(".copy-tools").hidden = state.sentences.length === 0;
+    ui.feedback.hidden = !state.traceId;
+    if (state.feedback) showFeedbackSent(state.feedback);
+    if (!state.replayed && state.done) remember(state);
+    ui.result.dataset.finished = String(Number(ui.result.dataset.finished || 0) + 1);
   }
 
   function handleEvent(state, ev) {
     const data = ev.data || {};
+    if (!state.replayed) state.events.push({ event: ev.event, data: ev.data });
     switch (ev.event) {
       case "meta": return onMeta(state, data);
       case "sentence": return onSentence(state, data);
@@ -315,8 +360,22 @@
   function onMeta(state, data) {
     const blocks = Array.isArray(data.blocks) ? data.blocks.slice().sort((a, b) => a.n - b.n) : [];
     for (const block of blocks) state.blocks.set(block.n, block);
-    ui.blocks.replaceChildren(...blocks.map((block) => blockItem(block)));
-    ui.builtFrom.hidden = blocks.length === 0;
+    if (data.trace_id && !state.traceId) state.traceId = data.trace_id;
+    // One entry per chunk (a chunk issued under two numbers is one source), most relevant first.
+    for (const block of blocks) {
+      const known = state.sources.get(block.chunk_id);
+      if (known) {
+        known.ns.push(block.n);
+        known.score = Math.max(known.score, block.score ?? 0);
+      } else {
+        state.sources.set(block.chunk_id, Object.assign({}, block, {
+          chunkId: block.chunk_id, ns: [block.n], score: block.score ?? 0, spans: [], cited: 0, item: null,
+        }));
+      }
+    }
+    const ordered = [...state.sources.values()].sort((a, b) => b.score - a.score || a.ns[0] - b.ns[0]);
+    ui.blocks.replaceChildren(...ordered.map((source) => sourceItem(source)));
+    ui.builtFrom.hidden = ordered.length === 0;
     const parts = [];
     if (typeof data.context_tokens === "number") parts.push(`about ${data.context_tokens} tokens of context`);
     if (data.trace_id) parts.push(`trace ${data.trace_id}`);
@@ -326,36 +385,61 @@
     }
   }
 
-  function blockItem(block) {
-    const score = typeof block.score === "number" ? Math.max(0, Math.min(1, block.score)) : 0;
-    return h("li", { class: "block", testid: "block-item", dataset: { n: block.n, chunkId: block.chunk_id } },
-      h("button", {
-        type: "button",
-        class: "block-button",
-        "aria-label": `Open source ${block.n}: ${block.title}`,
-        onclick: (e) => openSource({ chunkId: block.chunk_id, n: block.n, hint: block, opener: e.currentTarget }),
-      },
-      h("span", { class: "block-n", testid: "block-n" }, String(block.n)),
-      h("span", { class: "block-main" },
-        h("span", { class: "block-title", testid: "block-title" }, block.title || block.chunk_id),
-        block.section && block.section !== block.title ? h("span", { class: "block-section" }, block.section) : null),
-      h("span", { class: "block-score", title: "Relevance score (0 to 1)" },
-        h("span", { class: "score-bar", "aria-hidden": "true" },
-          h("span", { class: "score-fill", style: `width:${(score * 100).toFixed(0)}%` })),
-        h("span", { class: "score-num", testid: "block-score" }, formatScore(block.score)))));
+  function sourceItem(source) {
+    const score = Math.max(0, Math.min(1, source.score || 0));
+    const fill = h("span", { class: "score-fill" });
+    fill.style.width = `${(score * 100).toFixed(0)}%`; // CSSOM, allowed by a strict style-src
+    const badge = h("span", { class: "block-cited", testid: "block-cited", hidden: true });
+    // The accessible name is the visible text plus a few hidden words, so it reads as a sentence.
+    const button = h("button", {
+      type: "button",
+      class: "block-button",
+      "aria-controls": "source-panel",
+      onclick: (e) => openSource({
+        chunkId: source.chunkId, n: source.ns[0], spans: source.spans, hint: source, opener: e.currentTarget,
+      }),
+    },
+    h("span", { class: "visually-hidden" }, "Open source "),
+    h("span", { class: "block-n", testid: "block-n" }, source.ns.join(" · ")),
+    h("span", { class: "block-main" },
+      h("span", { class: "block-title", testid: "block-title" }, source.title || source.chunkId),
+      source.section && source.section !== source.title ? h("span", { class: "block-section" }, source.section) : null),
+    badge,
+    h("span", { class: "block-score", title: "Relevance score (0 to 1)" },
+      h("span", { class: "visually-hidden" }, "relevance "),
+      h("span", { class: "score-bar", "aria-hidden": "true" }, fill),
+      h("span", { class: "score-num", testid: "block-score" }, formatScore(source.score))));
+    source.item = { button, badge };
+    return h("li", {
+      class: "block", testid: "block-item", dataset: { n: source.ns[0], ns: source.ns.join(" "), chunkId: source.chunkId },
+    }, button);
+  }
+
+  /** Notes that `source` was cited once more with `spans`; its list entry shows the count. */
+  function noteCited(source, spans) {
+    source.cited += 1;
+    for (const span of spans) {
+      if (!source.spans.some((s) => s.start === span.start && s.end === span.end)) source.spans.push(span);
+    }
+    if (source.item) {
+      source.item.badge.hidden = false;
+      source.item.badge.textContent = `cited ${source.cited}×`;
+    }
   }
 
   function onSentence(state, data) {
     state.emitted += 1;
     ui.answer.hidden = false;
     const citations = Array.isArray(data.citations) ? data.citations : [];
-    // One chip per block number; every span that block supports is highlighted together.
-    const byN = new Map();
+    state.sentences.push({ text: data.text || "", starts: data.starts || "", citations });
+    // One chip per cited chunk; every span of that chunk is highlighted together.
+    const byChunk = new Map();
     for (const c of citations) {
-      if (!byN.has(c.n)) byN.set(c.n, []);
-      byN.get(c.n).push(c);
+      if (!byChunk.has(c.chunk_id)) byChunk.set(c.chunk_id, []);
+      byChunk.get(c.chunk_id).push(c);
     }
-    const chips = [...byN.entries()].sort((a, b) => a[0] - b[0]).map(([n, group]) => chip(state, n, group));
+    const groups = [...byChunk.values()].map((group) => [Math.min(...group.map((c) => c.n)), group]);
+    const chips = groups.sort((a, b) => a[0] - b[0]).map(([n, group]) => chip(state, n, group));
     const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
       h("span", { class: "sentence-text" }, data.text || ""),
       chips.length ? h("span", { class: "chips" }, chips) : null);
@@ -387,6 +471,8 @@
     const block = state.blocks.get(n);
     const title = first.title || (block && block.title) || first.chunk_id;
     const spans = group.map((c) => ({ start: c.start, end: c.end, cited: c.cited_text }));
+    const source = state.sources.get(first.chunk_id);
+    if (source) noteCited(source, spans);
     return h("button", {
       type: "button",
       class: "chip",
@@ -513,7 +599,6 @@
         class: "statement" + (isNewest ? " is-newest" : ""),
         testid: "conflict-statement",
         dataset: { chunkId: s.chunk_id, start: s.start, end: s.end },
-        "aria-label": `${s.quantity || ""} according to ${s.title}, updated ${formatDate(s.updated_at) || "unknown"}. Open source.`,
         onclick: (e) => openSource({
           chunkId: s.chunk_id, n: s.n, spans: [{ start: s.start, end: s.end, cited: s.text }],
           hint: s, opener: e.currentTarget,
@@ -578,16 +663,40 @@
     return { ranges: merged, missing };
   }
 
-  function renderChunkText(text, ranges) {
+  function renderPlain(text, ranges) {
     const nodes = [];
     let at = 0;
-    for (const [s, e] of ranges) {
+    ranges.forEach(([s, e], i) => {
       if (s > at) nodes.push(document.createTextNode(text.slice(at, s)));
-      nodes.push(h("mark", { testid: "source-mark" }, text.slice(s, e)));
+      nodes.push(h("mark", { testid: "source-mark", dataset: { start: s, end: e, span: i } }, text.slice(s, e)));
       at = e;
-    }
+    });
     if (at < text.length) nodes.push(document.createTextNode(text.slice(at)));
     ui.sourceText.replaceChildren(...nodes);
+  }
+
+  /**
+   * Draws the chunk: its Markdown/reST formatted (markup.js), or the original text as it is.
+   * Either way every <mark> covers exactly cited characters (data-start/end are offsets into the
+   * original text). When a cited range would have no visible character once formatted (it lies
+   * inside hidden markup), the plain original is shown instead so the highlight is never lost.
+   */
+  function renderChunkText(text, ranges) {
+    ui.sourceText.classList.toggle("is-plain", plainView);
+    ui.sourceView.hidden = !text;
+    ui.sourceView.setAttribute("aria-pressed", plainView ? "true" : "false");
+    ui.sourceView.textContent = plainView ? "Show formatted" : "Show plain text";
+    if (!plainView && window.RagMarkup) {
+      const box = document.createElement("div");
+      const counts = window.RagMarkup.render(box, text, ranges, { testid: "source-mark" });
+      if (counts.every((c) => c > 0)) {
+        ui.sourceText.replaceChildren(...box.childNodes);
+        ui.sourceText.dataset.view = "formatted";
+        return;
+      }
+    }
+    renderPlain(text, ranges);
+    ui.sourceText.dataset.view = "plain";
   }
 
   /** A document URL fit for a link: http(s) or site-relative only (front matter is untrusted). */
@@ -633,6 +742,8 @@
   /** Opens the source panel on one chunk, highlighting `spans` ({start, end, cited}) when given. */
   async function openSource({ chunkId, n, spans, hint, opener }) {
     const seq = ++panelSeq;
+    panelShown = null;
+    ui.sourceView.hidden = true;
     panelOpener = opener || null;
     markActive(opener);
     fillProvenance(Object.assign({ chunk_id: chunkId }, hint || {}), n);
@@ -666,6 +777,7 @@
     fillProvenance(chunk, n);
     const text = chunk.text || "";
     const { ranges, missing } = resolveSpans(text, spans);
+    panelShown = { text, ranges };
     renderChunkText(text, ranges);
     if (missing) {
       ui.sourceNote.hidden = false;
@@ -700,6 +812,242 @@
     document.body.classList.remove("panel-open");
     if (restoreFocus && panelOpener && document.contains(panelOpener)) panelOpener.focus();
     panelOpener = null;
+  }
+
+  // ---------------------------------------------------------------- example questions
+
+  function examplesSeed() {
+    try {
+      let seed = sessionStorage.getItem(SEED_STORAGE);
+      if (!seed) {
+        seed = String(Math.floor(Math.random() * 100000));
+        sessionStorage.setItem(SEED_STORAGE, seed);
+      }
+      return seed;
+    } catch {
+      return "0";
+    }
+  }
+
+  async function loadExamples() {
+    let examples = [];
+    try {
+      const response = await fetch(`/examples?limit=4&seed=${encodeURIComponent(examplesSeed())}`,
+        { headers: authHeaders({ Accept: "application/json" }) });
+      if (response.ok) examples = (await response.json()).examples || [];
+    } catch { /* no examples: the page works without them */ }
+    ui.exampleList.replaceChildren(...examples.map((ex) => h("li", {},
+      h("button", {
+        type: "button",
+        class: "example-chip",
+        testid: "example-chip",
+        dataset: { docId: ex.doc_id, section: ex.section || "" },
+        title: `From ${ex.title}${ex.section ? " › " + ex.section : ""}`,
+        onclick: () => {
+          ui.question.value = ex.question;
+          autoGrow();
+          ask(ex.question);
+        },
+      }, ex.question))));
+    ui.examples.hidden = examples.length === 0;
+  }
+
+  // ---------------------------------------------------------------- questions asked in this tab
+
+  function readHistory() {
+    try {
+      const list = JSON.parse(sessionStorage.getItem(HISTORY_STORAGE) || "[]");
+      return Array.isArray(list) ? list : [];
+    } catch {
+      return [];
+    }
+  }
+
+  function writeHistory(list) {
+    // Drops the oldest entries until the list fits in the tab's storage.
+    for (let keep = list.length; keep >= 0; keep -= 1) {
+      try {
+        sessionStorage.setItem(HISTORY_STORAGE, JSON.stringify(list.slice(0, keep)));
+        return;
+      } catch { /* quota: try with fewer */ }
+    }
+  }
+
+  function outcome(state) {
+    if (state.failed) return "error";
+    if (state.reason === "conflicting_sources") return "sources disagree";
+    if (state.reason) return "not answered";
+    return `${state.emitted} sentence${state.emitted === 1 ? "" : "s"}`;
+  }
+
+  /** Saves a finished ask (its events, so it can be shown again exactly) at the top of the tab's list. */
+  function remember(state) {
+    const entry = {
+      id: state.traceId || String(Date.now()),
+      question: state.question,
+      at: new Date().toISOString(),
+      outcome: outcome(state),
+      traceId: state.traceId,
+      events: state.events,
+      feedback: "",
+    };
+    state.historyId = entry.id;
+    const list = [entry, ...readHistory().filter((e) => e.id !== entry.id)].slice(0, HISTORY_MAX);
+    writeHistory(list);
+    renderHistory();
+  }
+
+  function updateHistory(id, changes) {
+    const list = readHistory();
+    const entry = list.find((e) => e.id === id);
+    if (!entry) return;
+    Object.assign(entry, changes);
+    writeHistory(list);
+  }
+
+  const TIME_FORMAT = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+
+  function renderHistory() {
+    const list = readHistory();
+    ui.history.hidden = list.length === 0;
+    ui.historyCount.textContent = String(list.length);
+    const current = run && run.historyId;
+    ui.historyList.replaceChildren(...list.map((entry) => {
+      const when = new Date(entry.at);
+      return h("li", {},
+        h("button", {
+          type: "button",
+          class: "history-item",
+          testid: "history-item",
+          "aria-current": entry.id === current ? "true" : null,
+          onclick: () => replay(entry.id),
+        },
+        h("span", { class: "history-question" }, entry.question),
+        h("span", { class: "history-meta" },
+          [Number.isNaN(when.getTime()) ? "" : TIME_FORMAT.format(when), entry.outcome,
+            entry.feedback ? `marked ${entry.feedback}` : ""].filter(Boolean).join(" · "))));
+    }));
+  }
+
+  /** Shows an earlier answer of this tab again, from its saved events (no new ask, no model call). */
+  function replay(id) {
+    const entry = readHistory().find((e) => e.id === id);
+    if (!entry) return;
+    if (run) run.controller.abort();
+    const state = newState(entry.question);
+    state.replayed = true;
+    state.traceId = entry.traceId || "";
+    state.historyId = entry.id;
+    state.feedback = entry.feedback || "";
+    run = state;
+    resetResult(entry.question);
+    ui.question.value = entry.question;
+    autoGrow();
+    for (const ev of entry.events || []) handleEvent(state, ev);
+    if (!state.done) state.failed = true;
+    finish(state);
+    ui.metaLine.textContent = [ui.metaLine.textContent, "shown again from earlier in this tab"].filter(Boolean).join(" · ");
+    renderHistory();
+    ui.asked.focus();
+  }
+
+  // ---------------------------------------------------------------- copy
+
+  function answerForCopy(state) {
+    return { question: state.question, sentences: state.sentences, blocks: state.blocks };
+  }
+
+  async function writeClipboard(text) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch {
+      // Older browsers or a denied permission: select a hidden textarea and copy that.
+      const area = h("textarea", { class: "visually-hidden", "aria-hidden": "true", tabindex: "-1" });
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      let ok = false;
+      try { ok = document.execCommand("copy"); } catch { ok = false; }
+      area.remove();
+      return ok;
+    }
+  }
+
+  async function copyAnswer(kind) {
+    if (!run || !run.sentences.length) return;
+    const answer = answerForCopy(run);
+    const text = kind === "markdown" ? window.RagCopy.markdown(answer) : window.RagCopy.plainText(answer);
+    const sources = window.RagCopy.footnotes(answer).notes.length;
+    const ok = await writeClipboard(text);
+    ui.copyStatus.textContent = ok
+      ? `Copied the answer and ${sources} source${sources === 1 ? "" : "s"} as ${kind === "markdown" ? "Markdown" : "plain text"}.`
+      : "Copying was blocked by the browser; select the answer and copy it instead.";
+    ui.copyStatus.dataset.copied = ok ? kind : "";
+  }
+
+  // ---------------------------------------------------------------- feedback
+
+  let verdict = "";
+
+  function resetFeedback() {
+    verdict = "";
+    ui.feedback.hidden = true;
+    ui.feedbackMore.hidden = true;
+    ui.feedbackNote.value = "";
+    ui.feedbackStatus.textContent = "";
+    for (const button of ui.feedbackButtons) {
+      button.disabled = false;
+      button.setAttribute("aria-pressed", "false");
+    }
+  }
+
+  function chooseVerdict(choice) {
+    verdict = choice;
+    for (const button of ui.feedbackButtons) {
+      button.setAttribute("aria-pressed", button.dataset.verdict === choice ? "true" : "false");
+    }
+    ui.feedbackMore.hidden = false;
+    ui.feedbackStatus.textContent = choice === "wrong"
+      ? "Marked as wrong. Add a note if you can, then send."
+      : "Marked as helpful. Add a note if you like, then send.";
+    ui.feedbackNote.focus();
+  }
+
+  function showFeedbackSent(choice) {
+    for (const button of ui.feedbackButtons) {
+      button.disabled = true;
+      button.setAttribute("aria-pressed", button.dataset.verdict === choice ? "true" : "false");
+    }
+    ui.feedbackMore.hidden = true;
+    ui.feedbackStatus.textContent = `Thank you: this answer is marked ${choice}, and the people who keep the documents can see it.`;
+    ui.feedbackStatus.dataset.sent = choice;
+  }
+
+  async function sendFeedback() {
+    const state = run;
+    if (!state || !state.traceId || !verdict) return;
+    const body = { trace_id: state.traceId, verdict, note: ui.feedbackNote.value.trim(), question: state.question };
+    ui.feedbackStatus.textContent = "Sending…";
+    try {
+      const response = await fetch("/feedback", {
+        method: "POST",
+        headers: authHeaders({ "Content-Type": "application/json", Accept: "application/json" }),
+        body: JSON.stringify(body),
+      });
+      if (!response.ok) {
+        const err = await readError(response);
+        ui.feedbackStatus.textContent = `Your feedback was not saved: ${err.message}`;
+        return;
+      }
+    } catch {
+      ui.feedbackStatus.textContent = "Your feedback was not saved: the service could not be reached.";
+      return;
+    }
+    state.feedback = body.verdict;
+    if (state.historyId) updateHistory(state.historyId, { feedback: body.verdict });
+    if (run === state) showFeedbackSent(body.verdict);
+    renderHistory();
   }
 
   // ---------------------------------------------------------------- wiring
@@ -737,9 +1085,17 @@
     } catch { /* storage disabled: the key lasts for this page only */ }
     chunkCache.clear();
     loadStatus();
+    loadExamples();
   });
 
   ui.panelClose.addEventListener("click", () => closePanel(true));
+  ui.sourceView.addEventListener("click", () => {
+    plainView = !plainView;
+    if (panelShown) {
+      renderChunkText(panelShown.text, panelShown.ranges);
+      scrollPanelTo(ui.sourceText.querySelector("mark"));
+    }
+  });
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && !ui.panel.hidden) closePanel(true);
   });
@@ -762,9 +1118,21 @@
     }
   }
 
+  ui.copyText.addEventListener("click", () => copyAnswer("text"));
+  ui.copyMarkdown.addEventListener("click", () => copyAnswer("markdown"));
+  for (const button of ui.feedbackButtons) {
+    button.addEventListener("click", () => chooseVerdict(button.dataset.verdict));
+  }
+  ui.feedback.addEventListener("submit", (e) => {
+    e.preventDefault();
+    sendFeedback();
+  });
+
   loadStatus();
+  loadExamples();
+  renderHistory();
   ui.question.focus();
 
   // Exposed for debugging and tests: the last run's counters.
-  window.ragPage = { ask, openSource, get run() { return run; } };
+  window.ragPage = { ask, openSource, replay, get run() { return run; } };
 })();

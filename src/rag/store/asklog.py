@@ -63,6 +63,7 @@ class GapRow:
     top_score: float
     closest: tuple[str, ...]
     ts: str
+    principal: str = ""
 
 
 LogRow = AskRow | GapRow

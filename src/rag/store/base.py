@@ -1,13 +1,10 @@
-"""What every store backend shares, so SQLite and PostgreSQL cannot drift apart.
+"""What both store backends share, so SQLite and PostgreSQL cannot drift apart.
 
-- `StoreReader` (what the HTTP routes read) and `Store` (everything), the interfaces;
-- `SqlStore`, the base class that implements every method whose SQL both engines speak the
-  same way (documents, chunk lookups, stats, the ask log, the gap queue, cosine over a cached
-  matrix), on top of four primitives a backend provides: `_connection`, `_transaction`,
-  `_exec` and `_executemany`;
-- row conversion, argument validation, limits, and chunk-id versions (an id never names
-  other text than it named when it was issued);
-- `open_store`, which picks the backend from the settings.
+`SqlStore` implements every `Store` method whose SQL both engines speak the same way (documents,
+chunk lookups with chunk-id versions, stats, the ask log, the gap queue, cosine over a cached
+matrix) on top of primitives a backend provides: `_connection`, `_transaction`, `_exec` and
+`_executemany`, plus its index-specific parts. Around it: row conversion, argument validation,
+limits and the constants both backends score with.
 
 Shared SQL uses `?` placeholders and only syntax both engines accept; the PostgreSQL backend
 rewrites the placeholders. Backend-specific SQL (the lexical index, pgvector) stays in the
@@ -17,24 +14,23 @@ server) surfaces as `StoreUnavailable`; an unknown id as `NotFound`; a retired i
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import threading
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime
-from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
-from rag.config import Settings
-from rag.errors import ConfigError, Gone, NotFound
+from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
+from rag.errors import Gone, NotFound
 from rag.serialize import dumps
 from rag.store.asklog import AskRow, GapRow, LogRow, LogWriter, flush_pending
-from rag.text import normalise
-from rag.types import AskRecord, Chunk, Document, Gap, StoreStats
+from rag.store.ids import text_hash, versioned_chunks
+from rag.store.interface import Groups
+from rag.text import normalise, terms
+from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific
 # description of a chunk's topic, so a question word in it counts double; the title is shared by
@@ -47,8 +43,6 @@ MAX_QUERY_TERMS = 64
 MAX_LIMIT = 1000
 # Ids per `IN (...)` list when fetching chunks by id (SQLite's default variable limit is 32766).
 ID_BATCH = 500
-# A retired version of a chunk id: "{id issued by the chunker}.v{N}", N >= 2.
-VERSION_MARK = ".v"
 
 CHUNK_COLUMNS = (
     "chunk_id",
@@ -62,113 +56,17 @@ CHUNK_COLUMNS = (
     "start_char",
     "end_char",
 )
-DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash"
+DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings"
+    " usage, timings, retrieval, principal"
 )
-_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings")
-_VERSION_RE = re.compile(re.escape(VERSION_MARK) + r"([0-9]+)\Z")
-
-
-class StoreReader(Protocol):
-    """The read side the HTTP routes use: one chunk, one document, and readiness."""
-
-    backend: str
-
-    def get_document(self, doc_id: str) -> Document:
-        """Raises NotFound for an unknown id."""
-        ...
-
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown id."""
-        ...
-
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        """Raises NotFound for an unknown id, Gone for an id whose text was replaced or removed."""
-        ...
-
-    def stats(self) -> StoreStats:
-        """Counts read from the store now (a real query); raises StoreUnavailable when it cannot answer."""
-        ...
-
-
-class Store(StoreReader, Protocol):
-    """The whole store: every backend implements it, and the suite in tests/test_store_backends.py
-    holds both to the same behaviour."""
-
-    def document_hashes(self) -> dict[str, tuple[str, str]]:
-        """doc_id -> (content_hash, source_path) for every stored document."""
-        ...
-
-    def upsert_document(
-        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
-    ) -> None:
-        """Insert or replace one document and all its chunks in one transaction.
-
-        A chunk whose text differs from what its id named before is stored under a new version
-        of the id (`versioned_chunks`); read the stored ids back with `document_chunks`.
-        """
-        ...
-
-    def delete_document(self, doc_id: str) -> None:
-        """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
-        ...
-
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        """Known chunks among `chunk_ids`, in the given order; unknown and retired ids are skipped."""
-        ...
-
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
-        """BM25 over stemmed terms (any term may match), best first; never raises on odd input.
-
-        At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
-        """
-        ...
-
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
-        """Number of chunks containing each term (document frequency for IDF)."""
-        ...
-
-    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
-        """The stemmed body terms kept at ingest for each id (equal to `frozenset(terms(chunk.text))`);
-        ids the backend does not keep them for are left out (the caller computes those)."""
-        ...
-
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
-        """Nearest chunks by cosine similarity, best first; empty when no embedding has this dimension."""
-        ...
-
-    def log_ask(self, record: AskRecord) -> None: ...
-
-    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
-        ...
-
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None: ...
-
-    def gaps(self, limit: int = 50) -> list[Gap]:
-        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0."""
-        ...
-
-    def close(self) -> None: ...
-
-
-def open_store(settings: Settings) -> Store:
-    """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
-    if settings.database_url:
-        try:
-            from rag.store.postgres import PgStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"
-            ) from None
-        return PgStore(settings.database_url, connect_timeout=settings.db_connect_timeout)
-    from rag.store.sqlite import SqliteStore
-
-    if settings.db != ":memory:":
-        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(settings.db)
+FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question, principal"
+# The longest feedback note and copied question a store accepts (characters).
+MAX_FEEDBACK_CHARS = 4000
+FEEDBACK_VERDICTS = ("helpful", "wrong")
+_ASK_LOG_JSON = ("blocks", "citations", "verdicts", "usage", "timings", "retrieval")
+_FTS_TOKEN_RE = re.compile(r"[^\W_]+")  # how FTS5's unicode61 tokenizer cuts text into tokens
 
 
 # --- values in and out -------------------------------------------------------------------------------
@@ -260,6 +158,31 @@ def document_from_row(row: Sequence[Any]) -> Document:
         url=row[4],
         updated_at=as_date(row[5]),
         content_hash=row[6],
+        access=audience_groups(row[7] or EVERYONE),
+    )
+
+
+def fts_tokens(text: str) -> list[str]:
+    """`text` cut into tokens as FTS5's unicode61 tokenizer cuts it (lowercase alphanumeric runs)."""
+    return _FTS_TOKEN_RE.findall(text.lower())
+
+
+def fts_vocabulary(body_terms: str, title: str, section: str) -> set[str]:
+    """The distinct FTS5 tokens of a chunk's three indexed columns (see `fts_length`)."""
+    return (
+        set(fts_tokens(body_terms))
+        | set(fts_tokens(" ".join(terms(title))))
+        | set(fts_tokens(" ".join(terms(section))))
+    )
+
+
+def fts_length(body_terms: str, title: str, section: str) -> int:
+    """A chunk's length in FTS5 tokens over its three indexed columns: the space-joined stemmed body
+    terms as stored, and the title and section (stemmed here), as both backends index them."""
+    return (
+        len(fts_tokens(body_terms))
+        + len(fts_tokens(" ".join(terms(title))))
+        + len(fts_tokens(" ".join(terms(section))))
     )
 
 
@@ -281,47 +204,39 @@ def check_upsert(
         )
 
 
-# --- chunk-id versions -----------------------------------------------------------------------------
+def check_feedback(feedback: Feedback) -> None:
+    """Raise ValueError unless the verdict is known, the trace id is set and the texts fit."""
+    if feedback.verdict not in FEEDBACK_VERDICTS:
+        raise ValueError(f"unknown feedback verdict {feedback.verdict!r}; use one of {FEEDBACK_VERDICTS}")
+    if not feedback.trace_id.strip():
+        raise ValueError("feedback needs the trace id of the answer it judges")
+    for name in ("trace_id", "note", "question"):
+        if len(getattr(feedback, name)) > MAX_FEEDBACK_CHARS:
+            raise ValueError(f"feedback {name} is over {MAX_FEEDBACK_CHARS} characters")
 
 
-def text_hash(text: str) -> str:
-    """A stable fingerprint of a chunk's text (sha256, 16 hex digits; PostgreSQL computes the same)."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def ask_row(row: Sequence[Any]) -> dict[str, Any]:
+    """An ask-log row in `ASK_LOG_COLUMNS` order as a dict: JSON columns decoded, `ts` as ISO text."""
+    names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
+    item = dict(zip(names, row, strict=True))
+    for key in _ASK_LOG_JSON:
+        item[key] = as_json(item[key])
+    item["ts"] = as_iso(item["ts"])
+    item["abstained"] = bool(item["abstained"])
+    return item
 
 
-def base_id(chunk_id: str) -> str:
-    """The chunker's id behind a versioned id (`doc#c03.v2` -> `doc#c03`)."""
-    match = _VERSION_RE.search(chunk_id)
-    return chunk_id[: match.start()] if match else chunk_id
-
-
-def versioned_chunks(chunks: Sequence[Chunk], issued: Mapping[str, str]) -> list[Chunk]:
-    """`chunks` with ids that never name other text than they did before.
-
-    `issued` maps every id ever stored for the document to the hash of its text. A chunk keeps
-    the chunker's id when that id is new or named this very text; otherwise it takes the
-    version of the id that named this text, or the next unused version (`doc#c03.v2`, `.v3`...).
-    """
-    versions: dict[str, dict[str, str]] = defaultdict(dict)  # base id -> text hash -> id
-    highest: dict[str, int] = defaultdict(int)
-    for chunk_id, digest in issued.items():
-        base = base_id(chunk_id)
-        versions[base].setdefault(digest, chunk_id)
-        match = _VERSION_RE.search(chunk_id)
-        highest[base] = max(highest[base], int(match.group(1)) if match else 1)
-    out = []
-    for chunk in chunks:
-        base = chunk.chunk_id
-        known = versions.get(base)
-        if not known:
-            out.append(chunk)
-            continue
-        same_text = known.get(text_hash(chunk.text))
-        if same_text is None:
-            highest[base] += 1
-            same_text = f"{base}{VERSION_MARK}{highest[base]}"
-        out.append(chunk if same_text == base else replace(chunk, chunk_id=same_text))
-    return out
+def feedback_from_row(row: Sequence[Any]) -> Feedback:
+    """A Feedback from a row in `FEEDBACK_COLUMNS` order."""
+    return Feedback(
+        id=int(row[0]),
+        trace_id=row[1],
+        created_at=as_iso(row[2]),
+        verdict=row[3],
+        note=row[4],
+        question=row[5],
+        principal=row[6],
+    )
 
 
 # --- embeddings --------------------------------------------------------------------------------------
@@ -389,7 +304,7 @@ class SqlStore(Generic[C]):
         # Bumped after every committed change to documents; caches keyed on it see every local write.
         self._generation = 0
         self._vectors_key: tuple[object, ...] | None = None
-        self._vectors: tuple[Any, list[str]] | None = None
+        self._vectors: tuple[Any, list[str], list[str]] | None = None
         self._asklog: LogWriter | None = None
 
     # primitives a backend provides
@@ -418,6 +333,10 @@ class SqlStore(Generic[C]):
 
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         """Work after a committed upsert (outside the transaction); nothing by default."""
+
+    def _put_embeddings(self, conn: C, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
+        """Upsert vectors of existing chunks, tagged with `model` (rows for unknown ids are skipped)."""
+        raise NotImplementedError
 
     def close(self) -> None:
         raise NotImplementedError
@@ -454,11 +373,12 @@ class SqlStore(Generic[C]):
             )
             stored = versioned_chunks(chunks, issued)
             before = self._doc_counts(conn, doc.doc_id)
+            audience = audience_text(doc.access)
             self._delete_rows(conn, doc.doc_id)
             self._exec(
                 conn,
                 "INSERT INTO documents (doc_id, title, url, updated_at, source_path, content_hash, text,"
-                " ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " ingested_at, access) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     doc.doc_id,
                     doc.title,
@@ -468,12 +388,20 @@ class SqlStore(Generic[C]):
                     doc.content_hash,
                     doc.text,
                     now_iso(),
+                    audience,
                 ),
             )
+            # every id the document ever issued follows its current audience (a retired id of a
+            # document now hidden from a caller answers 404 to it, not 410)
+            self._exec(conn, "UPDATE chunk_ids SET access = ? WHERE doc_id = ?", (audience, doc.doc_id))
             self._executemany(
                 conn,
-                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash) VALUES (?, ?, ?)",
-                [(c.chunk_id, doc.doc_id, text_hash(c.text)) for c in stored if c.chunk_id not in issued],
+                "INSERT INTO chunk_ids (chunk_id, doc_id, text_hash, access) VALUES (?, ?, ?, ?)",
+                [
+                    (c.chunk_id, doc.doc_id, text_hash(c.text), audience)
+                    for c in stored
+                    if c.chunk_id not in issued
+                ],
             )
             self._insert_chunks(conn, doc, stored, embeddings)
             self._count_delta(conn, before, self._doc_counts(conn, doc.doc_id))
@@ -514,32 +442,42 @@ class SqlStore(Generic[C]):
             delta,
         )
 
-    def get_document(self, doc_id: str) -> Document:
-        rows = self._read(f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,))
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        visible, params = visible_sql(groups, "access")
+        rows = self._read(
+            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
+        )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return document_from_row(rows[0])
 
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
         # One statement, so the document and its chunks come from one snapshot.
+        visible, params = visible_sql(groups, "d.access")
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM documents AS d LEFT JOIN chunks AS c ON c.doc_id = d.doc_id"
-            " WHERE d.doc_id = ? ORDER BY c.ord",
-            (doc_id,),
+            f" WHERE d.doc_id = ? AND {visible} ORDER BY c.ord",
+            (doc_id, *params),
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return [chunk_from_row(row) for row in rows if row[0] is not None]
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        visible, params = visible_sql(groups, "access")
         with self._connection() as conn:
             row = self._exec(
-                conn, f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ?", (chunk_id,)
+                conn,
+                f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id = ? AND {visible}",
+                (chunk_id, *params),
             ).fetchone()
             retired = None
             if row is None:
                 retired = self._exec(
-                    conn, "SELECT doc_id FROM chunk_ids WHERE chunk_id = ?", (chunk_id,)
+                    conn,
+                    "SELECT doc_id FROM chunk_ids WHERE chunk_id = ? AND chunk_id NOT IN"
+                    f" (SELECT chunk_id FROM chunks) AND {visible}",
+                    (chunk_id, *params),
                 ).fetchone()
         if row is not None:
             return chunk_from_row(row)
@@ -550,16 +488,17 @@ class SqlStore(Generic[C]):
             )
         raise NotFound(f"unknown chunk {chunk_id!r}")
 
-    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
         unique = list(dict.fromkeys(chunk_ids))
         found: dict[str, Chunk] = {}
+        visible, params = visible_sql(groups, "access")
         if unique:
             with self._connection() as conn:
                 for i in range(0, len(unique), ID_BATCH):
                     batch = unique[i : i + ID_BATCH]
                     marks = ", ".join("?" * len(batch))
-                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks})"
-                    for row in self._exec(conn, sql, batch).fetchall():
+                    sql = f"SELECT {chunk_columns()} FROM chunks WHERE chunk_id IN ({marks}) AND {visible}"
+                    for row in self._exec(conn, sql, [*batch, *params]).fetchall():
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
@@ -568,42 +507,129 @@ class SqlStore(Generic[C]):
 
     # embeddings
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
         limit = clamp_limit(limit)
         if not limit or not len(vector):
             return []
-        loaded = self._load_vectors(len(vector))
+        loaded = self._load_vectors(len(vector), model)
         if loaded is None:
             return []
-        ranked = top_cosine(*loaded, vector, limit)
-        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked])}
+        matrix, ids, audiences = loaded
+        if groups is not None:
+            # filter before ranking: only the rows the caller may read are compared at all
+            readable = {a for a in set(audiences) if a == EVERYONE or groups & set(audience_groups(a))}
+            keep = [i for i, audience in enumerate(audiences) if audience in readable]
+            if not keep:
+                return []
+            if len(keep) < len(ids):
+                matrix, ids = matrix[keep], [ids[i] for i in keep]
+        ranked = top_cosine(matrix, ids, vector, limit)
+        chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
-    def _load_vectors(self, dim: int) -> tuple[Any, list[str]] | None:
-        """Unit-normalised matrix of every stored vector of `dim` and its chunk ids, cached until
-        the table changes."""
+    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+        rows = self._read(
+            f"SELECT {chunk_columns('c')} FROM chunks AS c LEFT JOIN embeddings AS e"
+            " ON e.chunk_id = c.chunk_id AND e.model = ? WHERE e.chunk_id IS NULL ORDER BY c.doc_id, c.ord",
+            (model,),
+        )
+        return [chunk_from_row(row) for row in rows]
+
+    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        items = [(chunk_id, [float(x) for x in vector]) for chunk_id, vector in items]
+        if not items:
+            return 0
+        if any(not vector for _, vector in items) or len({len(v) for _, v in items}) != 1:
+            raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
+        stored = 0
+        with self._write() as conn:
+            had = self._embedded(conn, [chunk_id for chunk_id, _ in items])
+            self._put_embeddings(conn, model, items)
+            for i in range(0, len(items), ID_BATCH):
+                ids = [chunk_id for chunk_id, _ in items[i : i + ID_BATCH]]
+                sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+                stored += int(self._exec(conn, sql, ids).fetchone()[0])
+            # replaced vectors keep the count; the version moves either way (cached matrices reload)
+            self._count_delta(conn, (0, 0, had, 0), (0, 0, self._embedded(conn, [c for c, _ in items]), 0))
+        with self._lock:
+            self._generation += 1  # replaced rows keep their count and row order: drop the cached matrix
+        self._after_upsert([vector for _, vector in items[:1]])
+        return stored
+
+    def _embedded(self, conn: C, chunk_ids: Sequence[str]) -> int:
+        """How many of `chunk_ids` (distinct) have a stored vector of any model."""
+        unique = list(dict.fromkeys(chunk_ids))
+        total = 0
+        for i in range(0, len(unique), ID_BATCH):
+            ids = unique[i : i + ID_BATCH]
+            sql = f"SELECT count(*) FROM embeddings WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+            total += int(self._exec(conn, sql, ids).fetchone()[0])
+        return total
+
+    def embedding_counts(self) -> list[tuple[str, int, int]]:
+        rows = self._read("SELECT model, dim, count(*) FROM embeddings GROUP BY model, dim")
+        return sorted(((m, int(d), int(n)) for m, d, n in rows), key=lambda r: (-r[2], r[0], r[1]))
+
+    def _load_vectors(self, dim: int, model: str | None = None) -> tuple[Any, list[str], list[str]] | None:
+        """Unit-normalised matrix of every stored vector of `dim` (made by `model`, when given), its
+        chunk ids and their audiences, cached until the table changes."""
+        where, params = ("dim = ? AND model = ?", (dim, model)) if model is not None else ("dim = ?", (dim,))
         with self._connection() as conn:
-            # the corpus version moves with every committed ingest, here or in another process
+            # the corpus version moves with every committed ingest or embedding write, here or in
+            # another process (`_count_delta`)
             (version,) = self._exec(conn, "SELECT version FROM corpus_counts WHERE id = 1").fetchone()
-            key = (version, self._generation, dim)
+            key = (version, self._generation, dim, model)
             with self._lock:
                 if self._vectors_key == key:
                     return self._vectors
             rows = self._exec(
-                conn, "SELECT chunk_id, vector FROM embeddings WHERE dim = ? ORDER BY chunk_id", (dim,)
+                conn,
+                "SELECT e.chunk_id, e.vector, c.access FROM embeddings AS e"
+                f" JOIN chunks AS c ON c.chunk_id = e.chunk_id WHERE e.{where.replace(' AND ', ' AND e.')}"
+                " ORDER BY e.chunk_id",
+                params,
             ).fetchall()
-        loaded = (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows]) if rows else None
+        loaded = (
+            (unit_matrix([r[1] for r in rows], dim), [r[0] for r in rows], [r[2] for r in rows])
+            if rows
+            else None
+        )
         with self._lock:
             self._vectors_key, self._vectors = key, loaded
         return loaded
 
     # bookkeeping
 
-    def stats(self) -> StoreStats:
-        # one row kept by the ingest transactions: constant time whatever the corpus size
-        ((documents, chunks, embeddings),) = self._read(
-            "SELECT documents, chunks, embeddings FROM corpus_counts WHERE id = 1"
-        )
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        if groups is None:
+            # one row kept by the ingest transactions: constant time whatever the corpus size
+            return int(self._read("SELECT chunks FROM corpus_counts WHERE id = 1")[0][0])
+        visible, params = visible_sql(groups, "access")
+        return int(self._read(f"SELECT count(*) FROM chunks WHERE {visible}", params)[0][0])
+
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        if groups is None:
+            # one row kept by the ingest transactions: constant time whatever the corpus size; the
+            # tables it counts are named too (no row read), so readiness still fails without them
+            ((documents, chunks, embeddings),) = self._read(
+                "SELECT documents, chunks, embeddings FROM corpus_counts WHERE id = 1"
+                " AND NOT EXISTS (SELECT 1 FROM documents WHERE 1 = 0)"
+                " AND NOT EXISTS (SELECT 1 FROM chunks WHERE 1 = 0)"
+                " AND NOT EXISTS (SELECT 1 FROM embeddings WHERE 1 = 0)"
+            )
+        else:
+            # a caller with groups sees counts of what it may read, so they are counted
+            d_visible, d_params = visible_sql(groups, "access")
+            c_visible, c_params = visible_sql(groups, "c.access")
+            ((documents, chunks, embeddings),) = self._read(
+                f"SELECT (SELECT count(*) FROM documents WHERE {d_visible}),"
+                f" (SELECT count(*) FROM chunks AS c WHERE {c_visible}),"
+                " (SELECT count(*) FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
+                f" WHERE {c_visible})",
+                [*d_params, *c_params, *c_params],
+            )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
     # the ask log and the gap queue: queued by requests, written in batches by a background thread
@@ -640,12 +666,12 @@ class SqlStore(Generic[C]):
                 if isinstance(row, AskRow):
                     self._insert_ask(conn, row.record, row.ts)
                 else:
-                    self._insert_gap(conn, row.question, row.top_score, row.closest, row.ts)
+                    self._insert_gap(conn, row)
 
     def _insert_ask(self, conn: C, record: AskRecord, ts: str) -> None:
         self._exec(
             conn,
-            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
             (
                 record.trace_id,
                 ts,
@@ -659,6 +685,14 @@ class SqlStore(Generic[C]):
                 record.top_score,
                 json_text(record.usage),
                 json_text(record.timings),
+                json_text(
+                    {
+                        "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
+                        "reranker": record.reranker,
+                        "threshold": record.threshold,
+                    }
+                ),
+                record.principal,
             ),
         )
 
@@ -668,45 +702,107 @@ class SqlStore(Generic[C]):
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
-        names = [name.strip() for name in ASK_LOG_COLUMNS.split(",")]
-        out = []
-        for row in rows:
-            item = dict(zip(names, row, strict=True))
-            for key in _ASK_LOG_JSON:
-                item[key] = as_json(item[key])
-            item["ts"] = as_iso(item["ts"])
-            item["abstained"] = bool(item["abstained"])
-            out.append(item)
-        return out
+        return [ask_row(row) for row in rows]
 
-    def add_gap(self, question: str, top_score: float, closest: Sequence[str]) -> None:
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        where, params = (
+            ("WHERE abstained = ? ", (abstained, limit)) if abstained is not None else ("", (limit,))
+        )
+        flush_pending()
+        rows = self._log_target()._read(
+            f"SELECT {ASK_LOG_COLUMNS} FROM ask_log {where}ORDER BY {self._ROW_ORDER} DESC LIMIT ?", params
+        )
+        return [ask_row(row) for row in rows]
+
+    def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
         self._log_writer().submit(
-            GapRow(question=question, top_score=top_score, closest=tuple(closest), ts=now_iso())
+            GapRow(
+                question=question,
+                top_score=top_score,
+                closest=tuple(closest),
+                ts=now_iso(),
+                principal=principal,
+            )
         )
 
-    def _insert_gap(self, conn: C, question: str, top_score: float, closest: Sequence[str], ts: str) -> None:
-        key = normalise(question) or question.strip()
+    def _insert_gap(self, conn: C, row: GapRow) -> None:
+        key = normalise(row.question) or row.question.strip()
         self._exec(
             conn,
-            "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked)"
-            " VALUES (?, ?, ?, ?, 1, ?, ?)"
+            "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked,"
+            " principal) VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
             " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
             " question = excluded.question, top_score = excluded.top_score,"
-            " closest = excluded.closest, last_asked = excluded.last_asked",
-            (key, question, top_score, json.dumps(list(closest)), ts, ts),
+            " closest = excluded.closest, last_asked = excluded.last_asked,"
+            " principal = excluded.principal",
+            (key, row.question, row.top_score, json.dumps(list(row.closest)), row.ts, row.ts, row.principal),
         )
 
-    def gaps(self, limit: int = 50) -> list[Gap]:
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
         limit = clamp_limit(limit)
         if not limit:
             return []
         flush_pending()
         rows = self._log_target()._read(
-            "SELECT question, top_score, closest, last_asked, count FROM gaps"
+            "SELECT question, top_score, closest, last_asked, count, principal FROM gaps"
             " ORDER BY count DESC, last_asked DESC, normalised LIMIT ?",
             (limit,),
         )
-        return [
-            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n)
-            for q, s, c, at, n in rows
+        out = [
+            Gap(question=q, top_score=s, closest=tuple(as_json(c)), asked_at=as_iso(at), count=n, principal=p)
+            for q, s, c, at, n, p in rows
         ]
+        if groups is None:
+            return out
+        readable = {
+            c.chunk_id for c in self.get_chunks([cid for g in out for cid in g.closest], groups=groups)
+        }
+        return [replace(g, closest=tuple(cid for cid in g.closest if cid in readable)) for g in out]
+
+    # readers' feedback and the corpus's headings
+
+    def add_feedback(self, feedback: Feedback) -> Feedback:
+        check_feedback(feedback)
+        created = now_iso()
+        with self._write() as conn:
+            (new_id,) = self._exec(
+                conn,
+                "INSERT INTO feedback (trace_id, created_at, verdict, note, question, principal)"
+                " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (
+                    feedback.trace_id,
+                    created,
+                    feedback.verdict,
+                    feedback.note,
+                    feedback.question,
+                    feedback.principal,
+                ),
+            ).fetchone()
+        return replace(feedback, id=int(new_id), created_at=created)
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        filters = [(name, value) for name, value in (("verdict", verdict), ("trace_id", trace_id)) if value]
+        where = "".join(f"{'WHERE' if i == 0 else 'AND'} {name} = ? " for i, (name, _) in enumerate(filters))
+        params = (*(value for _, value in filters), limit)
+        rows = self._read(f"SELECT {FEEDBACK_COLUMNS} FROM feedback {where}ORDER BY id DESC LIMIT ?", params)
+        return [feedback_from_row(row) for row in rows]
+
+    def headings(self, limit: int = 200, *, groups: Groups = None) -> list[Heading]:
+        limit = clamp_limit(limit)
+        if not limit:
+            return []
+        visible, params = visible_sql(groups, "access")
+        rows = self._read(
+            f"SELECT doc_id, title, section, count(*), min(ord) FROM chunks WHERE {visible}"
+            " GROUP BY doc_id, title, section ORDER BY min(ord), doc_id, section LIMIT ?",
+            (*params, limit),
+        )
+        return [Heading(doc_id=d, title=t, section=s, chunks=int(n)) for d, t, s, n, _ in rows]

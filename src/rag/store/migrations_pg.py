@@ -116,7 +116,7 @@ CREATE INDEX ask_log_trace ON ask_log (trace_id);
 """
 
 # Every chunk id ever issued, with a fingerprint of the text it named (sha256, 16 hex digits, the
-# same as `rag.store.base.text_hash`): an id whose chunk is gone answers 410 Gone, and a changed
+# same as `rag.store.ids.text_hash`): an id whose chunk is gone answers 410 Gone, and a changed
 # text never takes an id that named other words.
 M005_CHUNK_IDS = """
 CREATE TABLE chunk_ids (
@@ -129,10 +129,49 @@ INSERT INTO chunk_ids (chunk_id, doc_id, text_hash)
 SELECT chunk_id, doc_id, left(encode(sha256(convert_to(text, 'UTF8')), 'hex'), 16) FROM chunks;
 """
 
+# The model that made each vector (see the SQLite step of the same name).
+M006_EMBEDDING_MODEL = """
+ALTER TABLE embeddings ADD COLUMN model text NOT NULL DEFAULT '';
+CREATE INDEX embeddings_model_dim ON embeddings (model, dim);
+"""
+
+# Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+M007_FEEDBACK = """
+CREATE TABLE feedback (
+    id         bigserial PRIMARY KEY,
+    trace_id   text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    verdict    text NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+    note       text NOT NULL DEFAULT '',
+    question   text NOT NULL DEFAULT ''
+);
+CREATE INDEX feedback_trace ON feedback (trace_id);
+"""
+
+# What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+M008_ASK_LOG_RETRIEVAL = """
+ALTER TABLE ask_log ADD COLUMN retrieval jsonb NOT NULL DEFAULT '{}';
+"""
+
+# Who may read a document (rag.access stored form, '' = everyone), on documents, chunks and
+# postings, so every query filters by the caller's groups without a join; BM25 statistics are
+# computed over the postings everyone may read (access = '').
+M009_AUDIENCES = """
+ALTER TABLE documents ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunks ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE chunk_terms ADD COLUMN access text NOT NULL DEFAULT '';
+CREATE INDEX chunks_access ON chunks (access);
+CREATE INDEX documents_access ON documents (access);
+ALTER TABLE chunk_ids ADD COLUMN access text NOT NULL DEFAULT '';
+ALTER TABLE ask_log ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE gaps ADD COLUMN principal text NOT NULL DEFAULT '';
+ALTER TABLE feedback ADD COLUMN principal text NOT NULL DEFAULT '';
+"""
+
 # One row of corpus counts, kept by every ingest transaction (`SqlStore._count_delta`), so no
 # request counts rows: `tokens` is the sum of `chunks.n_tokens` (BM25's mean length), `version`
 # grows with every committed change to the corpus.
-M006_CORPUS_COUNTS = """
+M010_CORPUS_COUNTS = """
 CREATE TABLE corpus_counts (
     id         integer PRIMARY KEY CHECK (id = 1),
     documents  bigint NOT NULL,
@@ -152,7 +191,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m003_embeddings", M003_EMBEDDINGS),
     ("m004_gaps_and_ask_log", M004_GAPS_AND_ASK_LOG),
     ("m005_chunk_ids", M005_CHUNK_IDS),
-    ("m006_corpus_counts", M006_CORPUS_COUNTS),
+    ("m006_embedding_model", M006_EMBEDDING_MODEL),
+    ("m007_feedback", M007_FEEDBACK),
+    ("m008_ask_log_retrieval", M008_ASK_LOG_RETRIEVAL),
+    ("m009_audiences", M009_AUDIENCES),
+    ("m010_corpus_counts", M010_CORPUS_COUNTS),
 )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
-from rag.store.base import text_hash
+from rag.store.base import fts_length
+from rag.store.ids import text_hash
 
 Migration = Callable[[sqlite3.Connection], None]
 
@@ -129,7 +130,67 @@ def m005_chunk_ids(conn: sqlite3.Connection) -> None:
     )
 
 
-def m006_corpus_counts(conn: sqlite3.Connection) -> None:
+def m006_embedding_model(conn: sqlite3.Connection) -> None:
+    # The model that made each vector: vectors of two models are never compared, and a model change
+    # re-embeds. Vectors stored before this step have model '' (unknown), so they are re-embedded.
+    conn.execute("ALTER TABLE embeddings ADD COLUMN model TEXT NOT NULL DEFAULT ''")
+    conn.execute("CREATE INDEX embeddings_model_dim ON embeddings(model, dim)")
+
+
+def m007_feedback(conn: sqlite3.Connection) -> None:
+    # Readers' "helpful / wrong" verdicts, each tied to the trace id of the answer it judges.
+    conn.execute(
+        """
+        CREATE TABLE feedback (
+            id         INTEGER PRIMARY KEY,
+            trace_id   TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            verdict    TEXT NOT NULL CHECK (verdict IN ('helpful', 'wrong')),
+            note       TEXT NOT NULL DEFAULT '',
+            question   TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    conn.execute("CREATE INDEX feedback_trace ON feedback(trace_id)")
+
+
+def m008_ask_log_retrieval(conn: sqlite3.Connection) -> None:
+    # What retrieval saw for each ask: {"retrieved": [[chunk_id, score], ...], "reranker", "threshold"}.
+    conn.execute("ALTER TABLE ask_log ADD COLUMN retrieval TEXT NOT NULL DEFAULT '{}'")
+
+
+def m009_audiences(conn: sqlite3.Connection) -> None:
+    # Who may read a document (rag.access stored form, '' = everyone), copied onto its chunks so
+    # every chunk query filters without a join. Restricted chunks are indexed in their own FTS
+    # table: chunks_fts (and so FTS5's BM25 statistics) holds only documents everyone may read,
+    # and a caller's scores never depend on documents hidden from them. `n_tokens` is a chunk's
+    # FTS5 length (all columns), for scoring restricted chunks with the same BM25 in Python.
+    conn.execute("ALTER TABLE documents ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE chunks ADD COLUMN n_tokens INTEGER NOT NULL DEFAULT 0")
+    conn.execute("CREATE INDEX chunks_access ON chunks(access, n_tokens)")
+    conn.execute("CREATE INDEX documents_access ON documents(access)")
+    conn.execute(
+        "CREATE VIRTUAL TABLE restricted_fts USING fts5(terms, title, section, tokenize='unicode61')"
+    )
+    # per audience, the restricted chunks holding each FTS token: a caller's document frequencies
+    # are chunks_fts's (public) plus the rows of the audiences it may read
+    conn.execute(
+        "CREATE TABLE restricted_terms (term TEXT NOT NULL, access TEXT NOT NULL, df INTEGER NOT NULL,"
+        " PRIMARY KEY (term, access)) WITHOUT ROWID"
+    )
+    conn.execute("ALTER TABLE chunk_ids ADD COLUMN access TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE ask_log ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE gaps ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE feedback ADD COLUMN principal TEXT NOT NULL DEFAULT ''")
+    rows = conn.execute("SELECT id, terms, title, section FROM chunks").fetchall()
+    conn.executemany(
+        "UPDATE chunks SET n_tokens = ? WHERE id = ?",
+        [(fts_length(body, title, section), pk) for pk, body, title, section in rows],
+    )
+
+
+def m010_corpus_counts(conn: sqlite3.Connection) -> None:
     # One row of corpus counts, kept by every ingest transaction (`SqlStore._count_delta`), so no
     # request counts rows. `tokens` is the PostgreSQL BM25 length sum (unused here, kept at 0);
     # `version` grows with every committed change to the corpus.
@@ -157,7 +218,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     m003_embeddings,
     m004_gaps_and_ask_log,
     m005_chunk_ids,
-    m006_corpus_counts,
+    m006_embedding_model,
+    m007_feedback,
+    m008_ask_log_retrieval,
+    m009_audiences,
+    m010_corpus_counts,
 )
 
 

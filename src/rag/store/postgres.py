@@ -39,8 +39,10 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from rag.access import audience_text, visible_sql
 from rag.errors import ConfigError, StoreUnavailable
 from rag.store import base
+from rag.store.interface import Groups
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
 from rag.text import terms
 from rag.types import Chunk, Document
@@ -71,7 +73,7 @@ _PARTIAL_SQL = f"""
 SELECT chunk_pk, score FROM (
     SELECT p.chunk_pk, sum({_BM25}) AS score
     FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
-    JOIN chunk_terms AS p ON p.lexeme = q.lexeme
+    JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND {{visible}}
     GROUP BY p.chunk_pk
 ) AS s
 WHERE score > %(floor)s
@@ -81,7 +83,7 @@ LIMIT %(limit)s
 _PARTIAL_FOR_SQL = f"""
 SELECT p.chunk_pk, sum({_BM25})
 FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
-JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND p.chunk_pk = ANY(%(ids)s::bigint[])
+JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND p.chunk_pk = ANY(%(ids)s::bigint[]) AND {{visible}}
 GROUP BY p.chunk_pk
 """
 # Postings gathered into the first pass before MaxScore decides whether more are needed.
@@ -116,6 +118,16 @@ def _field(text: str) -> tuple[str, int]:
     stemmed = terms(text)
     joined = " ".join(filter(None, (lexeme(t) for t in stemmed)))
     return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
+
+
+def visible_pg(groups: Groups, column: str) -> tuple[str, dict[str, Any]]:
+    """`rag.access.visible_sql` with psycopg's named placeholders (`%(g0)s`...)."""
+    condition, values = visible_sql(groups, column)
+    params: dict[str, Any] = {}
+    for i, value in enumerate(values):
+        condition = condition.replace("?", f"%(g{i})s", 1)
+        params[f"g{i}"] = value
+    return condition, params
 
 
 @functools.lru_cache(maxsize=256)
@@ -174,6 +186,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         self._hnsw_dims: set[int] = set()
         self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
         self._df_cache: dict[str, tuple[float, int]] = {}
+        self._count_cache: dict[str, tuple[int, float, int]] = {}  # groups key -> (generation, time, count)
         self._df_generation = 0
         with connect(url, connect_timeout) as conn:  # fail fast, with the reason, before the pool retries
             migrate(conn)
@@ -264,6 +277,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                 fields[text] = _field(text)
             return fields[text]
 
+        audience = audience_text(doc.access)
         rows = []
         postings: dict[str, list[tuple[str, float, int]]] = {}
         for ord_, chunk in enumerate(chunks):
@@ -276,22 +290,22 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                 for lex in joined.split():
                     tf[lex] = tf.get(lex, 0.0) + weight
             postings[chunk.chunk_id] = [(lex, f, dl) for lex, f in tf.items()]
-            rows.append((*base.chunk_row(ord_, chunk), body, title, section, dl))
+            rows.append((*base.chunk_row(ord_, chunk), body, title, section, dl, audience))
         if not rows:
             return
         with conn.cursor() as cur:
-            values = ", ".join(["(" + ", ".join(["%s"] * 15) + ")"] * len(rows))
+            values = ", ".join(["(" + ", ".join(["%s"] * 16) + ")"] * len(rows))
             cur.execute(
-                f"INSERT INTO chunks ({base.CHUNK_ROW_COLUMNS}, terms, title_terms, section_terms, n_tokens)"
-                f" VALUES {values} RETURNING chunk_id, id",
+                f"INSERT INTO chunks ({base.CHUNK_ROW_COLUMNS}, terms, title_terms, section_terms, n_tokens,"
+                f" access) VALUES {values} RETURNING chunk_id, id",
                 [value for row in rows for value in row],
             )
             ids: dict[str, int] = dict(cur.fetchall())
-            with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl) FROM STDIN") as copy:
+            with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl, access) FROM STDIN") as copy:
                 for chunk_id, items in postings.items():
                     pk = ids[chunk_id]
                     for lex, f, dl in items:
-                        copy.write_row((lex, pk, f, dl))
+                        copy.write_row((lex, pk, f, dl, audience))
             if embeddings is not None:
                 self._insert_embeddings(cur, chunks, embeddings)
 
@@ -315,6 +329,30 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             params,
         )
 
+    def _put_embeddings(
+        self, conn: psycopg.Connection[Any], model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        vec_col, vec_val, vec_set = "", "", ""
+        if self._vector_schema is not None:
+            vec_col, vec_val = ", vec", f", %s::{quote_ident(self._vector_schema)}.vector"
+            vec_set = ", vec = excluded.vec"
+        params = []
+        for chunk_id, vector in items:
+            values = [float(x) for x in vector]
+            row: list[Any] = [chunk_id, len(values), values, model]
+            if vec_col:
+                row.append("[" + ",".join(repr(x) for x in values) + "]")
+            row.append(chunk_id)
+            params.append(row)
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO embeddings (chunk_pk, chunk_id, dim, vector, model{vec_col})"
+                f" SELECT id, %s, %s, %s::real[], %s{vec_val} FROM chunks WHERE chunk_id = %s"
+                " ON CONFLICT (chunk_pk) DO UPDATE SET dim = excluded.dim, vector = excluded.vector,"
+                f" model = excluded.model{vec_set}",
+                params,
+            )
+
     def _after_upsert(self, embeddings: Sequence[Sequence[float]] | None) -> None:
         if embeddings and self._vector_schema is not None:
             self._ensure_hnsw(len(embeddings[0]))
@@ -336,14 +374,21 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
 
     # lexical index
 
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
+    def search(
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
         (_, lexemes), limit = ts_query(query_terms), base.clamp_limit(limit)
         if not lexemes or not limit:
             return []
         with self._connection() as conn:
+            # BM25 statistics (n, avgdl, df) are those of the documents everyone may read; the
+            # postings scored are the ones `groups` may read
             n, avgdl = self._corpus(conn)
             df = self._df(conn, lexemes)
-            scores = self._bm25_top(conn, {lex: df[lex] for lex in lexemes if df[lex] > 0}, n, avgdl, limit)
+            present = df if groups is not None and not groups else self._visible_df(conn, lexemes, groups)
+            scores = self._bm25_top(
+                conn, {lex: df[lex] for lex in lexemes if present[lex] > 0}, n, avgdl, limit, groups
+            )
             if not scores:
                 return []
             rows = conn.execute(
@@ -354,7 +399,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         return found[:limit]
 
     def _bm25_top(
-        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int
+        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int, groups: Groups = None
     ) -> dict[int, float]:
         """chunk pk -> BM25 for the `limit` best chunks, exact, by MaxScore over the postings.
 
@@ -362,7 +407,9 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         chunks it alone could bring in might still reach the current `limit`-th score (its bound
         is idf * (k1 + 1)). Common lexemes then only add their share to the chunks found.
         """
-        idf = {lex: max(math.log((n - d + 0.5) / (d + 0.5)), 1e-6) for lex, d in df.items()}
+        # floored as FTS5 floors it (a write between reading n and df can make d exceed n)
+        idf = {lex: max(math.log(max((n - d + 0.5) / (d + 0.5), 1.0)), 1e-6) for lex, d in df.items()}
+        visible, visible_params = visible_pg(groups, "p.access")
         order = sorted(df, key=lambda lex: (df[lex], lex))
         k = 1
         while k < len(order) and sum(df[lex] for lex in order[: k + 1]) <= FIRST_PASS_POSTINGS:
@@ -382,8 +429,10 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                 "ids": ids,
                 "floor": floor,
                 "limit": cap,
+                **visible_params,
             }
-            rows = conn.execute(_PARTIAL_SQL if ids is None else _PARTIAL_FOR_SQL, params).fetchall()
+            sql = (_PARTIAL_SQL if ids is None else _PARTIAL_FOR_SQL).format(visible=visible)
+            rows = conn.execute(sql, params).fetchall()
             return {pk: float(score) for pk, score in rows}
 
         while True:
@@ -416,21 +465,23 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             return dict(best)
 
     def _corpus(self, conn: Any) -> tuple[float, float]:
-        """(chunk count, mean chunk length in tokens) from `corpus_counts`, cached for STATS_TTL seconds."""
+        """(chunk count, mean chunk length in tokens) over the chunks everyone may read (BM25's
+        statistics, issue 16), counted and cached for STATS_TTL seconds. `corpus_counts` holds the
+        totals over every chunk, so it cannot answer this while restricted documents exist."""
         now = time.monotonic()
         with self._lock:
             cached = self._corpus_cache
             if cached is not None and cached[0] == self._generation and now - cached[1] < STATS_TTL:
                 return cached[2]
             generation = self._generation
-        count, tokens = conn.execute("SELECT chunks, tokens FROM corpus_counts WHERE id = 1").fetchone()
-        value = (float(count), max(float(tokens) / count if count else 1.0, 1.0))
+        count, mean = conn.execute("SELECT count(*), avg(n_tokens) FROM chunks WHERE access = ''").fetchone()
+        value = (float(count), max(float(mean or 1.0), 1.0))
         with self._lock:
             self._corpus_cache = (generation, now, value)
         return value
 
     def _df(self, conn: Any, lexemes: Sequence[str]) -> dict[str, int]:
-        """Chunks containing each lexeme, cached for STATS_TTL seconds."""
+        """Chunks everyone may read containing each lexeme, cached for STATS_TTL seconds."""
         now = time.monotonic()
         out: dict[str, int] = {}
         with self._lock:
@@ -445,8 +496,8 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         missing = [lex for lex in lexemes if lex not in out]
         if missing:
             rows = conn.execute(
-                "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme)"
-                " FROM unnest(%s::text[]) AS q (lexeme)",
+                "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme"
+                " AND p.access = '') FROM unnest(%s::text[]) AS q (lexeme)",
                 (missing,),
             ).fetchall()
             with self._lock:
@@ -471,34 +522,79 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             ).fetchall()
         return {chunk_id: frozenset(joined.split()) for chunk_id, joined in rows}
 
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        """Chunks `groups` may read, cached for STATS_TTL seconds (a replica's own writes refresh it)."""
+        key, now = ("*" if groups is None else ",".join(sorted(groups))), time.monotonic()
+        with self._lock:
+            hit = self._count_cache.get(key)
+            if hit is not None and hit[0] == self._generation and now - hit[1] < STATS_TTL:
+                return hit[2]
+            generation = self._generation
+        count = super().chunk_count(groups=groups)
+        with self._lock:
+            if len(self._count_cache) > 1000:
+                self._count_cache.clear()
+            self._count_cache[key] = (generation, now, count)
+        return count
+
+    def _visible_df(self, conn: Any, lexemes: Sequence[str], groups: Groups) -> dict[str, int]:
+        """Chunks `groups` may read containing each lexeme (not cached: it depends on the caller)."""
+        if groups is not None and not groups:
+            return self._df(conn, lexemes)
+        visible, params = visible_pg(groups, "p.access")
+        rows = conn.execute(
+            "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme"
+            f" AND {visible}) FROM unnest(%(lexemes)s::text[]) AS q (lexeme)",
+            {"lexemes": list(lexemes), **params},
+        ).fetchall()
+        return {lex: int(count) for lex, count in rows}
+
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
         wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}
         if lexemes:
             with self._connection() as conn:
-                counts = self._df(conn, lexemes)
+                counts = self._visible_df(conn, lexemes, groups)
         return {term: counts.get(lex, 0) for term, lex in wanted.items()}
 
     # embeddings
 
-    def similar(self, vector: Sequence[float], limit: int) -> list[tuple[Chunk, float]]:
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
         limit = base.clamp_limit(limit)
         if self._vector_schema is None or not limit or not len(vector):
-            return super().similar(vector, limit)
+            return super().similar(vector, limit, model=model, groups=groups)
         if not any(float(x) for x in vector):
             return []  # a zero vector has no direction (pgvector's cosine distance would be NaN)
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
+        dim = len(vector)
+        if groups is None:
+            # every row may be read: walk the HNSW index
+            sql, params = similar_sql(self._vector_schema, dim, model=model is not None), {"model": model}
+        else:
+            # filter before ranking (exact): only the rows the caller may read are compared at all
+            visible, visible_params = visible_pg(groups, "c.access")
+            schema = quote_ident(str(self._vector_schema))
+            cast = f"{schema}.vector({dim:d})"
+            sql = (
+                f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
+                f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = {dim:d}"
+                " AND (%(model)s::text IS NULL OR e.model = %(model)s::text)"
+                f" AND {visible}"
+                f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s"
+            )
+            params = {"model": model, **visible_params}
         with self._connection() as conn:
-            rows = conn.execute(
-                similar_sql(self._vector_schema, len(vector)), {"q": literal, "limit": limit}
-            ).fetchall()
+            rows = conn.execute(sql, {"q": literal, "limit": limit, **params}).fetchall()
         return [(base.chunk_from_row(row), float(row[10])) for row in rows]
 
 
-def similar_sql(vector_schema: str, dim: int) -> str:
-    """The pgvector nearest-neighbour query for one dimension; its ORDER BY matches the partial HNSW
-    index `embeddings_hnsw_{dim}` (expression and WHERE), so the planner can walk the index."""
+def similar_sql(vector_schema: str, dim: int, *, model: bool = False) -> str:
+    """The pgvector nearest-neighbour query for one dimension (of one model, `%(model)s`, when
+    `model`); its ORDER BY matches the partial HNSW index `embeddings_hnsw_{dim}` (expression and
+    WHERE), so the planner can walk the index."""
     schema = quote_ident(vector_schema)
     cast = f"{schema}.vector({dim:d})"
     distance = f"e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}"
@@ -507,7 +603,8 @@ def similar_sql(vector_schema: str, dim: int) -> str:
     return (
         f"SELECT {_C_COLUMNS}, 1 - n.distance AS sim FROM ("
         f"SELECT e.chunk_pk, {distance} AS distance FROM embeddings AS e WHERE e.dim = {dim:d}"
-        f" ORDER BY {distance} LIMIT %(limit)s"
+        + (" AND e.model = %(model)s::text" if model else "")
+        + f" ORDER BY {distance} LIMIT %(limit)s"
         f") AS n JOIN chunks AS c ON c.id = n.chunk_pk ORDER BY n.distance, c.chunk_id"
     )
 

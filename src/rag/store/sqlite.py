@@ -16,17 +16,21 @@ raises `StoreUnavailable` until it is. SQLite errors that mean the database cann
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import re
 import sqlite3
 import threading
+import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from rag.access import audience_text, visible_sql
 from rag.errors import StoreUnavailable
 from rag.store.base import (
     BM25_WEIGHTS,
@@ -39,10 +43,14 @@ from rag.store.base import (
     chunk_from_row,
     chunk_row,
     clamp_limit,
+    fts_length,
+    fts_tokens,
+    fts_vocabulary,
 )
+from rag.store.interface import Groups
 from rag.store.migrations_sqlite import migrate
 from rag.text import terms
-from rag.types import Chunk, Document
+from rag.types import Chunk, Document, StoreStats
 
 __all__ = ["SqliteStore", "fts_query"]
 
@@ -51,6 +59,11 @@ BUSY_TIMEOUT_SECONDS = 10.0
 # so a few connections serve a full thread pool; each costs 2-3 file handles and its page cache.
 MAX_CONNECTIONS = 8
 DF_CACHE_TERMS = 50_000
+# FTS5's bm25() constants, for scoring restricted chunks the same way in Python.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# The first bytes of every SQLite database file.
+SQLITE_HEADER = b"SQLite format 3\x00"
 
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")
 _SEARCH_SQL = f"""
@@ -63,7 +76,70 @@ _SEARCH_SQL = f"""
     ORDER BY s.score DESC, c.chunk_id
 """
 
+_RESTRICTED_SQL = f"""
+    SELECT {chunk_columns("c")}, c.terms, c.n_tokens
+    FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid
+    WHERE restricted_fts MATCH ? AND {{visible}}
+"""
+
+# BM25 of readable restricted chunks in SQL, from the restricted index's term instances (FTS5's own
+# formula and column weights; idf per term and the public mean length come in as parameters).
+_RESTRICTED_BM25_SQL = f"""
+    SELECT c.id, sum(s.idf * (s.f * {BM25_K1 + 1.0})
+        / (s.f + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * c.n_tokens / ?))) AS score
+    FROM (
+        SELECT v.doc AS id, q.value AS idf, sum(CASE v.col WHEN 'terms' THEN {BM25_WEIGHTS[0]}
+            WHEN 'title' THEN {BM25_WEIGHTS[1]} ELSE {BM25_WEIGHTS[2]} END) AS f
+        FROM json_each(?) AS q JOIN temp.restricted_instances AS v ON v.term = q.key
+        GROUP BY v.doc, q.key
+    ) AS s JOIN chunks AS c ON c.id = s.id
+    WHERE {{visible}}
+    GROUP BY c.id
+    ORDER BY score DESC, c.chunk_id
+    LIMIT ?
+"""
+
 logger = logging.getLogger(__name__)
+
+
+def _phrases(query_terms: Iterable[object]) -> list[tuple[str, ...]]:
+    """The token tuples of the phrases `fts_query` builds, in the same order."""
+    out: list[tuple[str, ...]] = []
+    for term in query_terms:
+        if isinstance(term, str):
+            tokens = tuple(_FTS_TOKEN_RE.findall(term.lower()))
+            if tokens and tokens not in out:
+                out.append(tokens)
+        if len(out) >= MAX_QUERY_TERMS:
+            break
+    return out
+
+
+def _occurrences(tokens: Sequence[str], phrase: tuple[str, ...]) -> int:
+    n = len(phrase)
+    if n == 1:
+        return tokens.count(phrase[0])
+    return sum(1 for i in range(len(tokens) - n + 1) if tuple(tokens[i : i + n]) == phrase)
+
+
+def _term_counts(columns: Iterable[tuple[str, str, str]]) -> dict[str, int]:
+    """FTS token -> number of chunks holding it, over (stored body terms, title, section) triples."""
+    counts: dict[str, int] = {}
+    for body, title, section in columns:
+        for token in fts_vocabulary(body, title, section):
+            counts[token] = counts.get(token, 0) + 1
+    return counts
+
+
+def bm25(freqs: Sequence[float], idfs: Sequence[float], length: float, avgdl: float) -> float:
+    """FTS5's bm25() for one row: column-weighted phrase frequencies, the row's length in tokens."""
+    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl)
+    return sum(idf * (f * (BM25_K1 + 1.0)) / (f + norm) for f, idf in zip(freqs, idfs, strict=True) if f)
+
+
+def _transient(exc: sqlite3.Error) -> bool:
+    """A fault that passes by itself (another process holds the write lock), not a broken file."""
+    return isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower()
 
 
 def fts_query(query_terms: Iterable[object]) -> str:
@@ -96,6 +172,11 @@ class _Connection(sqlite3.Connection):
     epoch = 0  # the file generation it was opened on (see SqliteStore._reopen)
     df: dict[str, int] | None = None  # term -> document frequency, valid for `df_version`
     df_version: tuple[int, int] = (-1, -1)
+    # (groups key, term) -> readable restricted chunks holding it; and the public corpus size
+    restricted_df: dict[tuple[str, str], int] | None = None
+    public_size: tuple[int, float] | None = None
+    chunk_counts: dict[str, int] | None = None  # groups key -> readable chunks
+    instances = False  # temp.restricted_instances (fts5vocab 'instance' over restricted_fts) exists
 
 
 class SqliteStore(SqlStore[_Connection]):
@@ -119,9 +200,14 @@ class SqliteStore(SqlStore[_Connection]):
         self.busy_timeout = busy_timeout
         self.memory = path in ("", ":memory:")
         self.max_connections = 1 if self.memory else max(1, max_connections)
-        self._slots = threading.BoundedSemaphore(self.max_connections)
+        # The pool: idle connections, and how many are lent out; `_returned` wakes borrowers
+        # waiting for a connection and a retirement waiting for all of them to come back.
+        self._borrowed = 0
+        self._waiting = 0
+        self._retiring = False
+        self._returned = threading.Condition(self._lock)
         self._writer = threading.Lock()
-        self._reopening = threading.Lock()
+        self._reopening = threading.RLock()  # one thread retires or reopens connections at a time
         self._idle: list[_Connection] = []
         self._closed = False
         self._epoch = 0
@@ -165,88 +251,150 @@ class SqliteStore(SqlStore[_Connection]):
         return conn
 
     def _stat(self) -> tuple[int, int] | None:
-        """The database file's (device, inode); raises StoreUnavailable when it is missing."""
-        if self.memory:
-            return None
+        """The database file's (device, inode), or None when it is missing."""
         try:
             st = os.stat(self.path)
         except FileNotFoundError:
-            raise StoreUnavailable(
-                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
-            ) from None
+            return None
         except OSError as exc:
-            raise StoreUnavailable(f"the database file {self.name} cannot be read: {exc.strerror}") from None
+            raise StoreUnavailable(self._unreadable(exc)) from None
         return st.st_dev, st.st_ino
 
     def _follow_file(self) -> None:
-        """Fail while the file is missing or unreadable; reopen when it was replaced."""
+        """Fail while the file is missing; reopen when another file took its place.
+
+        Connections to a file that is gone are closed at once: SQLite names its -wal and -shm
+        files after the path, so an old connection left open could checkpoint into, or delete,
+        the journal of whatever file is created at that path next.
+        """
         if self.memory:
             return
         identity = self._stat()
         if identity != self._identity:
-            self._reopen(identity)
-        if not os.access(self.path, os.R_OK):
-            raise StoreUnavailable(f"the database file {self.name} is not readable by this process")
+            with self._reopening:
+                if identity != self._identity:  # not already handled by another thread
+                    self._retire()
+                    self._identity = None
+                    if identity is not None:
+                        self._reopen(identity)
+        if identity is None:
+            raise StoreUnavailable(
+                f"the database file {self.name} is missing (deleted or moved); restore it or run `rag ingest`"
+            )
 
-    def _reopen(self, identity: tuple[int, int] | None) -> None:
-        with self._reopening:
-            if identity == self._identity:
-                return  # another thread got here first
-            logger.warning("database file %s was replaced; reopening it", self.path)
-            with self._lock:
+    def _retire(self) -> None:
+        """Close every connection, waiting for lent ones to come back; the next ones open afresh."""
+        with self._reopening, self._lock:
+            self._retiring = True
+            try:
+                deadline = time.monotonic() + self.busy_timeout
+                while self._borrowed:
+                    if not self._returned.wait(deadline - time.monotonic()):
+                        raise StoreUnavailable(
+                            f"connections to {self.name} stayed busy for {self.busy_timeout:g} s"
+                        )
                 self._epoch += 1
                 self._generation += 1
                 idle, self._idle = self._idle, []
-            for old in idle:
-                old.close()
-            try:
-                conn = self._open()
-            except sqlite3.Error as exc:
-                raise StoreUnavailable(self._describe(exc)) from None
-            with self._lock:
-                self._identity = identity
-                self._idle.append(conn)
+                for conn in idle:
+                    conn.close()
+            finally:
+                self._retiring = False
+                self._returned.notify_all()
+
+    def _reopen(self, identity: tuple[int, int]) -> None:
+        logger.warning("database file %s was replaced; reopening it", self.path)
+        try:
+            conn = self._open()
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(self._describe(exc)) from None
+        with self._lock:
+            self._identity = identity
+            self._idle.append(conn)
 
     def _describe(self, exc: sqlite3.Error) -> str:
         return f"the database {self.name} cannot be used: {exc}"
+
+    def _unreadable(self, exc: OSError | None = None) -> str:
+        if exc is None or isinstance(exc, PermissionError):
+            return f"the database file {self.name} is not readable by this process"
+        return f"the database file {self.name} cannot be read: {exc.strerror}"
+
+    def _borrow(self) -> _Connection:
+        """An idle connection, or a new one while fewer than `max_connections` are open, or wait."""
+        with self._lock:
+            deadline = 0.0
+            while self._retiring or (not self._idle and self._borrowed >= self.max_connections):
+                deadline = deadline or time.monotonic() + self.busy_timeout
+                self._waiting += 1
+                try:
+                    returned = self._returned.wait(deadline - time.monotonic())
+                finally:
+                    self._waiting -= 1
+                if not returned:
+                    raise StoreUnavailable(
+                        f"all {self.max_connections} connections to {self.name} stayed busy"
+                        f" for {self.busy_timeout:g} s"
+                    )
+            self._borrowed += 1
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None:
+            return conn
+        try:
+            return self._open(prepare=False)
+        except BaseException:
+            self._give_back(None)
+            raise
+
+    def _give_back(self, conn: _Connection | None) -> None:
+        """Return a lent connection to the pool; None (or a connection of an older file) is dropped."""
+        if conn is not None and conn.in_transaction:
+            try:
+                conn.rollback()
+            except sqlite3.Error:
+                conn.close()
+                conn = None
+        with self._lock:
+            self._borrowed -= 1
+            if conn is not None and not self._closed and conn.epoch == self._epoch:
+                self._idle.append(conn)
+                conn = None
+            if self._retiring:
+                self._returned.notify_all()  # the retirer is among the waiters
+            elif self._waiting:
+                self._returned.notify()
+        if conn is not None:
+            conn.close()
 
     @contextmanager
     def _connection(self) -> Iterator[_Connection]:
         if self._closed:
             raise StoreUnavailable(f"the store {self.name} is closed")
         self._follow_file()
-        if not self._slots.acquire(timeout=self.busy_timeout):
-            raise StoreUnavailable(
-                f"all {self.max_connections} connections to {self.name} stayed busy"
-                f" for {self.busy_timeout:g} s"
-            )
-        conn: _Connection | None = None
         try:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                conn = self._open(prepare=False)
+            conn = self._borrow()
+        except sqlite3.Error as exc:
+            if not os.access(self.path, os.R_OK):
+                raise StoreUnavailable(self._unreadable()) from None
+            raise StoreUnavailable(self._describe(exc)) from None
+        fault: sqlite3.Error | None = None
+        try:
             yield conn
         except (sqlite3.IntegrityError, sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise  # a caller's mistake, not a store fault; the connection is fine
         except sqlite3.Error as exc:
-            if conn is not None:
-                conn.close()
-                conn = None
-            raise StoreUnavailable(self._describe(exc)) from exc
+            fault = exc
         finally:
-            if conn is not None:
+            if fault is None:
                 self._give_back(conn)
-            self._slots.release()
-
-    def _give_back(self, conn: _Connection) -> None:
-        if conn.in_transaction:
-            conn.rollback()
-        with self._lock:
-            if not self._closed and conn.epoch == self._epoch:
-                self._idle.append(conn)
-                return
-        conn.close()
+            else:
+                conn.close()
+                self._give_back(None)
+        if fault is not None:
+            if not _transient(fault) and not self.memory:
+                # A corrupt or vanished file: pooled connections may answer from stale cached pages.
+                self._retire()
+            raise StoreUnavailable(self._describe(fault)) from fault
 
     @contextmanager
     def _transaction(self, doc_id: str | None) -> Iterator[_Connection]:
@@ -325,23 +473,49 @@ class SqliteStore(SqlStore[_Connection]):
                     conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
         logger.info("moved %d ask-log and gap rows to %s", sum(map(len, tables.values())), log_db.name)
 
-    def check(self) -> None:
-        """Run a real query on a fresh connection (for readiness): raises StoreUnavailable on any fault."""
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        """Counts of what `groups` may read, read now. The file's header is read from disk first, so
+        readiness sees a file that became unreadable or was overwritten in place although pooled
+        connections still hold its pages in their caches; then the pool is retired and every route
+        answers 503."""
         self._follow_file()
-        try:
-            conn = self._open(prepare=False)
+        if not self.memory:
             try:
-                conn.execute("SELECT count(*) FROM (SELECT 1 FROM chunks LIMIT 1)").fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error as exc:
-            raise StoreUnavailable(self._describe(exc)) from None
+                with open(self.path, "rb") as f:
+                    header = f.read(len(SQLITE_HEADER))
+            except OSError as exc:
+                self._retire()
+                raise StoreUnavailable(self._unreadable(exc)) from None
+            if header != SQLITE_HEADER:
+                self._retire()
+                raise StoreUnavailable(f"the database {self.name} cannot be used: file is not a database")
+        return super().stats(groups=groups)
 
     # writes: the FTS index and embeddings beside the chunk rows
 
     def _delete_rows(self, conn: _Connection, doc_id: str) -> None:
+        rows = conn.execute(
+            "SELECT terms, title, section, access FROM chunks WHERE doc_id = ? AND access != ''", (doc_id,)
+        ).fetchall()
+        if rows:
+            counts = _term_counts((body, title, section) for body, title, section, _ in rows)
+            audience = rows[0][3]
+            conn.executemany(
+                "UPDATE restricted_terms SET df = df - ? WHERE term = ? AND access = ?",
+                [(n, term, audience) for term, n in counts.items()],
+            )
+            conn.executemany(
+                "DELETE FROM restricted_terms WHERE term = ? AND access = ? AND df <= 0",
+                [(term, audience) for term in counts],
+            )
         conn.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ?)", (doc_id,)
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ? AND access = '')",
+            (doc_id,),
+        )
+        conn.execute(
+            "DELETE FROM restricted_fts WHERE rowid IN"
+            " (SELECT id FROM chunks WHERE doc_id = ? AND access != '')",
+            (doc_id,),
         )
         conn.execute(
             "DELETE FROM embeddings WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE doc_id = ?)",
@@ -364,20 +538,37 @@ class SqliteStore(SqlStore[_Connection]):
                 field_terms[text] = " ".join(terms(text))
             return field_terms[text]
 
+        audience = audience_text(doc.access)
         chunk_rows = []
         fts_rows = []
         for ord_, chunk in enumerate(chunks):
             body_terms = " ".join(terms(chunk.text))
-            chunk_rows.append((*chunk_row(ord_, chunk), body_terms))
-            fts_rows.append((body_terms, joined(chunk.title), joined(chunk.section), chunk.chunk_id))
+            title, section = joined(chunk.title), joined(chunk.section)
+            length = fts_length(body_terms, chunk.title, chunk.section)
+            chunk_rows.append((*chunk_row(ord_, chunk), body_terms, audience, length))
+            fts_rows.append((body_terms, title, section, chunk.chunk_id))
         conn.executemany(
-            f"INSERT INTO chunks ({CHUNK_ROW_COLUMNS}, terms) VALUES ({', '.join('?' * 12)})", chunk_rows
+            f"INSERT INTO chunks ({CHUNK_ROW_COLUMNS}, terms, access, n_tokens)"
+            f" VALUES ({', '.join('?' * 14)})",
+            chunk_rows,
         )
+        # documents everyone may read go into chunks_fts (whose statistics BM25 reads); the rest
+        # into restricted_fts, searched only for callers who may read them
+        table = "chunks_fts" if not audience else "restricted_fts"
         conn.executemany(
-            "INSERT INTO chunks_fts (rowid, terms, title, section)"
+            f"INSERT INTO {table} (rowid, terms, title, section)"
             " SELECT id, ?, ?, ? FROM chunks WHERE chunk_id = ?",
             fts_rows,
         )
+        if audience:
+            counts = _term_counts(
+                (row[-3], c.title, c.section) for row, c in zip(chunk_rows, chunks, strict=True)
+            )
+            conn.executemany(
+                "INSERT INTO restricted_terms (term, access, df) VALUES (?, ?, ?)"
+                " ON CONFLICT (term, access) DO UPDATE SET df = df + excluded.df",
+                [(term, audience, n) for term, n in counts.items()],
+            )
         if embeddings is not None:
             conn.executemany(
                 "INSERT INTO embeddings (chunk_id, dim, vector) VALUES (?, ?, ?)",
@@ -387,21 +578,37 @@ class SqliteStore(SqlStore[_Connection]):
                 ],
             )
 
+    def _put_embeddings(
+        self, conn: _Connection, model: str, items: Sequence[tuple[str, Sequence[float]]]
+    ) -> None:
+        conn.executemany(
+            "INSERT INTO embeddings (chunk_id, dim, vector, model) SELECT chunk_id, ?, ?, ? FROM chunks"
+            " WHERE chunk_id = ? ON CONFLICT (chunk_id) DO UPDATE SET dim = excluded.dim,"
+            " vector = excluded.vector, model = excluded.model",
+            [(len(vector), array("f", vector).tobytes(), model, chunk_id) for chunk_id, vector in items],
+        )
+
     # lexical index
 
-    def search(self, query_terms: Sequence[str], limit: int) -> list[tuple[Chunk, float]]:
+    def search(
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
         query, limit = fts_query(query_terms), clamp_limit(limit)
         if not query or not limit:
             return []
         with self._connection() as conn:
             try:
                 rows = conn.execute(_SEARCH_SQL, (query, limit)).fetchall()
+                found = [(chunk_from_row(row), float(row[10])) for row in rows]
+                if groups is None or groups:
+                    found += self._search_restricted(conn, query, _phrases(query_terms), groups, limit)
             except sqlite3.OperationalError as exc:
                 if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
                     raise
                 logger.warning("FTS query %r rejected: %s", query, exc)
                 return []
-        return [(chunk_from_row(row), float(row[10])) for row in rows]
+        found.sort(key=lambda item: (-item[1], item[0].chunk_id))
+        return found[:limit]
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds " ".join(terms(text)), written at ingest beside the FTS row."""
@@ -415,17 +622,121 @@ class SqliteStore(SqlStore[_Connection]):
                     out[chunk_id] = frozenset(joined.split())
         return out
 
-    def term_frequencies(self, query_terms: Sequence[str]) -> Mapping[str, int]:
+    def _search_restricted(
+        self,
+        conn: _Connection,
+        query: str,
+        phrases: list[tuple[str, ...]],
+        groups: Groups,
+        limit: int,
+        *,
+        in_sql: bool = True,
+    ) -> list[tuple[Chunk, float]]:
+        """The best `limit` (or more) restricted chunks `groups` may read that match `query`, scored by
+        FTS5's BM25 formula over the statistics of chunks_fts (documents everyone may read), so their
+        scores sit on the same scale as the public results' and depend on no document hidden from anyone.
+
+        Single-word terms are scored in SQL from the restricted index's term instances; a query with
+        a multi-token phrase ("o'neil") is scored in Python over every match.
+        """
+        visible, params = visible_sql(groups, "c.access")
+        n_rows, avgdl = self._public_size(conn)
+        cache = self._df_cache(conn)
+        idfs = []
+        for phrase in phrases:
+            df = min(self._public_df(conn, cache, part) for part in phrase)
+            # FTS5's idf, floored as FTS5 floors it; the ratio can fall below 1 (even 0) when a
+            # write lands between reading the row count and the frequency
+            ratio = (n_rows - df + 0.5) / (df + 0.5)
+            idfs.append(math.log(ratio) if ratio > 1.0 else 1e-6)
+        if in_sql and all(len(p) == 1 for p in phrases):
+            if not conn.instances:
+                conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.restricted_instances"
+                    " USING fts5vocab(main, restricted_fts, 'instance')"
+                )
+                conn.instances = True
+            weights = json.dumps({p[0]: idf for p, idf in zip(phrases, idfs, strict=True)})
+            scored = conn.execute(
+                _RESTRICTED_BM25_SQL.format(visible=visible), (avgdl, weights, *params, limit)
+            ).fetchall()
+            if not scored:
+                return []
+            marks = ", ".join("?" * len(scored))
+            chunks = {
+                row[10]: chunk_from_row(row)
+                for row in conn.execute(
+                    f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({marks})",
+                    [pk for pk, _ in scored],
+                ).fetchall()
+            }
+            return [(chunks[pk], float(score)) for pk, score in scored if pk in chunks]
+        rows = conn.execute(_RESTRICTED_SQL.format(visible=visible), (query, *params)).fetchall()
+        out = []
+        for row in rows:
+            chunk = chunk_from_row(row)
+            columns = (
+                fts_tokens(row[10]),
+                fts_tokens(" ".join(terms(chunk.title))),
+                fts_tokens(" ".join(terms(chunk.section))),
+            )
+            freqs = [
+                sum(w * _occurrences(tokens, p) for w, tokens in zip(BM25_WEIGHTS, columns, strict=True))
+                for p in phrases
+            ]
+            out.append((chunk, bm25(freqs, idfs, float(row[11]), avgdl)))
+        return out
+
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        key = "*" if groups is None else ",".join(sorted(groups))
+        visible, params = visible_sql(groups, "access")
+        with self._connection() as conn:
+            self._df_cache(conn)
+            counts = conn.chunk_counts
+            if counts is None:
+                counts = conn.chunk_counts = {}
+            if key not in counts:
+                counts[key] = int(
+                    conn.execute(f"SELECT count(*) FROM chunks WHERE {visible}", params).fetchone()[0]
+                )
+            return counts[key]
+
+    def _public_size(self, conn: _Connection) -> tuple[int, float]:
+        """(rows in chunks_fts, their mean length in tokens), as FTS5's bm25() reads them."""
+        self._df_cache(conn)
+        if conn.public_size is None:
+            count, total = conn.execute(
+                "SELECT count(*), coalesce(sum(n_tokens), 0) FROM chunks WHERE access = ''"
+            ).fetchone()
+            conn.public_size = (int(count), max(float(total) / count, 1.0) if count else 1.0)
+        return conn.public_size
+
+    @staticmethod
+    def _public_df(conn: _Connection, cache: dict[str, int], part: str) -> int:
+        if part not in cache:
+            row = conn.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (part,)).fetchone()
+            cache[part] = int(row[0]) if row else 0
+        return cache[part]
+
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
         out: dict[str, int] = {}
+        restricted = groups is None or bool(groups)
+        key = "*" if groups is None else ",".join(sorted(groups))
         with self._connection() as conn:
             cache = self._df_cache(conn)
+            visible, params = visible_sql(groups, "c.access")
+            assert conn.restricted_df is not None
+            sql = f"SELECT coalesce(sum(df), 0) FROM restricted_terms AS c WHERE term = ? AND {visible}"
             for term in dict.fromkeys(query_terms):
                 counts = []
                 for part in _FTS_TOKEN_RE.findall(term.lower()):
-                    if part not in cache:
-                        row = conn.execute("SELECT doc FROM chunks_vocab WHERE term = ?", (part,)).fetchone()
-                        cache[part] = int(row[0]) if row else 0
-                    counts.append(cache[part])
+                    count = self._public_df(conn, cache, part)
+                    if restricted:
+                        if (key, part) not in conn.restricted_df:
+                            row = conn.execute(sql, (part, *params)).fetchone()
+                            conn.restricted_df[key, part] = int(row[0])
+                        count += conn.restricted_df[key, part]
+                    counts.append(count)
                 # a term the tokenizer splits ("o'neil") occurs at most as often as its rarest part
                 out[term] = min(counts) if counts else 0
         return out
@@ -439,6 +750,9 @@ class SqliteStore(SqlStore[_Connection]):
         version = (conn.execute("PRAGMA data_version").fetchone()[0], self._generation)
         if conn.df is None or conn.df_version != version or len(conn.df) > DF_CACHE_TERMS:
             conn.df, conn.df_version = {}, version
+            conn.restricted_df, conn.public_size, conn.chunk_counts = {}, None, {}
+        elif conn.restricted_df is None or len(conn.restricted_df) > DF_CACHE_TERMS:
+            conn.restricted_df = {}
         return conn.df
 
 

@@ -1,0 +1,115 @@
+"""Figures: every quantity a sentence states must be one its evidence states, in any spelling.
+
+A sentence's figures are its numbers (`numbers.find_numbers`): digits always; number words and fractions
+("ninety", "two and a half", "a dozen"); ordinals ("third", "21st") when they qualify a noun ("the third
+attempt", not "First, open Settings"); "one" only when it counts or measures something ("one day").
+
+A figure is matched when
+- it belongs to a quantity with a unit (duration, bytes, percent, money, rate): the evidence states an
+  equal quantity (same unit: the same number; another unit: equal after conversion, "30 days" =
+  "1 month"); only when the evidence states no quantity of that dimension at all, the bare value will do;
+- an ordinal: the evidence has the same ordinal ("3rd" = "third");
+- otherwise (counts, bare numbers): the evidence has the same value in any spelling, or as a part of a
+  digit run ("2026" in "2026-03-18", "3" in "v2.3").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from rag.answer.numbers import Number, find_numbers
+from rag.answer.quantities import Quantity, find_quantities, same_value
+from rag.text import STOP_WORDS
+
+# Any digit run in the evidence, however it is attached ("v2.3", "2FA", "2026-05-12").
+_SOURCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+_NOUN_AFTER_RE = re.compile(r"[ \u00a0-]([a-z][a-z-]*)")
+_WORD_BEFORE_RE = re.compile(r"([A-Za-z]+)[ \u00a0]+$")
+_DETERMINERS = frozenset("the a an its your their our his her each every this that these those my".split())
+
+
+def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
+    """The figures of `sentence` (as written) that no text in `evidence` states; [] when all are there."""
+    stated = [n for n in find_numbers(sentence) if _is_figure(sentence, n)]
+    if not stated:
+        return []
+    quantities = find_quantities(sentence)
+    source = [_Evidence.of(text) for text in evidence]
+    missing: list[str] = []
+    for number in stated:
+        holder = _holder(quantities, number)
+        if any(e.states(number, holder) for e in source):
+            continue
+        # "a" alone says nothing: name the quantity it starts ("a month")
+        written = holder.text if holder is not None and number.text.lower() in ("a", "an") else number.text
+        if written not in missing:
+            missing.append(written)
+    return missing
+
+
+def _holder(quantities: Sequence[Quantity], number: Number) -> Quantity | None:
+    return next((q for q in quantities if q.start <= number.start < q.end), None)
+
+
+def _is_figure(sentence: str, number: Number) -> bool:
+    if number.ordinal:
+        if not number.spelled:
+            return True
+        # "the third attempt", "your first day"; not "First, open Settings" nor "first add the key"
+        after = _NOUN_AFTER_RE.match(sentence, number.end)
+        before = _WORD_BEFORE_RE.search(sentence, 0, number.start)
+        determined = before is not None and before.group(1).lower() in _DETERMINERS
+        return determined and after is not None and after.group(1) not in STOP_WORDS
+    if number.spelled and number.value == 1 and number.text.lower() in ("one", "a", "an"):
+        return any(q.start <= number.start < q.end for q in find_quantities(sentence))
+    return True
+
+
+class _Evidence:
+    """The numbers, ordinals and quantities one evidence text states."""
+
+    __slots__ = ("ordinals", "quantities", "values")
+
+    def __init__(
+        self, values: frozenset[float], ordinals: frozenset[float], quantities: tuple[Quantity, ...]
+    ):
+        self.values = values
+        self.ordinals = ordinals
+        self.quantities = quantities
+
+    @staticmethod
+    def of(text: str) -> _Evidence:
+        return _evidence(text)
+
+    def states(self, number: Number, holder: Quantity | None) -> bool:
+        if number.ordinal:
+            return _has(self.ordinals, number.value)
+        if holder is not None and not holder.dimension.startswith("count:"):
+            same_dimension = [q for q in self.quantities if q.dimension == holder.dimension]
+            if same_dimension:
+                return any(same_value(holder, q, strict=True) for q in same_dimension)
+        return _has(self.values, number.value)
+
+
+@lru_cache(maxsize=4096)
+def _evidence(text: str) -> _Evidence:
+    numbers = find_numbers(text)
+    values = {n.value for n in numbers if not n.ordinal}
+    ordinals = {n.value for n in numbers if n.ordinal}
+    for match in _SOURCE_NUMBER_RE.finditer(text):
+        raw = match.group()
+        if _THOUSANDS_RE.fullmatch(raw):
+            values.add(float(raw.replace(",", "")))
+            continue
+        pieces = re.split(r"[.,]", raw)
+        for part in pieces + [f"{a}.{b}" for a, b in zip(pieces, pieces[1:], strict=False)]:
+            values.add(float(part))
+    return _Evidence(frozenset(values), frozenset(ordinals), tuple(find_quantities(text)))
+
+
+def _has(values: frozenset[float], value: float) -> bool:
+    return value in values or any(math.isclose(value, v, rel_tol=1e-9) for v in values)

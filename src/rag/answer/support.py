@@ -1,0 +1,402 @@
+"""Support: does a sentence say what its cited span says? (native citations, whose span is verbatim)
+
+The API guarantees that `cited_text` is in the document; what is left to judge is the sentence:
+1. an attribution lead-in that names the cited document ("According to the Lumio User Manual (updated
+   2026-03-18), ...", "The policy states that ...", "..., per the admin guide.") is set aside, so its
+   title words and date are not judged as claims; one that names another document stays, and fails;
+2. coverage: the share of the sentence's content terms (stemmed, stop words out, topic words kept) found
+   in its own span or the block's title and section must reach `MIN_COVERAGE`;
+3. harmful edits are withheld even when coverage is high: a negation the span does not have, or one it
+   has and the sentence drops ("must" / "must not", "no longer", "cannot"); the entities of the span
+   in swapped roles ("admins invite members" / "members invite admins"); a subject the span does not
+   name. Changed figures are judged by `figures.missing_figures` on the same span.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date
+
+from rag.text import STOP_WORDS, stem, term_set, terms
+from rag.types import Block, Issue
+
+# Calibrated on fixtures/support/claims.jsonl (dev split), see docs/eval.md.
+MIN_COVERAGE = 0.5
+
+# Words that refer to a document in general: a lead-in naming only these refers to the cited block.
+_GENERIC_SOURCE = frozenset(
+    term_set(
+        """document documents documentation docs doc manual manuals guide guides handbook policy policies
+        article page pages section sections faq source sources text notes note release wiki knowledge base
+        help center centre official current latest cited passage entry record records article guidance
+        guideline guidelines reference material file"""
+    )
+)
+_SOURCE_VERBS = (
+    r"(?:states?|says?|notes?|explains?|specif(?:y|ies)|mentions?|confirms?|indicates?|reports?|documents?"
+    r"|clarif(?:y|ies)|describes?|outlines?|stipulates?|provides?|sets? out|tells? us|reads?|gives?|lists?"
+    r"|puts?|shows?|warns?|recommends?|advises?|points? out|adds?|records?)"
+)
+_DATED = r"(?:last\s+)?(?:updated|revised|dated|as of|effective)"
+_SOURCE = rf"(?P<source>(?:[^,;:()]|\((?!\s*{_DATED})[^()]{{0,40}}\)){{1,100}}?)"
+_DATE_PART = (
+    r"(?:\s*\(\s*(?:last\s+)?(?:updated|revised|dated|as of|effective)?(?:\s+on)?:?\s*(?P<date>[^)]{0,40})\)"
+    r"|\s*,\s*(?:last\s+)?(?:updated|revised|dated)(?:\s+on)?\s+(?P<date2>[^,]{1,40}),)?"
+)
+_LEAD_IN = re.compile(
+    r"^\s*(?:according to|as (?:stated|described|noted|explained|documented|outlined|specified|mentioned"
+    r"|set out|written) in|as per|per|based on|under|in)\s+" + _SOURCE + _DATE_PART + r"\s*[,:]\s*",
+    re.IGNORECASE,
+)
+# "<source> [(updated D)] says [that]": the source is what precedes one of these verbs.
+_SOURCE_ONLY = re.compile(r"\s*" + _SOURCE + _DATE_PART + r"\s*", re.IGNORECASE)
+_VERB_RE = re.compile(r"\s+" + _SOURCE_VERBS + r"(?:\s+that)?\s*[,:]?\s+", re.IGNORECASE)
+_TRAILING = re.compile(
+    r"\s*,?\s*(?:according to|as (?:stated|described|noted|explained|documented|outlined|specified|mentioned)"
+    r" in)\s+" + _SOURCE + _DATE_PART + r"\s*(?P<stop>[.!?]?)\s*$",
+    re.IGNORECASE,
+)
+# Share of the named source's own words (beyond "the policy", "the guide") that must be in the title.
+MIN_TITLE_SHARE = 0.6
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_DATE_TOKEN_RE = re.compile(r"\d+|[A-Za-z]+")
+
+# Negation is judged per clause: the polarity (odd or even number of cues) of each sentence clause
+# against the span clause that shares most of its terms. "only" restricts as a negation does ("cannot X
+# unless Y" = "only X if Y"); "unless" negates a condition, not the clause.
+_NEGATION_RE = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|without|cannot|unable|(?<!-)only(?!-)|"
+    r"(?:ca|wo|do|does|is|are|was|were|must|should|could|did|has|have|need|would)n['’]?t)\b",
+    re.IGNORECASE,
+)
+# Bounds, not negations: "no more than" is "at most".
+_BOUND_RE = re.compile(r"\bno (?:more|less|fewer|later|earlier|sooner|longer) than\b", re.IGNORECASE)
+_CLAUSE_RE = re.compile(
+    r"[,;:.!?()\[\]—–]+|\b(?:and|or|but|so|then|while|whereas|although|though|however|because|since|when"
+    r"|whenever|if|unless|until)\b",
+    re.IGNORECASE,
+)
+MIN_CLAUSE_SHARE = 0.5
+MIN_CLAUSE_TERMS = 3
+# How many terms either side count as a term's neighbours when looking for swapped roles.
+SWAP_REACH = 2
+
+# Scope words: a sentence that brings one in that its span does not have (nor an equivalent) widens or
+# narrows the claim ("every delivery" -> "any delivery", "per token" -> "the whole workspace").
+_SCOPE_GROUPS = (
+    {"any", "anyone", "anybody", "anything", "whatever", "whichever", "regardless"},
+    {"every", "each", "all", "everyone", "everybody", "everything"},
+    {"whole", "entire", "all"},
+    {"always", "every"},
+    {"only", "solely", "exclusively", "unless"},
+    {"except", "excluding"},
+    {"including", "even"},
+)
+# Opposites: a sentence that says one where its span says the other, and not the first, reverses it.
+_OPPOSITES = (
+    ("still", "no longer"),
+    ("always", "never"),
+    ("including", "excluding"),
+    ("includes", "excludes"),
+    ("include", "exclude"),
+    ("allowed", "forbidden"),
+    ("allowed", "prohibited"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("enabled", "disabled"),
+    ("visible", "hidden"),
+    ("public", "private"),
+    ("before", "after"),
+    ("at least", "at most"),
+    ("minimum", "maximum"),
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("automatically", "manually"),
+    ("immediately", "later"),
+    ("upgrade", "downgrade"),
+    ("upgrades", "downgrades"),
+)
+# Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
+_SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
+_SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS) - _SCOPE_EQUIVALENTS_ONLY
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
+    `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
+    swapped values), which no other citation can make right."""
+
+    issue: Issue | None
+    coverage: float
+    core: str
+    contradicts: bool = False
+
+
+def misattribution(sentence: str, block: Block) -> str:
+    """The source an attribution lead-in names when it is not `block`'s document ("According to the
+    Security Handbook, ..." citing the user manual); "" when there is none or it names the block."""
+    match = _LEAD_IN.match(sentence) or _TRAILING.search(sentence)
+    if match is None or not match.group(0).lower().lstrip(" ,").startswith(("according", "as ")):
+        return ""
+    source = match.group("source").strip()
+    return "" if _names_block(source, "", block) else source
+
+
+def strip_attribution(sentence: str, block: Block) -> str:
+    """The sentence without a lead-in (or trailing "..., according to X.") that names `block`'s document
+    (its title or section, or a generic "the policy"/"the documentation") and, if it gives one, its date.
+    The sentence is returned unchanged when the lead-in names something else."""
+    match = _LEAD_IN.match(sentence)
+    if match is not None and _names_block(match.group("source"), _date_of(match), block):
+        return _capitalised(sentence[match.end() :])
+    # the longest source that names the block ("the release notes (updated D) say": not "the release")
+    cut = 0
+    for verb in _VERB_RE.finditer(sentence, 0, min(len(sentence), 160)):
+        source = _SOURCE_ONLY.fullmatch(sentence, 0, verb.start())
+        if source is not None and _names_block(source.group("source"), _date_of(source), block):
+            cut = verb.end()
+    if cut:
+        return _capitalised(sentence[cut:])
+    match = _TRAILING.search(sentence)
+    if match is not None and _names_block(match.group("source"), _date_of(match), block):
+        return sentence[: match.start()] + (match.group("stop") or "")
+    return sentence
+
+
+def judge(
+    sentence: str,
+    spans: Sequence[str],
+    blocks: Sequence[Block],
+    *,
+    common: frozenset[str] = frozenset(),
+    min_coverage: float = MIN_COVERAGE,
+) -> Judgement:
+    """Whether `sentence` says what `spans` (verbatim text of the `blocks`' chunks) say (module docstring).
+    `common` holds the request's topic terms (in most blocks): naming one of those is not naming another
+    subject. Issues name the first block."""
+    first = blocks[0]
+    core = sentence
+    for block in blocks:
+        core = strip_attribution(core, block)
+    evidence = " ".join(spans)
+    other = next((m for m in (misattribution(core, b) for b in blocks) if m), "") if core == sentence else ""
+    n = first.n
+    if other:
+        return Judgement(
+            Issue("other_subject", f"[{n}] is attributed to {other!r}, not to the cited document"), 0.0, core
+        )
+    wanted = term_set(core)
+    if not wanted:
+        return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, core)
+    context = term_set(" ".join(f"{b.chunk.title} {b.chunk.section}" for b in blocks))
+    found = term_set(evidence) | context
+    coverage = len(wanted & found) / len(wanted)
+    if coverage < min_coverage:
+        return Judgement(
+            Issue("low_overlap", f"[{n}] has only {coverage:.2f} overlap with its cited span"), coverage, core
+        )
+    name = _new_name(core, found | common)
+    if name:
+        return Judgement(
+            Issue("other_subject", f"[{n}] names {name!r}, which its cited span does not"), coverage, core
+        )
+    widened = _new_scope(core, evidence)
+    if widened:
+        issue = Issue("other_subject", f"[{n}] adds {widened!r}, which changes the scope of its cited span")
+        return Judgement(issue, coverage, core)
+    reversed_ = _opposite(core, evidence)
+    if reversed_:
+        said, source = reversed_
+        issue = Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}")
+        return Judgement(issue, coverage, core, True)
+    flipped = _negation_flip(core, evidence)
+    if flipped:
+        return Judgement(Issue("contradiction", f"[{n}] {flipped} its cited span"), coverage, core, True)
+    swapped = _swapped(core, evidence)
+    if swapped:
+        issue = Issue(
+            "contradiction", f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span"
+        )
+        return Judgement(issue, coverage, core, True)
+    return Judgement(None, coverage, core)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _date_of(match: re.Match[str]) -> str:
+    return match.group("date") or match.group("date2") or ""
+
+
+def _names_block(source: str, written_date: str, block: Block) -> bool:
+    """True when `source` names the block's document: its own words (beyond generic ones like "the
+    policy") mostly in the title, section or doc id, every number among them; a date, if given, its date."""
+    named = term_set(source)
+    if not named:
+        return False
+    known = term_set(f"{block.chunk.title} {block.chunk.section} {block.chunk.doc_id}")
+    specific = named - _GENERIC_SOURCE
+    if any(t.isdigit() and t not in known for t in specific):
+        return False
+    if specific and len(specific & known) < MIN_TITLE_SHARE * len(specific):
+        return False
+    if not specific and not named & _GENERIC_SOURCE:
+        return False
+    return not written_date or _same_date(written_date, block.chunk.updated_at)
+
+
+def _same_date(written: str, updated: date | None) -> bool:
+    """True when every number and month name in `written` is part of `updated` ("March 18, 2026")."""
+    if updated is None:
+        return False
+    allowed = {updated.year, updated.month, updated.day}
+    for token in _DATE_TOKEN_RE.findall(written):
+        if token.isdigit():
+            if int(token) not in allowed:
+                return False
+        elif token[:3].lower() in _MONTHS:
+            if _MONTHS[token[:3].lower()] != updated.month:
+                return False
+    return True
+
+
+def _new_name(sentence: str, known: frozenset[str]) -> str:
+    """A capitalised name inside the sentence ("the Business plan", "in Frankfurt") that its span, the
+    block's title and the request's topic terms do not have: another entity than the span's; "" if none."""
+    first = _PLAIN_WORD_RE.search(sentence)
+    for match in _NAME_RE.finditer(sentence):
+        word = match.group()
+        if first is not None and match.start() == first.start():
+            continue
+        if word.lower() in STOP_WORDS or stem(word.lower()) in known:
+            continue
+        return word
+    return ""
+
+
+_NAME_RE = re.compile(r"(?<=[\s(\"'“‘/])[A-Z][A-Za-z]+")
+
+
+def _opposite(sentence: str, evidence: str) -> tuple[str, str] | None:
+    """(what the sentence says, what the span says) for a pair of opposites the sentence reverses."""
+    said, source = f" {' '.join(_words(sentence))} ", f" {' '.join(_words(evidence))} "
+    for a, b in _OPPOSITES:
+        for x, y in ((a, b), (b, a)):
+            if f" {x} " in said and f" {y} " in source and f" {x} " not in source and f" {y} " not in said:
+                return x, y
+    return None
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in _PLAIN_WORD_RE.findall(text)]
+
+
+def _new_scope(sentence: str, evidence: str) -> str:
+    """A scope word of the sentence that neither the span nor an equivalent in it has; "" if none."""
+    said = {w.lower() for w in _PLAIN_WORD_RE.findall(sentence)}
+    source = {w.lower() for w in _PLAIN_WORD_RE.findall(evidence)}
+    for word in sorted(said & _SCOPE_WORDS):
+        if word in source:
+            continue
+        if not any(word in group and group & source for group in _SCOPE_GROUPS):
+            return str(word)
+    return ""
+
+
+_PLAIN_WORD_RE = re.compile(r"[A-Za-z]+")
+
+
+def _clauses(text: str) -> list[tuple[frozenset[str], int]]:
+    """(content terms, negation cues) per clause with at least one content term."""
+    out = []
+    for part in _CLAUSE_RE.split(_BOUND_RE.sub("at most", text)):
+        found = term_set(part)
+        if found:
+            out.append((found, len(_NEGATION_RE.findall(part))))
+    return out
+
+
+def _negation_flip(sentence: str, evidence: str) -> str:
+    """ "negates" / "drops the negation of" when a sentence clause and the span clause it restates
+    (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise."""
+    said, source = _clauses(sentence), _clauses(evidence)
+
+    def restates(found: frozenset[str], other: frozenset[str]) -> bool:
+        shared = len(found & other)
+        return shared >= 2 and shared >= MIN_CLAUSE_SHARE * len(found)
+
+    for terms_e, cues_e in source:
+        if len(terms_e) < MIN_CLAUSE_TERMS:
+            continue
+        restating = [(found, cues) for found, cues in said if restates(found, terms_e)]
+        covered = frozenset().union(*(found for found, _ in restating)) & terms_e
+        if len(covered) < MIN_CLAUSE_SHARE * len(terms_e):
+            continue  # the sentence does not restate this clause of the span (a partial answer)
+        if sum(c for _, c in restating) % 2 == cues_e % 2 or any(c % 2 == cues_e % 2 for _, c in restating):
+            continue
+        # each restating clause of the sentence may still say what another clause of the span says
+        if all(any(restates(f, t) and c % 2 == ce % 2 for t, ce in source) for f, c in restating):
+            continue
+        return "negates" if cues_e % 2 == 0 else "drops the negation of"
+    return ""
+
+
+def _swapped(sentence: str, evidence: str) -> tuple[str, str] | None:
+    """Two terms that trade places: each in both texts once, and each sits, in the sentence, next to a
+    term that sits next to the other one in the span ("$75 for domestic, $110 for international" /
+    "$110 for domestic, $75 for international"); None when there are none."""
+    said, source = _figure_terms(sentence), _figure_terms(evidence)
+    once = [t for t in dict.fromkeys(said) if said.count(t) == 1 and source.count(t) == 1]
+    if len(once) < 4:
+        return None
+    named = _anchors(sentence) | _anchors(evidence)
+    for reach, anchors in ((SWAP_REACH, [t for t in once if t in named]), (1, once)):
+        near_said = {t: _neighbours(said, said.index(t), reach) & set(once) for t in once}
+        near_source = {t: _neighbours(source, source.index(t), reach) & set(once) for t in once}
+        for i, a in enumerate(anchors):
+            for b in anchors[i + 1 :]:
+                if a in near_source[b] or b in near_source[a]:
+                    continue
+                a_takes = (near_said[a] & near_source[b]) - near_source[a] - {a, b}
+                b_takes = (near_said[b] & near_source[a]) - near_source[b] - {a, b}
+                # names and values may keep a neighbour; other words must have traded all of theirs
+                kept = reach == 1 and bool(near_said[a] & near_source[a] or near_said[b] & near_source[b])
+                if a_takes and b_takes and not kept:
+                    return a, b
+    return None
+
+
+def _anchors(text: str) -> frozenset[str]:
+    """The terms that name a value or an entity: numbers, and capitalised words inside a sentence."""
+    found = {t for t in _figure_terms(text) if t[:1].isdigit()}
+    found |= {stem(m.group().lower()) for m in _NAME_RE.finditer(text)}
+    return frozenset(found)
+
+
+def _neighbours(seq: list[str], at: int, reach: int = SWAP_REACH) -> set[str]:
+    return set(seq[max(0, at - reach) : at] + seq[at + 1 : at + 1 + reach])
+
+
+def _figure_terms(text: str) -> list[str]:
+    """Content terms in order, with each number as one term ("$1,000" -> "1000")."""
+    return terms(_NUMBER_GLUE_RE.sub(lambda m: re.sub(r"[,:.-]", "", m.group()), text))
+
+
+_NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
+
+
+_PASSIVE_RE = re.compile(
+    r"\b(?:is|are|was|were|be|been|being|gets?|got)\s+(?:\w+ly\s+)?\w+(?:ed|en)\s+by\b", re.I
+)
+
+
+def _passive(text: str) -> bool:
+    return bool(_PASSIVE_RE.search(text))
+
+
+def _content_tokens(text: str) -> list[str]:
+    return terms(text)

@@ -1,0 +1,206 @@
+"""`rag eval`: run the golden set, a threshold sweep or an external benchmark, and print its report.
+
+The runs and their JSON reports live in `rag.evals`; this module only chooses and prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rag.config import Settings
+from rag.errors import ConfigError
+from rag.evals.calibrate import SweepRun, run_sweep
+from rag.evals.external import run_external
+from rag.evals.metrics import Outcome, diagnose
+from rag.evals.runner import GoldenReport, expected_text, golden_json, problems, run_golden
+from rag.serialize import dumps
+
+
+def run_eval_cli(
+    settings: Settings,
+    *,
+    dataset: str,
+    sweep: str | None,
+    external: str | None,
+    limit: int | None,
+    out: str,
+    as_json: bool,
+    corpus: str | None = None,
+) -> None:
+    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark.
+
+    `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
+    """
+    if corpus is not None and (sweep is not None or external is not None):
+        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    if sweep == "gate_claude":
+        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
+
+        gate = run_gate_sim(settings)
+        md, png = write_report(gate, Path(out))
+        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
+        return
+    if sweep is not None:
+        run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
+        click.echo(_json(run.json()) if as_json else sweep_text(run))
+        return
+    if external is not None:
+        report = run_external(settings, external, limit=limit)
+        click.echo(_json(report) if as_json else external_text(report))
+        return
+    golden = run_golden(settings, dataset, limit=limit, corpus=corpus)
+    click.echo(_json(golden_json(golden)) if as_json else golden_text(golden))
+
+
+def _json(value: Any) -> str:
+    return dumps(value, indent=True).decode()
+
+
+def fmt(value: Any) -> str:
+    """A metric for a table: `n/a` for None, three decimals for floats."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _clip(text: str, width: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def happened_text(o: Outcome) -> str:
+    """What the pipeline did on a case, in one line."""
+    if o.abstained:
+        return f"abstained ({o.reason}), top score {o.top_score:.3f}"
+    unsupported = [c for c, ok in zip(o.cited, o.supporting, strict=True) if not ok]
+    extra = f"; unsupported citations {', '.join(unsupported)}" if unsupported else ""
+    return f"answered {_clip(o.text)!r}, top score {o.top_score:.3f}{extra}"
+
+
+def golden_text(report: GoldenReport) -> str:
+    """The golden run: the set and settings, a metrics table, problems by stage, each wrong outcome."""
+    m = report.metrics
+    lines = [
+        f"golden set: {m['cases']} cases ({m['answerable']} answerable, {m['unanswerable']} unanswerable, "
+        f"{m['conflict_cases']} conflict); store: {report.store}",
+        f"settings: {', '.join(f'{k}={v}' for k, v in report.settings.items())}",
+    ]
+    rows = [
+        ("answer rate (answerable)", m["answer_rate"]),
+        ("correctness (answerable)", m["correctness"]),
+        ("correct when answered", m["correct_when_answered"]),
+        ("abstention precision", m["abstention_precision"]),
+        ("abstention recall", m["abstention_recall"]),
+        *((f"  recall on {k}", v) for k, v in m["abstention_recall_by_expected"].items()),
+        *(
+            (f"  by reason {k} (n={v['count']}) precision", v["precision"])
+            for k, v in m["abstention_by_reason"].items()
+        ),
+        ("conflict detection (conflict cases)", m["conflict_detection"]),
+        ("false conflict rate (other cases)", m["false_conflict_rate"]),
+        ("citation precision", m["citation_precision"]),
+        ("citation recall", m["citation_recall"]),
+        ("sentences emitted / dropped", f"{m['sentences_emitted']} / {m['sentences_dropped']}"),
+        ("latency p50 / p95 (ms)", f"{fmt(m['latency_ms_p50'])} / {fmt(m['latency_ms_p95'])}"),
+        ("overall right outcome", m["overall_ok"]),
+    ]
+    width = max(len(r[0]) for r in rows)
+    lines.append("")
+    lines += [f"  {name.ljust(width)}  {fmt(value)}" for name, value in rows]
+    wrong: Sequence[Outcome] = problems(report.outcomes)
+    if wrong:
+        lines.append("\nproblems by stage:")
+        lines += [f"  {count:>3}  {stage}" for stage, count in m["problems_by_stage"].items()]
+    lines.append(
+        f"\n{len(wrong)} wrong outcome(s) or unsupported citations:" if wrong else "\nno wrong outcomes"
+    )
+    for o in wrong:
+        lines += [
+            f"- [{o.case.id}] {o.case.question}",
+            f"    expected: {expected_text(o.case)}",
+            f"    happened: {happened_text(o)}",
+            f"    stage:    {diagnose(o)}",
+        ]
+    return "\n".join(lines)
+
+
+def sweep_text(run: SweepRun) -> str:
+    """The sweep's Markdown table, the recommendation, cross-checks and the files written."""
+    result = run.result
+    low, high = result["plateau"]
+    current = run.current if run.current is not None else "n/a"
+    lines = [
+        run.md.read_text(encoding="utf-8"),
+        f"recommended {run.parameter} = {run.chosen.threshold:.2f} (middle of the best plateau "
+        f"{low:.2f}-{high:.2f}; current {current})",
+    ]
+    lines += [f"{key} cross-check: {result[key]}" for key in ("squad2", "attribution") if result.get(key)]
+    lines.append(f"wrote {run.png} and {run.md}")
+    return "\n".join(lines)
+
+
+def external_text(report: dict[str, Any]) -> str:
+    """An external benchmark's report as a short table (squad2, attribution, support or conflicts)."""
+    name = report["set"]
+    if name == "squad2":
+        lines = [
+            f"squad2: {report['items']} items ({report['answerable']} answerable, "
+            f"{report['unanswerable']} unanswerable), one paragraph per corpus"
+        ]
+        keys = (
+            "abstention_precision",
+            "abstention_recall",
+            "abstention_f1",
+            "answer_rate",
+            "answer_accuracy",
+            "correct_when_answered",
+            "cited_when_answered",
+            "latency_ms_p50",
+            "latency_ms_p95",
+        )
+        lines += [f"  {key.replace('_', ' '):<24} {fmt(report[key])}" for key in keys]
+        lines.append(f"  abstentions by reason   {report['abstentions_by_reason']}")
+        return "\n".join(lines)
+    if name == "attribution":
+        lines = [
+            f"attribution: {report['items']} (claim, evidence) pairs, min_overlap={report['min_overlap']}",
+            f"  {'group':<24} {'n':>4} {'prec':>6} {'recall':>6} {'f1':>6} {'acc':>6}",
+        ]
+        groups = {"overall": report["overall"], **report["by_split"], **report["by_source"]}
+        lines += [
+            f"  {group:<24} {c['n']:>4} {fmt(c['precision']):>6} {fmt(c['recall']):>6} "
+            f"{fmt(c['f1']):>6} {fmt(c['accuracy']):>6}"
+            for group, c in groups.items()
+        ]
+        return "\n".join(lines)
+    if name == "support":
+        lines = [
+            f"support: {report['items']} (sentence, cited span) pairs from fixtures/support/claims.jsonl",
+            f"  {'split':<10} {'n':>4} {'faithful kept':>14} {'harmful withheld':>17} {'acc':>6}",
+        ]
+        lines += [
+            f"  {split:<10} {c['items']:>4} {fmt(c['faithful_kept']):>14} "
+            f"{fmt(c['harmful_withheld']):>17} {fmt(c['accuracy']):>6}"
+            for split, c in {"all": report, **report["by_split"]}.items()
+        ]
+        lines.append(
+            "  by kind (all splits): "
+            + ", ".join(f"{k} {fmt(v['correct'])}" for k, v in report["by_kind"].items())
+        )
+        return "\n".join(lines)
+    lines = [
+        f"conflicts: {report['items']} RAMDocs items",
+        f"  flag rate with injected wrong numbers  {fmt(report['with_misinfo']['flag_rate'])} "
+        f"(n={report['with_misinfo']['items']})",
+        f"  flag rate without                      {fmt(report['without_misinfo']['flag_rate'])} "
+        f"(n={report['without_misinfo']['items']})",
+        f"  flags naming a misinfo document        {fmt(report['misinfo_side_flagged'])}",
+    ]
+    lines += [f"    {cell:<30} {fmt(v['flag_rate'])} (n={v['items']})" for cell, v in report["cells"].items()]
+    return "\n".join(lines)

@@ -1,0 +1,130 @@
+"""PDF: text per page with pypdf; each page is a region, so every chunk carries its 1-based page.
+
+The document text is the pages' text joined by blank lines, so offsets stay exact. The title is
+the PDF's metadata title, else a short first line of page one; a broken, encrypted or image-only
+PDF raises `IngestError` with the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+
+from rag.errors import IngestError
+from rag.ingest.chunking import Layout, Region
+from rag.text import normalise
+
+PAGE_SEPARATOR = "\n\n"
+MAX_TITLE_CHARS = 120
+MAX_HEADING_CHARS = 80
+_SENTENCE_ENDS = (".", "!", "?", ":", ";", ",")
+_SPACES_RE = re.compile(r"[ \t]+")
+_BLANKS_RE = re.compile(r"\n(?:[ \t]*\n)+")
+# what some producers put in the metadata title instead of one ("Microsoft Word - report.docx")
+_TOOL_TITLE_RE = re.compile(r"^(?:microsoft \w+ - |untitled\b)|\.(?:docx?|pdf|odt|rtf|txt)$", re.IGNORECASE)
+
+
+def _is_heading_line(line: str, after_break: bool, after: str) -> bool:
+    """A short capitalised line without end punctuation, after a sentence end or another heading
+    and before a new sentence: a heading in the page's layout, which extraction flattened."""
+    return (
+        0 < len(line) <= MAX_HEADING_CHARS
+        and line[0].isupper()
+        and not line.endswith(_SENTENCE_ENDS)
+        and after_break
+        and bool(after)
+        and after[0].isupper()
+    )
+
+
+def _clean(page_text: str) -> tuple[str, list[tuple[int, str]]]:
+    """Page text with spaces collapsed and blank runs cut to one blank line; heading-like lines get
+    a blank line on each side, so a heading never runs into the sentence after it. Also the
+    (offset, text) of each heading-like line."""
+    lines = [_SPACES_RE.sub(" ", line).strip() for line in page_text.replace("\r", "\n").split("\n")]
+    out: list[str] = []
+    headings: list[tuple[int, str]] = []
+    pos = 0
+    after_break = True  # the previous line ended a sentence or was a heading
+
+    def add(line: str) -> None:
+        nonlocal pos
+        if not line and (not out or not out[-1]):
+            return  # no leading blank line, no blank runs
+        out.append(line)
+        pos += len(line) + 1
+
+    for i, line in enumerate(lines):
+        after = lines[i + 1] if i + 1 < len(lines) else ""
+        if _is_heading_line(line, after_break, after):
+            add("")
+            headings.append((pos, line))
+            add(line)
+            add("")
+            after_break = True
+        elif line:
+            add(line)
+            after_break = line.endswith(_SENTENCE_ENDS)
+        else:
+            add(line)
+    return "\n".join(out).rstrip().replace("\0", " "), headings
+
+
+def parse_pdf(raw: bytes, where: str) -> tuple[str, str, Layout]:
+    """(title, text, layout) of a PDF; the title is "" when the PDF has none."""
+    # pypdf logs (not raises) on recoverable damage; keep that out of the ingest output
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted:
+            try:
+                if not reader.decrypt(""):
+                    raise IngestError(where, "encrypted PDF (needs a password)")
+            except (NotImplementedError, PyPdfError):
+                raise IngestError(where, "encrypted PDF (needs a password)") from None
+        pages = [_clean(page.extract_text() or "") for page in reader.pages]
+        meta = reader.metadata
+        meta_title = str(meta.title or "").strip() if meta is not None else ""
+    except IngestError:
+        raise
+    except Exception as exc:  # pypdf raises many types on damaged files; any of them means unreadable
+        raise IngestError(where, f"unreadable PDF: {type(exc).__name__}: {exc}") from None
+    title = meta_title if meta_title and not _TOOL_TITLE_RE.search(meta_title) else ""
+    if not title:
+        first_line = next((page_text.split("\n", 1)[0].strip() for page_text, _ in pages if page_text), "")
+        if 0 < len(first_line) <= MAX_TITLE_CHARS and not first_line.endswith(_SENTENCE_ENDS):
+            title = first_line
+    parts: list[str] = []
+    regions: list[Region] = []
+    pos = 0
+    section = ""
+    for number, (page_text, headings) in enumerate(pages, start=1):
+        if not page_text:
+            continue
+        if parts:
+            parts.append(PAGE_SEPARATOR)
+            pos += len(PAGE_SEPARATOR)
+        # a page is cut at its heading lines; each piece carries the latest heading as its section
+        # (the heading line stays in the text: a misjudged line must not drop out of every chunk)
+        start = 0
+        for offset, heading in headings:
+            if normalise(heading) == normalise(title):
+                # the title line itself: provenance carries it, so it is in no chunk
+                if offset > start:
+                    regions.append(Region(start=pos + start, end=pos + offset, section=section, page=number))
+                start, section = offset + len(heading), ""
+                continue
+            if offset > start:
+                regions.append(Region(start=pos + start, end=pos + offset, section=section, page=number))
+            start, section = offset, heading
+        regions.append(Region(start=pos + start, end=pos + len(page_text), section=section, page=number))
+        parts.append(page_text)
+        pos += len(page_text)
+    text = "".join(parts)
+    if not text.strip():
+        raise IngestError(where, f"PDF has no extractable text ({len(pages)} pages; scanned images?)")
+    return title, text + "\n", Layout(regions=tuple(regions))

@@ -1,0 +1,272 @@
+"""reStructuredText: detection, and a docutils parse mapped back onto the source text.
+
+The stored text stays the reST source, so citations highlight the characters the author wrote;
+docutils supplies the structure: the document title, section titles (inline markup resolved,
+"``SESSION_COOKIE_AGE``" -> "SESSION_COOKIE_AGE") and their nesting, and the literal, doctest
+and code-directive blocks, located in the source by their line numbers and content. Sphinx-only
+directives and roles (unknown to plain docutils) never fail a parse: their text stays as prose.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from itertools import accumulate
+from typing import Any
+
+from docutils import nodes
+from docutils.frontend import get_default_settings
+from docutils.parsers.rst import Parser
+from docutils.transforms.frontmatter import DocInfo, DocTitle
+from docutils.utils import SystemMessage, new_document
+
+from rag.errors import IngestError
+from rag.ingest.chunking import Layout, Region
+from rag.text import CODE_DIRECTIVES, code_spans, normalise
+
+_ADORNMENT_CHARS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_ADORNMENT_RE = re.compile(r"^([" + re.escape(_ADORNMENT_CHARS) + r"])\1{2,}[ \t]*$")
+_DIRECTIVE_RE = re.compile(r"^\.\.\s+[A-Za-z][\w:+.-]*::", re.MULTILINE)
+_TARGET_RE = re.compile(r"^\.\.\s+_[^:\n]+:", re.MULTILINE)
+_ROLE_RE = re.compile(r"(?<![\w`]):[A-Za-z][\w:+.-]*:`[^`\n]+`")
+_FIELD_RE = re.compile(r"^[ \t]*:[A-Za-z][\w .-]*:(?:[ \t]|$)", re.MULTILINE)
+_INLINE_LITERAL_RE = re.compile(r"``[^`\n]+``")
+_LITERAL_INTRO_RE = re.compile(r"::[ \t]*\n[ \t]*\n[ \t]+\S")
+_DIRECTIVE_NAME_RE = re.compile(r"^\s*\.\.\s+([A-Za-z][\w:+.-]*)::")
+
+_DOCUTILS_SETTINGS = {
+    "report_level": 5,  # silent: Sphinx roles and directives are expected
+    "halt_level": 5,
+    "warning_stream": False,
+    "file_insertion_enabled": False,  # never read other files (`.. include::`) while ingesting
+    "raw_enabled": False,
+    "input_encoding": "unicode",
+    "doctitle_xform": True,
+    "docinfo_xform": True,
+    "sectsubtitle_xform": False,
+    "syntax_highlight": "none",
+}
+
+
+@cache
+def _parser() -> tuple[Parser, Any]:
+    """One parser and one settings object for every file (building them is a third of a small
+    file's parse time with `publish_doctree`)."""
+    settings = get_default_settings(Parser)
+    for name, value in _DOCUTILS_SETTINGS.items():
+        setattr(settings, name, value)
+    return Parser(), settings
+
+
+def rst_signals(text: str) -> set[str]:
+    """The kinds of reST markup found in `text`: heading, directive, target, role, field, literal."""
+    found: set[str] = set()
+    lines = text.split("\n")
+    headings = 0
+    for i in range(1, len(lines)):
+        title = lines[i - 1].strip()
+        match = _ADORNMENT_RE.match(lines[i])
+        if match and title and not _ADORNMENT_RE.match(title) and len(lines[i].rstrip()) >= len(title):
+            headings += 1
+    if headings:
+        found.add("heading")
+    if headings >= 2:
+        found.add("headings")
+    for name, pattern in (
+        ("directive", _DIRECTIVE_RE),
+        ("target", _TARGET_RE),
+        ("role", _ROLE_RE),
+        ("field", _FIELD_RE),
+        ("literal", _LITERAL_INTRO_RE),
+        ("inline_literal", _INLINE_LITERAL_RE),
+    ):
+        if pattern.search(text):
+            found.add(name)
+    return found
+
+
+def looks_like_rst(text: str) -> bool:
+    """True for a plain-text file written in reStructuredText: two kinds of reST markup, or two
+    underlined section titles. One kind alone (a stray "``x``" or ":note:") is not enough."""
+    return len(rst_signals(text)) >= 2
+
+
+_HEADER_LINE_RE = re.compile(r"^([A-Z][\w-]*):[ \t]+(\S.*)$")
+
+
+def _header_title(lines: list[str]) -> str:
+    """The `Title:` of an RFC 822-style header block opening the file (PEPs and similar), or ""."""
+    for line in lines:
+        match = _HEADER_LINE_RE.match(line)
+        if not match:
+            return ""
+        if match.group(1).lower() == "title":
+            return match.group(2).strip()
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class RstParse:
+    title: str
+    layout: Layout
+
+
+def _line_starts(lines: list[str]) -> list[int]:
+    """Offset of each line's first character in the text the lines were split from."""
+    return [0, *accumulate(len(line) + 1 for line in lines[:-1])]
+
+
+def _heading_lines(lines: list[str], underline: int) -> tuple[int, int] | None:
+    """(first, last) 0-based lines of the heading whose underline is line `underline`, or None."""
+    if not (0 < underline < len(lines)) or not _ADORNMENT_RE.match(lines[underline]):
+        return None
+    first = underline - 1
+    if first > 0 and _ADORNMENT_RE.match(lines[first - 1]) and lines[first - 1][0] == lines[underline][0]:
+        first -= 1
+    return first, underline
+
+
+def _find_heading(lines: list[str], hint: int, title: str) -> tuple[int, int] | None:
+    """Locate a section title near docutils' line number `hint` (1-based line of its underline)."""
+    key = normalise(title).replace(" ", "")[:12]
+    if not hint:  # docutils gives no line for some titles (a promoted subtitle): the first match
+        for underline in range(1, len(lines)):
+            found = _heading_lines(lines, underline)
+            if found and key in normalise(lines[underline - 1]).replace(" ", ""):
+                return found
+        return None
+    target = hint - 1
+    nearby = sorted(range(max(1, target - 3), min(len(lines), target + 4)), key=lambda n: abs(n - target))
+    for underline in nearby:
+        found = _heading_lines(lines, underline)
+        if found and key in normalise(lines[underline - 1]).replace(" ", ""):
+            return found
+    return _heading_lines(lines, target)
+
+
+def _block_range(lines: list[str], starts: list[int], node: nodes.Element) -> tuple[int, int] | None:
+    """Source range of a literal/doctest block: its first and last content lines, searched from
+    docutils' line number (which points at or just after the block's first line)."""
+    content = node.astext().split("\n")
+    first = next((line.strip() for line in content if line.strip()), "")
+    last = next((line.strip() for line in reversed(content) if line.strip()), "")
+    if not first:
+        return None
+    hint = (node.line or 1) - 1
+    candidates = sorted(range(max(0, hint - 4), min(len(lines), hint + 4)), key=lambda n: abs(n - hint))
+    for i in candidates:
+        if lines[i].strip() == first:
+            j = i
+            remaining = len(content) - 1
+            while remaining > 0 and j + 1 < len(lines):
+                j += 1
+                remaining -= 1
+            while j > i and lines[j].strip() != last:
+                j -= 1
+            start = starts[i] + len(lines[i]) - len(lines[i].lstrip())
+            return start, starts[j] + len(lines[j].rstrip())
+    return None
+
+
+def parse_rst(text: str, where: str) -> RstParse:
+    """Sections, title and code ranges of reST `text` (already newline-normalised)."""
+    try:
+        parser, settings = _parser()
+        tree = new_document(where, settings)
+        parser.parse(text, tree)
+        # only the transforms whose result is read here: the title, and docinfo fields
+        tree.transformer.add_transform(DocTitle)
+        tree.transformer.add_transform(DocInfo)
+        tree.transformer.apply_transforms()
+    except (SystemMessage, ValueError, TypeError, AttributeError, IndexError) as exc:
+        raise IngestError(where, f"unparseable reStructuredText: {exc}") from None
+    lines = text.split("\n")
+    starts = _line_starts(lines)
+    # headings: (first char of the heading, char after it, depth, title) in document order
+    headings: list[tuple[int, int, float, str]] = []
+    title = str(tree.get("title") or "").strip()
+    for title_node in tree.findall(lambda n: isinstance(n, nodes.title | nodes.subtitle)):
+        parent = title_node.parent
+        if not isinstance(parent, nodes.section | nodes.document):
+            continue  # topic, sidebar, admonition titles are not sections
+        # a document subtitle was the lone section under the title: the sections after it are its
+        # children, so it sits between depth 0 (title) and depth 1
+        depth = 0.5 if isinstance(title_node, nodes.subtitle) else 0.0
+        ancestor = parent
+        while isinstance(ancestor, nodes.section):
+            depth += 1
+            ancestor = ancestor.parent
+        text_of = title_node.astext().strip()
+        found = _find_heading(lines, title_node.line or 0, text_of)
+        if found is None:
+            continue
+        first, last = found
+        headings.append((starts[first], starts[last] + len(lines[last]), depth, text_of))
+    title = title or _header_title(lines) or next((h[3] for h in headings), "")
+    headings = sorted({h[0]: h for h in headings}.values())  # one entry per heading in the source
+    regions: list[Region] = []
+    path: list[tuple[float, str]] = []
+    title_key = normalise(title)
+    start = 0
+    for h_start, h_end, depth, name in headings:
+        regions.append(Region(start=start, end=h_start, section=" > ".join(n for _, n in path)))
+        while path and path[-1][0] >= depth:
+            path.pop()
+        if not (depth <= 1 and normalise(name) == title_key):
+            path.append((depth, name))
+        start = h_end
+    regions.append(Region(start=start, end=len(text), section=" > ".join(n for _, n in path)))
+    # a region of explicit markup only (".. setting:: NAME", ".. _label:", ".. contents::") has
+    # nothing to read or cite; its names are in the section titles that follow
+    regions = [r for r in regions if not _markup_only(text[r.start : r.end])]
+    code: list[tuple[int, int]] = []
+    for block in tree.findall(lambda n: isinstance(n, nodes.literal_block | nodes.doctest_block)):
+        inside_message = any(isinstance(a, nodes.system_message) for a in _ancestors(block))
+        if inside_message:
+            # an unknown (Sphinx) directive: its body is code only when the directive is a code one
+            directive = _DIRECTIVE_NAME_RE.match(block.astext())
+            if not directive or directive.group(1).lower() not in CODE_DIRECTIVES:
+                continue
+        found_range = _block_range(lines, starts, block)
+        if found_range:
+            code.append(found_range)
+    # what docutils calls code and what the text-level detector finds, so downstream agrees
+    merged = _merge(code + code_spans(text))
+    return RstParse(title=title, layout=Layout(regions=tuple(regions), code=tuple(merged)))
+
+
+_EXPLICIT_RE = re.compile(r"^\.\.(?:\s|$)")
+
+
+def _markup_only(region: str) -> bool:
+    """True when every line is blank, an explicit markup line ("..") or an option under one
+    ("   :local:"); a directive with a body (".. note::" and its text) is content."""
+    seen = False
+    for line in region.split("\n"):
+        if not line.strip():
+            continue
+        if _EXPLICIT_RE.match(line):
+            seen = True
+        elif not (seen and line[:1] in " \t" and line.lstrip().startswith(":")):
+            return False
+    return seen
+
+
+def _ancestors(node: nodes.Node) -> list[nodes.Node]:
+    out = []
+    parent = node.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for s, e in sorted(spans):
+        if merged and s <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+        else:
+            merged.append((s, e))
+    return merged

@@ -1,0 +1,265 @@
+/* Light Markdown and reStructuredText rendering for the source panel, with exact source offsets.
+ *
+ * parse(text) returns blocks (heading, paragraph, list item, quote, code) whose inline nodes
+ * are either visible text, a contiguous slice text[s, e) of the ORIGINAL chunk, or an element
+ * (strong, em, code, link) holding such nodes. Markup characters (`**`, `#`, the URL of a link,
+ * a reST underline) are simply not in any slice. So a highlight given as source offsets lands
+ * on exactly the cited characters that are visible, whatever the markup around them.
+ *
+ * Safe by construction: nothing is ever parsed as HTML. render() builds elements from a fixed
+ * set of tags and sets text through text nodes; links are shown as text, never followed.
+ */
+"use strict";
+
+(() => {
+  // Block starts, tried on one line (without its newline).
+  const FENCE = /^ {0,3}(```+|~~~+)/;
+  const ATX = /^ {0,3}(#{1,6})[ \t]+/;
+  const ATX_TAIL = /[ \t]+#+[ \t]*$/;
+  const UNDERLINE = /^([=\-~^"'`#*+:.])\1{2,}[ \t]*$/;
+  const BULLET = /^([ \t]*)([-*+•]|\d{1,3}[.)]|#\.)[ \t]+(?=\S)/;
+  const QUOTE = /^ {0,3}>[ \t]?/;
+  const DIRECTIVE = /^\.\. /;
+
+  // Inline patterns, tried in this order at the earliest position. Each names the group that
+  // stays visible (`show`) and the element it becomes.
+  const INLINE = [
+    { re: /``([^`]+?)``/dg, tag: "code", show: 1 },                            // reST literal
+    { re: /:[A-Za-z][\w.+-]*:`([^`]+)`/dg, tag: "code", show: 1 },              // reST role
+    { re: /`([^`<]+?)\s*<([^`>]+)>`__?/dg, tag: "link", show: 1 },              // reST hyperlink
+    { re: /`([^`]+)`__?/dg, tag: "link", show: 1 },                             // reST reference
+    { re: /`([^`\n]+)`/dg, tag: "code", show: 1 },                              // Markdown code / reST text
+    { re: /!\[([^\]\n]*)\]\([^)\s]+(?:\s+"[^"\n]*")?\)/dg, tag: "link", show: 1 },  // image: its alt text
+    { re: /\[([^\]\n]+)\]\([^)\s]+(?:\s+"[^"\n]*")?\)/dg, tag: "link", show: 1 },   // Markdown link
+    { re: /<((?:https?|mailto):[^>\s]+)>/dg, tag: "link", show: 1 },            // autolink
+    { re: /\*\*(?=\S)([\s\S]*?\S)\*\*/dg, tag: "strong", show: 1, nest: true },
+    { re: /(?<![\w_])__(?=\S)([\s\S]*?\S)__(?![\w_])/dg, tag: "strong", show: 1, nest: true },
+    { re: /(?<![\w*])\*(?=[^\s*])([\s\S]*?[^\s*])\*(?![\w*])/dg, tag: "em", show: 1, nest: true },
+    { re: /(?<![\w_])_(?=[^\s_])([\s\S]*?[^\s_])_(?![\w_])/dg, tag: "em", show: 1, nest: true },
+  ];
+
+  /** [[start, end], ...] of every line (end excludes the newline). */
+  function lines(text) {
+    const out = [];
+    let at = 0;
+    for (;;) {
+      const nl = text.indexOf("\n", at);
+      if (nl === -1) {
+        out.push([at, text.length]);
+        return out;
+      }
+      out.push([at, nl]);
+      at = nl + 1;
+    }
+  }
+
+  /** Inline nodes for text[s, e): {text: [s, e]} or {tag, children}. */
+  function inline(text, s, e) {
+    const nodes = [];
+    let at = s;
+    while (at < e) {
+      let best = null;
+      for (const rule of INLINE) {
+        rule.re.lastIndex = at;
+        const m = rule.re.exec(text);
+        if (!m || m.index + m[0].length > e) continue;
+        if (!best || m.index < best.m.index) best = { rule, m };
+      }
+      if (!best) break;
+      const { rule, m } = best;
+      const [innerAt, innerEnd] = m.indices[rule.show];
+      if (m.index > at) nodes.push({ text: [at, m.index] });
+      const children = rule.nest ? inline(text, innerAt, innerEnd) : [{ text: [innerAt, innerEnd] }];
+      nodes.push({ tag: rule.tag, children });
+      at = m.index + m[0].length;
+    }
+    if (at < e) nodes.push({ text: [at, e] });
+    return nodes;
+  }
+
+  function isBlank(text, [s, e]) {
+    return !text.slice(s, e).trim();
+  }
+
+  /** The blocks of `text`: {type, level?, inlines} with offsets into `text`. */
+  function parse(text) {
+    const ls = lines(text);
+    const blocks = [];
+    let i = 0;
+    const line = (k) => text.slice(ls[k][0], ls[k][1]);
+    const startsBlock = (k) => {
+      const l = line(k);
+      return FENCE.test(l) || ATX.test(l) || BULLET.test(l) || QUOTE.test(l) || UNDERLINE.test(l);
+    };
+    let literalNext = false; // the previous paragraph ended in "::" (reST literal block follows)
+    while (i < ls.length) {
+      const [s, e] = ls[i];
+      const l = line(i);
+      if (isBlank(text, ls[i])) {
+        i += 1;
+        continue;
+      }
+      const fence = FENCE.exec(l);
+      if (fence) {
+        let j = i + 1;
+        while (j < ls.length && !line(j).trimStart().startsWith(fence[1])) j += 1;
+        if (j > i + 1) blocks.push({ type: "code", inlines: [{ text: [ls[i + 1][0], ls[j - 1][1]] }] });
+        i = j + 1;
+        literalNext = false;
+        continue;
+      }
+      if (literalNext && /^[ \t]/.test(l)) {
+        let j = i;
+        while (j + 1 < ls.length && (isBlank(text, ls[j + 1]) || /^[ \t]/.test(line(j + 1)))) j += 1;
+        while (j > i && isBlank(text, ls[j])) j -= 1;
+        blocks.push({ type: "code", inlines: [{ text: [s, ls[j][1]] }] });
+        i = j + 1;
+        literalNext = false;
+        continue;
+      }
+      literalNext = false;
+      const atx = ATX.exec(l);
+      if (atx) {
+        const tail = ATX_TAIL.exec(l);
+        const end = tail && tail.index > atx[0].length ? s + tail.index : e;
+        blocks.push({ type: "heading", level: atx[1].length, inlines: inline(text, s + atx[0].length, end) });
+        i += 1;
+        continue;
+      }
+      // reST overline + title + underline, or Markdown/reST title + underline.
+      if (UNDERLINE.test(l) && i + 2 < ls.length && UNDERLINE.test(line(i + 2)) && !isBlank(text, ls[i + 1])) {
+        const [ts, te] = ls[i + 1];
+        const lead = text.slice(ts, te).search(/\S/);
+        blocks.push({ type: "heading", level: 1, inlines: inline(text, ts + lead, te) });
+        i += 3;
+        continue;
+      }
+      if (UNDERLINE.test(l)) { // a transition / horizontal rule: nothing to show
+        i += 1;
+        continue;
+      }
+      if (i + 1 < ls.length && UNDERLINE.test(line(i + 1)) && !BULLET.test(l)
+          && line(i + 1).trim().length >= Math.min(3, l.trim().length)) {
+        const lead = l.search(/\S/);
+        const level = "=#*".includes(line(i + 1).trim()[0]) ? 2 : 3;
+        blocks.push({ type: "heading", level, inlines: inline(text, s + lead, s + l.trimEnd().length) });
+        i += 2;
+        continue;
+      }
+      const bullet = BULLET.exec(l);
+      const quote = !bullet && QUOTE.exec(l);
+      const contentAt = s + (bullet ? bullet[0].length : quote ? quote[0].length : 0);
+      let j = i;
+      while (j + 1 < ls.length && !isBlank(text, ls[j + 1]) && !startsBlock(j + 1)) j += 1;
+      // Quote continuation lines carry their own ">": show each line's content only.
+      if (quote) {
+        const parts = [];
+        for (let k = i; k <= j; k += 1) {
+          const q = QUOTE.exec(line(k));
+          const at = ls[k][0] + (q ? q[0].length : 0);
+          if (parts.length) parts.push({ text: [ls[k - 1][1], ls[k - 1][1] + 1] });
+          parts.push(...inline(text, at, ls[k][1]));
+        }
+        blocks.push({ type: "quote", inlines: parts });
+      } else {
+        const end = ls[j][1];
+        const type = bullet ? "item" : DIRECTIVE.test(l) ? "directive" : "paragraph";
+        blocks.push({ type, ordered: Boolean(bullet && /\d|#/.test(bullet[2])), inlines: inline(text, contentAt, end) });
+        literalNext = type === "paragraph" && /::[ \t]*$/.test(text.slice(s, end));
+      }
+      i = j + 1;
+    }
+    return blocks;
+  }
+
+  const TAGS = { strong: "strong", em: "em", code: "code", link: "span" };
+
+  /**
+   * Renders `text` into `container`, wrapping the visible characters inside `ranges`
+   * ([[start, end], ...], sorted, disjoint source offsets) in <mark data-start data-end data-span>.
+   * Returns the number of marks made for each range (0 means nothing of it is visible).
+   */
+  function render(container, text, ranges, markAttrs) {
+    const counts = ranges.map(() => 0);
+    const slice = (s, e, parent) => {
+      let at = s;
+      for (let r = 0; r < ranges.length && at < e; r += 1) {
+        const [rs, re] = ranges[r];
+        if (re <= at || rs >= e) continue;
+        const from = Math.max(rs, at);
+        const to = Math.min(re, e);
+        if (from > at) parent.append(document.createTextNode(text.slice(at, from)));
+        const mark = document.createElement("mark");
+        mark.dataset.start = String(from);
+        mark.dataset.end = String(to);
+        mark.dataset.span = String(r);
+        for (const [k, v] of Object.entries(markAttrs || {})) mark.dataset[k] = v;
+        mark.textContent = text.slice(from, to);
+        parent.append(mark);
+        counts[r] += 1;
+        at = to;
+      }
+      if (at < e) parent.append(document.createTextNode(text.slice(at, e)));
+    };
+    const fill = (nodes, parent) => {
+      for (const node of nodes) {
+        if (node.text) {
+          slice(node.text[0], node.text[1], parent);
+          continue;
+        }
+        const el = document.createElement(TAGS[node.tag] || "span");
+        if (node.tag === "link") el.className = "md-link";
+        fill(node.children, el);
+        parent.append(el);
+      }
+    };
+    const blocks = parse(text);
+    let list = null;
+    for (const block of blocks) {
+      let el;
+      if (block.type === "item") {
+        const kind = block.ordered ? "ol" : "ul";
+        if (!list || list.localName !== kind) {
+          list = document.createElement(kind);
+          container.append(list);
+        }
+        el = document.createElement("li");
+        list.append(el);
+      } else {
+        list = null;
+        if (block.type === "heading") {
+          el = document.createElement("p");
+          el.className = "md-heading md-h" + Math.min(block.level, 4);
+        } else if (block.type === "code") {
+          el = document.createElement("pre");
+        } else if (block.type === "quote") {
+          el = document.createElement("blockquote");
+        } else {
+          el = document.createElement("p");
+          if (block.type === "directive") el.className = "md-directive";
+        }
+        container.append(el);
+      }
+      fill(block.inlines, el);
+    }
+    return counts;
+  }
+
+  /** The visible text of `text` once rendered (for copying and tests). */
+  function visibleText(text) {
+    const out = [];
+    const walk = (nodes) => {
+      for (const n of nodes) {
+        if (n.text) out.push(text.slice(n.text[0], n.text[1]));
+        else walk(n.children);
+      }
+    };
+    for (const block of parse(text)) {
+      walk(block.inlines);
+      out.push("\n");
+    }
+    return out.join("");
+  }
+
+  window.RagMarkup = { parse, render, visibleText };
+})();

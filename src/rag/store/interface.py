@@ -1,0 +1,170 @@
+"""The store's interfaces: `StoreReader` (what the HTTP routes read) and `Store` (everything every
+backend implements), and `open_store`, which picks the backend from the settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from rag.config import Settings
+from rag.errors import ConfigError
+from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
+
+Groups = frozenset[str] | None
+"""The caller's groups for filtering (`rag.access.Principal.reads`): None reads every document."""
+
+
+class StoreReader(Protocol):
+    """The read side the HTTP routes use: one chunk, one document, and readiness."""
+
+    backend: str
+
+    # Every read takes `groups` (see `Groups`): what the caller may not read does not exist for it.
+
+    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        """Raises NotFound for an unknown id, or one hidden from `groups`."""
+        ...
+
+    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
+        """The document's chunks in order; raises NotFound for an unknown or hidden id."""
+        ...
+
+    def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        """Raises NotFound for an unknown or hidden id, Gone for a readable id whose text was replaced
+        or removed."""
+        ...
+
+    def stats(self, *, groups: Groups = None) -> StoreStats:
+        """Counts of what `groups` may read, read from the store now (a real query); raises
+        StoreUnavailable when it cannot answer."""
+        ...
+
+
+class Store(StoreReader, Protocol):
+    """The whole store: every backend implements it, and the suite in tests/test_store_backends.py
+    holds both to the same behaviour."""
+
+    def document_hashes(self) -> dict[str, tuple[str, str]]:
+        """doc_id -> (content_hash, source_path) for every stored document."""
+        ...
+
+    def upsert_document(
+        self, doc: Document, chunks: Sequence[Chunk], embeddings: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        """Insert or replace one document and all its chunks in one transaction.
+
+        A chunk whose text differs from what its id named before is stored under a new version
+        of the id (`versioned_chunks`); read the stored ids back with `document_chunks`.
+        """
+        ...
+
+    def delete_document(self, doc_id: str) -> None:
+        """Remove a document and its chunks; its chunk ids answer Gone from then on. Unknown ids are fine."""
+        ...
+
+    def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
+        """Known chunks among `chunk_ids`, in the given order; unknown, hidden and retired ids are skipped."""
+        ...
+
+    def search(
+        self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
+        """BM25 over stemmed terms (any term may match) among the chunks `groups` may read, best first;
+        never raises on odd input. BM25's corpus statistics cover only documents everyone may read,
+        so no score depends on a document hidden from anyone.
+
+        At most `limit` (capped at MAX_LIMIT) results; none for a limit <= 0.
+        """
+        ...
+
+    def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
+        """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
+        ...
+
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The stemmed body terms kept at ingest for each id (equal to `frozenset(terms(chunk.text))`);
+        ids the backend does not keep them for are left out (the caller computes those). Takes ids
+        the caller already holds (retrieved for its groups), so it filters nothing itself."""
+        ...
+
+    def chunk_count(self, *, groups: Groups = None) -> int:
+        """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
+        cache it until the next write, as they cache document frequencies."""
+        ...
+
+    def similar(
+        self, vector: Sequence[float], limit: int, *, model: str | None = None, groups: Groups = None
+    ) -> list[tuple[Chunk, float]]:
+        """Nearest chunks `groups` may read by cosine similarity, best first, among vectors of this
+        dimension made by `model` (any model when None); empty when there are none."""
+        ...
+
+    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+        """Chunks with no vector made by `model` (none at all, or one from another model), in
+        document order."""
+        ...
+
+    def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
+        """Store (chunk_id, vector) pairs made by `model`, replacing a chunk's previous vector; ids
+        no longer stored are skipped. Returns the number stored."""
+        ...
+
+    def embedding_counts(self) -> list[tuple[str, int, int]]:
+        """(model, dimension, vectors) for every model and dimension stored, most vectors first."""
+        ...
+
+    def log_ask(self, record: AskRecord) -> None: ...
+
+    def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
+        """Ask-log rows for one trace id, oldest first, JSON columns decoded and `ts` as ISO text."""
+        ...
+
+    def add_gap(
+        self, question: str, top_score: float, closest: Sequence[str], principal: str = ""
+    ) -> None: ...
+
+    def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
+        """The coverage-gap queue, most asked first; at most `limit` (capped), none for a limit <= 0.
+        Closest-match ids that `groups` may not read are left out."""
+        ...
+
+    def recent_asks(self, limit: int = 200, *, abstained: bool | None = None) -> list[dict[str, Any]]:
+        """Ask-log rows newest first (the shape of `ask_log`), optionally only refusals (`abstained=True`)
+        or only answers; at most `limit` (capped), none for a limit <= 0."""
+        ...
+
+    def add_feedback(self, feedback: Feedback) -> Feedback:
+        """Store a reader's verdict; returns it with its `id` and `created_at`. ValueError on bad values."""
+        ...
+
+    def feedback(
+        self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
+    ) -> list[Feedback]:
+        """Stored verdicts, newest first, optionally of one verdict or one trace; at most `limit` (capped)."""
+        ...
+
+    def headings(self, limit: int = 200, *, groups: Groups = None) -> list[Heading]:
+        """Distinct (document, section) pairs `groups` may read, with their chunk counts, in order of
+        the position of their first chunk in its document; at most `limit` (capped), none for a
+        limit <= 0."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
+    if settings.database_url:
+        try:
+            from rag.store.postgres import PgStore
+        except ImportError as exc:
+            raise ConfigError(
+                f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"
+            ) from None
+        return PgStore(settings.database_url, connect_timeout=settings.db_connect_timeout)
+    from rag.store.sqlite import SqliteStore
+
+    if settings.db != ":memory:":
+        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
+    return SqliteStore(settings.db)
