@@ -44,7 +44,7 @@ pg_setup() {
         >/tmp/services-pgvector.log 2>&1; then
       echo "services: pgvector installed"
     else
-      echo "services: postgresql-$version-pgvector not available; embeddings use real[] with cosine in Python"
+      echo "services: postgresql-$version-pgvector not available; the test suite starts the pgserver wheel's PostgreSQL 16 with pgvector (tests/pg_server.py)"
     fi
   fi
   if ! pg_lsclusters -h 2>/dev/null | awk -v v="$version" '$1 == v && $2 == "main"' | grep -q .; then

@@ -9,6 +9,9 @@
    sentence and the piece after it (the first moment the sentence buffer can know the sentence is
    complete); the ASGI `send` records when that sentence's `event: sentence` bytes are written.
    Target: p95 under 5 ms.
+3. Server CPU per offline POST /ask, in-process: the ASGI app answers the questions in turn while
+   `time.process_time` (every thread of the process, the ask-log writer included) is read before
+   and after; then cProfile over `Pipeline.answer` prints where that time goes. Target: <= 2 ms.
 Prints figures; asserts nothing.
 """
 
@@ -16,7 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import cProfile
+import io
 import os
+import pstats
 import re
 import socket
 import subprocess
@@ -47,6 +53,8 @@ WARMUP = 1.5
 PER_CONNECTION = int(os.environ.get("RAG_BENCH_HTTP_PER_CONNECTION", "20"))
 TARGET_RPS = 150.0
 TARGET_STREAM_P95_MS = 5.0
+TARGET_CPU_MS = 2.0
+CPU_REQUESTS = int(os.environ.get("RAG_BENCH_HTTP_CPU_REQUESTS", "400"))
 QUESTIONS = (
     "How long do deleted projects stay in the trash?",
     "What is the maximum file upload size?",
@@ -310,9 +318,101 @@ def bench_stream(db: Path, *, gap: float, concurrency: int, rounds: int) -> None
     )
 
 
+# ---------------------------------------------------------------- server CPU per request
+
+
+async def _ask_once(app: Any, question: str) -> int:
+    body = orjson.dumps({"question": question})
+    sent = False
+    status = 0
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            done.set()
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/ask",
+        "raw_path": b"/ask",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"bench"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+    await app(scope, receive, send)
+    return status
+
+
+def bench_cpu(db: Path, requests: int = CPU_REQUESTS) -> float:
+    """CPU ms per offline POST /ask through the ASGI app (all threads), then a cProfile of the pipeline."""
+    settings = load_settings(db=str(db), mock=True)
+    store = open_store(settings)
+    try:
+        pipeline = build_pipeline(settings, store=store)
+        app = create_app(settings, pipeline=pipeline)
+
+        async def run(n: int) -> list[int]:
+            return [await _ask_once(app, QUESTIONS[i % len(QUESTIONS)]) for i in range(n)]
+
+        asyncio.run(run(len(QUESTIONS) * 3))  # warm caches and lazy imports
+        cpu, wall = time.process_time(), time.perf_counter()
+        statuses = asyncio.run(run(requests))
+        cpu_ms = (time.process_time() - cpu) / requests * 1000
+        wall_ms = (time.perf_counter() - wall) / requests * 1000
+        profiler = cProfile.Profile(time.process_time)
+        profiler.enable()
+        for i in range(requests // 2):
+            pipeline.answer(QUESTIONS[i % len(QUESTIONS)])
+        profiler.disable()
+    finally:
+        store.close()
+    bad = sum(1 for s in statuses if s != 200)
+    print(
+        f"server CPU per offline POST /ask (in-process ASGI, {requests} sequential requests): "
+        f"{cpu_ms:.2f} CPU ms, {wall_ms:.2f} wall ms, non-200 {bad} "
+        f"(target <= {TARGET_CPU_MS:.0f} ms, {TARGET_CPU_MS / max(cpu_ms, 1e-9):.2f}x)"
+    )
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out)
+    stats.sort_stats("tottime").print_stats(12)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    print(
+        f"cProfile of Pipeline.answer ({requests // 2} calls, {total / (requests // 2) * 1000:.2f} ms each "
+        "with profiler overhead), top 12 by own time:"
+    )
+    for line in out.getvalue().splitlines():
+        if re.match(r"\s+\d", line):
+            print("   " + line.strip())
+    return cpu_ms
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="rag-bench-http-") as folder:
         db = build_db(Path(folder))
+        if os.environ.get("RAG_BENCH_HTTP_ONLY") == "cpu":
+            bench_cpu(db)
+            return
+        if os.environ.get("RAG_BENCH_HTTP_ONLY") == "one":
+            bench_workers(db, 1)
+            return
+        bench_cpu(db)
         one = bench_workers(db, 1)
         two = bench_workers(db, 2)
         print(

@@ -9,7 +9,8 @@ import pytest
 
 from rag.config import get_settings
 
-pytest_plugins = ["fake_anthropic"]  # the `fake_anthropic` and `claude_env` fixtures (Claude path)
+# `fake_anthropic` and `claude_env` (Claude path); `pg_server_url` (PostgreSQL with pgvector)
+pytest_plugins = ["fake_anthropic", "pg_server"]
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"

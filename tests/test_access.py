@@ -202,20 +202,20 @@ def stores(
     made: dict[str, Store] = {}
     schemas: list[str] = []
     if request.param == "postgres":
-        from tests.test_store_backends import PG_URL, pg_unavailable, schema_url
+        from tests.test_store_backends import schema_url
 
-        if reason := pg_unavailable():
-            pytest.skip(reason)
+        # PostgreSQL with pgvector (tests/pg_server.py); skips with the reason when there is none
+        pg_root: str = request.getfixturevalue("pg_server_url")
         import psycopg
 
         from rag.store.postgres import PgStore
 
         for view in VIEWS:
             schema = f"acc_{uuid.uuid4().hex[:10]}"
-            with psycopg.connect(PG_URL, autocommit=True) as conn:
+            with psycopg.connect(pg_root, autocommit=True) as conn:
                 conn.execute(f"CREATE SCHEMA {schema}")
             schemas.append(schema)
-            made[view] = PgStore(schema_url(PG_URL, schema), max_size=4)
+            made[view] = PgStore(schema_url(pg_root, schema), max_size=4)
     else:
         for view in VIEWS:
             made[view] = SqliteStore(str(tmp_path_factory.mktemp("access") / f"{view}.db"))
@@ -229,7 +229,7 @@ def stores(
         if schemas:
             import psycopg
 
-            with psycopg.connect(PG_URL, autocommit=True) as conn:
+            with psycopg.connect(pg_root, autocommit=True) as conn:
                 for schema in schemas:
                     conn.execute(f"DROP SCHEMA {schema} CASCADE")
 

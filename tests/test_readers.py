@@ -20,6 +20,7 @@ from rag.config import Settings, load_settings
 from rag.examples import example_questions, word_question
 from rag.store import Store, open_store
 from rag.store.migrations_sqlite import MIGRATIONS, migrate
+from rag.store.sqlite import SqliteStore
 from rag.types import AskRecord, Feedback, Heading, Usage
 
 
@@ -179,10 +180,19 @@ def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
         "m007_feedback",
         "m008_ask_log_retrieval",
         "m009_audiences",
+        "m010_corpus_counts",
     ]
     assert conn.execute("SELECT question, retrieval FROM ask_log").fetchall() == [("Kept?", "{}")]
     assert conn.execute("SELECT count(*) FROM feedback").fetchone() == (0,)
     conn.close()
+    # the store moves the old rows, with main's columns, into its log file (`old-log.db`)
+    reopened = SqliteStore(str(path))
+    try:
+        [row] = reopened.ask_log("old")
+        assert (row["question"], row["retrieval"], row["principal"]) == ("Kept?", {}, "")
+        assert (tmp_path / "old-log.db").exists()
+    finally:
+        reopened.close()
 
 
 # ---------------------------------------------------------------- HTTP

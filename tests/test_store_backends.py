@@ -1,7 +1,8 @@
 """The Store suite, run against SQLite and PostgreSQL, plus backend agreement and multi-replica tests.
 
-PostgreSQL tests need RAG_TEST_DATABASE_URL (`.ci/services.sh` starts a server and writes it to
-`.ci/pg.env`); without a reachable server they skip with the reason. Each test gets its own schema.
+PostgreSQL tests run on a server with pgvector: RAG_TEST_DATABASE_URL when it has it, else the
+PostgreSQL 16 of the `pgserver` wheel, started once per session (tests/pg_server.py); without
+either they skip with the reason. Each test gets its own schema.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import date
-from functools import cache
 from pathlib import Path
 from urllib.parse import quote
 
@@ -38,25 +38,9 @@ from rag.types import AskRecord, Chunk, Document, StoreStats, Usage
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
 GOLDEN = ROOT / "fixtures" / "eval" / "golden.jsonl"
-PG_URL = os.environ.get("RAG_TEST_DATABASE_URL", "")
+
 
 StoreFactory = Callable[[], Store]
-
-
-@cache
-def pg_unavailable() -> str:
-    """Why the PostgreSQL tests cannot run, or "" when they can."""
-    if not PG_URL:
-        return (
-            "RAG_TEST_DATABASE_URL is not set (bash .ci/services.sh starts PostgreSQL and writes .ci/pg.env)"
-        )
-    try:
-        from rag.store.postgres import wait_ready
-    except ImportError as exc:
-        return f"psycopg is not installed: {exc}"
-    if not wait_ready(PG_URL, timeout=3):
-        return f"PostgreSQL at {PG_URL.rsplit('@', 1)[-1]} is unreachable"
-    return ""
 
 
 def schema_url(url: str, schema: str) -> str:
@@ -65,17 +49,15 @@ def schema_url(url: str, schema: str) -> str:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A URL whose search_path is a fresh, empty schema, dropped after the test."""
-    if reason := pg_unavailable():
-        pytest.skip(reason)
+def pg_url(pg_server_url: str) -> Iterator[str]:
+    """A URL whose search_path is a fresh, empty schema, dropped after the test (tests/pg_server.py)."""
     import psycopg
 
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")
-    yield schema_url(PG_URL, schema)
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    yield schema_url(pg_server_url, schema)
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 

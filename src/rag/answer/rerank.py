@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import lru_cache
@@ -106,14 +108,58 @@ def term_weights(question: str, df: Mapping[str, int], n_chunks: int) -> dict[st
     }
 
 
-@lru_cache(maxsize=TERM_CACHE_SIZE)
+@lru_cache(maxsize=1024)
 def _term_set(text: str) -> frozenset[str]:
-    """`frozenset(terms(text))`, stemming each distinct word once.
+    """`frozenset(terms(text))`, stemming each distinct word once (titles and sections, and tests).
 
     Exact because a token never spans whitespace: the distinct whitespace-separated words hold
     the same tokens as the text (about 3x faster on 200-token chunks).
     """
     return frozenset(terms(" ".join(set(text.split()))))
+
+
+class ChunkTerms:
+    """Stemmed term sets of recently scored chunk texts, keyed by the text (a bounded LRU, thread-safe).
+
+    Filled from the stems the store kept at ingest (`remember`, see `rag.answer.retrieve`), so a
+    candidate is not re-tokenised and re-stemmed on a cache miss; computed from the text otherwise.
+    """
+
+    def __init__(self, size: int = TERM_CACHE_SIZE) -> None:
+        self.size = size
+        self._sets: OrderedDict[str, frozenset[str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.computed = 0  # term sets computed from the text (cache misses the store did not fill)
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._sets
+
+    def clear(self) -> None:
+        with self._lock:
+            self._sets.clear()
+
+    def remember(self, text: str, stems: frozenset[str]) -> None:
+        """Record `stems` (which must equal `frozenset(terms(text))`) for `text`."""
+        with self._lock:
+            self._sets[text] = stems
+            self._sets.move_to_end(text)
+            while len(self._sets) > self.size:
+                self._sets.popitem(last=False)
+
+    def get(self, text: str) -> frozenset[str]:
+        """`frozenset(terms(text))`, from the cache when known."""
+        with self._lock:
+            found = self._sets.get(text)
+            if found is not None:
+                self._sets.move_to_end(text)
+                return found
+        stems = _term_set.__wrapped__(text)
+        self.computed += 1
+        self.remember(text, stems)
+        return stems
+
+
+CHUNK_TERMS = ChunkTerms()
 
 
 def _sorted(scored: list[Scored]) -> list[Scored]:
@@ -148,7 +194,7 @@ class LexicalReranker:
         out = []
         for cand in candidates:
             chunk = cand.chunk
-            present = _term_set(chunk.text) | _term_set(chunk.title) | _term_set(chunk.section)
+            present = CHUNK_TERMS.get(chunk.text) | _term_set(chunk.title) | _term_set(chunk.section)
             coverage = sum(w for t, w in weights.items() if t in present) / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
 from rag.errors import Gone, NotFound
 from rag.serialize import dumps
+from rag.store.asklog import AskRow, GapRow, LogRow, LogWriter, flush_pending
 from rag.store.ids import text_hash, versioned_chunks
 from rag.store.interface import Groups
 from rag.text import normalise, terms
@@ -59,10 +60,6 @@ DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_h
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
     " usage, timings, retrieval, principal"
-)
-STATS_SQL = (
-    "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),"
-    " (SELECT count(*) FROM embeddings)"
 )
 FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question, principal"
 # The longest feedback note and copied question a store accepts (characters).
@@ -308,6 +305,7 @@ class SqlStore(Generic[C]):
         self._generation = 0
         self._vectors_key: tuple[object, ...] | None = None
         self._vectors: tuple[Any, list[str], list[str]] | None = None
+        self._asklog: LogWriter | None = None
 
     # primitives a backend provides
 
@@ -374,6 +372,7 @@ class SqlStore(Generic[C]):
                 ).fetchall()
             )
             stored = versioned_chunks(chunks, issued)
+            before = self._doc_counts(conn, doc.doc_id)
             audience = audience_text(doc.access)
             self._delete_rows(conn, doc.doc_id)
             self._exec(
@@ -405,11 +404,43 @@ class SqlStore(Generic[C]):
                 ],
             )
             self._insert_chunks(conn, doc, stored, embeddings)
+            self._count_delta(conn, before, self._doc_counts(conn, doc.doc_id))
         self._after_upsert(embeddings)
 
     def delete_document(self, doc_id: str) -> None:
         with self._write(doc_id) as conn:
+            before = self._doc_counts(conn, doc_id)
             self._delete_rows(conn, doc_id)
+            self._count_delta(conn, before, (0, 0, 0, 0))
+
+    # corpus counts: kept in each write transaction, so requests read one row instead of counting
+
+    def _doc_counts(self, conn: C, doc_id: str) -> tuple[int, int, int, int]:
+        """(documents, chunks, embeddings, tokens) stored now for one document (index lookups by doc_id).
+
+        `tokens` is 0 unless the backend keeps chunk lengths for BM25 (PostgreSQL does).
+        """
+        row = self._exec(
+            conn,
+            "SELECT (SELECT count(*) FROM documents WHERE doc_id = ?), (SELECT count(*) FROM chunks"
+            " WHERE doc_id = ?), (SELECT count(*) FROM embeddings WHERE chunk_id IN"
+            " (SELECT chunk_id FROM chunks WHERE doc_id = ?))",
+            (doc_id, doc_id, doc_id),
+        ).fetchone()
+        return int(row[0]), int(row[1]), int(row[2]), 0
+
+    def _count_delta(
+        self, conn: C, before: tuple[int, int, int, int], after: tuple[int, int, int, int]
+    ) -> None:
+        """Apply one document's change to `corpus_counts` (last statement of the transaction, so the
+        row lock that serialises concurrent PostgreSQL writers is held as briefly as possible)."""
+        delta = [a - b for a, b in zip(after, before, strict=True)]
+        self._exec(
+            conn,
+            "UPDATE corpus_counts SET documents = documents + ?, chunks = chunks + ?,"
+            " embeddings = embeddings + ?, tokens = tokens + ?, version = version + 1 WHERE id = 1",
+            delta,
+        )
 
     def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
         visible, params = visible_sql(groups, "access")
@@ -471,6 +502,9 @@ class SqlStore(Generic[C]):
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        return {}
+
     # embeddings
 
     def similar(
@@ -511,15 +545,28 @@ class SqlStore(Generic[C]):
             raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
         stored = 0
         with self._write() as conn:
+            had = self._embedded(conn, [chunk_id for chunk_id, _ in items])
             self._put_embeddings(conn, model, items)
             for i in range(0, len(items), ID_BATCH):
                 ids = [chunk_id for chunk_id, _ in items[i : i + ID_BATCH]]
                 sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
                 stored += int(self._exec(conn, sql, ids).fetchone()[0])
+            # replaced vectors keep the count; the version moves either way (cached matrices reload)
+            self._count_delta(conn, (0, 0, had, 0), (0, 0, self._embedded(conn, [c for c, _ in items]), 0))
         with self._lock:
             self._generation += 1  # replaced rows keep their count and row order: drop the cached matrix
         self._after_upsert([vector for _, vector in items[:1]])
         return stored
+
+    def _embedded(self, conn: C, chunk_ids: Sequence[str]) -> int:
+        """How many of `chunk_ids` (distinct) have a stored vector of any model."""
+        unique = list(dict.fromkeys(chunk_ids))
+        total = 0
+        for i in range(0, len(unique), ID_BATCH):
+            ids = unique[i : i + ID_BATCH]
+            sql = f"SELECT count(*) FROM embeddings WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+            total += int(self._exec(conn, sql, ids).fetchone()[0])
+        return total
 
     def embedding_counts(self) -> list[tuple[str, int, int]]:
         rows = self._read("SELECT model, dim, count(*) FROM embeddings GROUP BY model, dim")
@@ -530,12 +577,10 @@ class SqlStore(Generic[C]):
         chunk ids and their audiences, cached until the table changes."""
         where, params = ("dim = ? AND model = ?", (dim, model)) if model is not None else ("dim = ?", (dim,))
         with self._connection() as conn:
-            count, last = self._exec(
-                conn,
-                f"SELECT count(*), coalesce(max({self._ROW_ORDER}), 0) FROM embeddings WHERE {where}",
-                params,
-            ).fetchone()
-            key = (count, last, self._generation, dim, model)
+            # the corpus version moves with every committed ingest or embedding write, here or in
+            # another process (`_count_delta`)
+            (version,) = self._exec(conn, "SELECT version FROM corpus_counts WHERE id = 1").fetchone()
+            key = (version, self._generation, dim, model)
             with self._lock:
                 if self._vectors_key == key:
                     return self._vectors
@@ -558,13 +603,24 @@ class SqlStore(Generic[C]):
     # bookkeeping
 
     def chunk_count(self, *, groups: Groups = None) -> int:
+        if groups is None:
+            # one row kept by the ingest transactions: constant time whatever the corpus size
+            return int(self._read("SELECT chunks FROM corpus_counts WHERE id = 1")[0][0])
         visible, params = visible_sql(groups, "access")
         return int(self._read(f"SELECT count(*) FROM chunks WHERE {visible}", params)[0][0])
 
     def stats(self, *, groups: Groups = None) -> StoreStats:
         if groups is None:
-            ((documents, chunks, embeddings),) = self._read(STATS_SQL)
+            # one row kept by the ingest transactions: constant time whatever the corpus size; the
+            # tables it counts are named too (no row read), so readiness still fails without them
+            ((documents, chunks, embeddings),) = self._read(
+                "SELECT documents, chunks, embeddings FROM corpus_counts WHERE id = 1"
+                " AND NOT EXISTS (SELECT 1 FROM documents WHERE 1 = 0)"
+                " AND NOT EXISTS (SELECT 1 FROM chunks WHERE 1 = 0)"
+                " AND NOT EXISTS (SELECT 1 FROM embeddings WHERE 1 = 0)"
+            )
         else:
+            # a caller with groups sees counts of what it may read, so they are counted
             d_visible, d_params = visible_sql(groups, "access")
             c_visible, c_params = visible_sql(groups, "c.access")
             ((documents, chunks, embeddings),) = self._read(
@@ -576,37 +632,73 @@ class SqlStore(Generic[C]):
             )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
+    # the ask log and the gap queue: queued by requests, written in batches by a background thread
+    # (rag.store.asklog) into `_log_target()`, which holds the `ask_log` and `gaps` tables
+
     def log_ask(self, record: AskRecord) -> None:
+        self._log_writer().submit(AskRow(record=record, ts=now_iso()))
+
+    def _log_target(self) -> SqlStore[Any]:
+        """The store whose `ask_log` and `gaps` tables hold the log (this one unless a backend moves it)."""
+        return self
+
+    def _log_writer(self) -> LogWriter:
+        writer = self._asklog
+        if writer is not None:
+            return writer
+        target = self._log_target()  # outside the lock: a backend may open its log database here
+        with self._lock:
+            if self._asklog is None:
+                self._asklog = LogWriter(target._write_log, name=f"rag-log-{self.backend}")
+            return self._asklog
+
+    def _close_log(self) -> None:
+        """Write every queued log row (the backend's `close()` calls this first)."""
+        with self._lock:
+            writer = self._asklog
+        if writer is not None:
+            writer.close()
+
+    def _write_log(self, rows: Sequence[LogRow]) -> None:
+        """Write a batch of log rows in one transaction."""
         with self._write() as conn:
-            self._exec(
-                conn,
-                f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
-                (
-                    record.trace_id,
-                    now_iso(),
-                    record.question,
-                    record.reason,
-                    record.abstained,
-                    json_text([list(b) for b in record.blocks]),
-                    record.answer_text,
-                    json_text(record.citations),
-                    json_text(record.verdicts),
-                    record.top_score,
-                    json_text(record.usage),
-                    json_text(record.timings),
-                    json_text(
-                        {
-                            "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
-                            "reranker": record.reranker,
-                            "threshold": record.threshold,
-                        }
-                    ),
-                    record.principal,
+            for row in rows:
+                if isinstance(row, AskRow):
+                    self._insert_ask(conn, row.record, row.ts)
+                else:
+                    self._insert_gap(conn, row)
+
+    def _insert_ask(self, conn: C, record: AskRecord, ts: str) -> None:
+        self._exec(
+            conn,
+            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+            (
+                record.trace_id,
+                ts,
+                record.question,
+                record.reason,
+                record.abstained,
+                json_text([list(b) for b in record.blocks]),
+                record.answer_text,
+                json_text(record.citations),
+                json_text(record.verdicts),
+                record.top_score,
+                json_text(record.usage),
+                json_text(record.timings),
+                json_text(
+                    {
+                        "retrieved": [[cid, round(score, 4)] for cid, score in record.retrieved],
+                        "reranker": record.reranker,
+                        "threshold": record.threshold,
+                    }
                 ),
-            )
+                record.principal,
+            ),
+        )
 
     def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
-        rows = self._read(
+        flush_pending()
+        rows = self._log_target()._read(
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
             (trace_id,),
         )
@@ -619,31 +711,42 @@ class SqlStore(Generic[C]):
         where, params = (
             ("WHERE abstained = ? ", (abstained, limit)) if abstained is not None else ("", (limit,))
         )
-        rows = self._read(
+        flush_pending()
+        rows = self._log_target()._read(
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log {where}ORDER BY {self._ROW_ORDER} DESC LIMIT ?", params
         )
         return [ask_row(row) for row in rows]
 
     def add_gap(self, question: str, top_score: float, closest: Sequence[str], principal: str = "") -> None:
-        now = now_iso()
-        key = normalise(question) or question.strip()
-        with self._write() as conn:
-            self._exec(
-                conn,
-                "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked,"
-                " principal) VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
-                " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
-                " question = excluded.question, top_score = excluded.top_score,"
-                " closest = excluded.closest, last_asked = excluded.last_asked,"
-                " principal = excluded.principal",
-                (key, question, top_score, json.dumps(list(closest)), now, now, principal),
+        self._log_writer().submit(
+            GapRow(
+                question=question,
+                top_score=top_score,
+                closest=tuple(closest),
+                ts=now_iso(),
+                principal=principal,
             )
+        )
+
+    def _insert_gap(self, conn: C, row: GapRow) -> None:
+        key = normalise(row.question) or row.question.strip()
+        self._exec(
+            conn,
+            "INSERT INTO gaps (normalised, question, top_score, closest, count, first_asked, last_asked,"
+            " principal) VALUES (?, ?, ?, ?, 1, ?, ?, ?)"
+            " ON CONFLICT (normalised) DO UPDATE SET count = gaps.count + 1,"
+            " question = excluded.question, top_score = excluded.top_score,"
+            " closest = excluded.closest, last_asked = excluded.last_asked,"
+            " principal = excluded.principal",
+            (key, row.question, row.top_score, json.dumps(list(row.closest)), row.ts, row.ts, row.principal),
+        )
 
     def gaps(self, limit: int = 50, *, groups: Groups = None) -> list[Gap]:
         limit = clamp_limit(limit)
         if not limit:
             return []
-        rows = self._read(
+        flush_pending()
+        rows = self._log_target()._read(
             "SELECT question, top_score, closest, last_asked, count, principal FROM gaps"
             " ORDER BY count DESC, last_asked DESC, normalised LIMIT ?",
             (limit,),

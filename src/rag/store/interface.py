@@ -82,6 +82,12 @@ class Store(StoreReader, Protocol):
         """Number of chunks `groups` may read containing each term (document frequency for IDF)."""
         ...
 
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The stemmed body terms kept at ingest for each id (equal to `frozenset(terms(chunk.text))`);
+        ids the backend does not keep them for are left out (the caller computes those). Takes ids
+        the caller already holds (retrieved for its groups), so it filters nothing itself."""
+        ...
+
     def chunk_count(self, *, groups: Groups = None) -> int:
         """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
         cache it until the next write, as they cache document frequencies."""

@@ -168,6 +168,23 @@ ALTER TABLE gaps ADD COLUMN principal text NOT NULL DEFAULT '';
 ALTER TABLE feedback ADD COLUMN principal text NOT NULL DEFAULT '';
 """
 
+# One row of corpus counts, kept by every ingest transaction (`SqlStore._count_delta`), so no
+# request counts rows: `tokens` is the sum of `chunks.n_tokens` (BM25's mean length), `version`
+# grows with every committed change to the corpus.
+M010_CORPUS_COUNTS = """
+CREATE TABLE corpus_counts (
+    id         integer PRIMARY KEY CHECK (id = 1),
+    documents  bigint NOT NULL,
+    chunks     bigint NOT NULL,
+    embeddings bigint NOT NULL,
+    tokens     bigint NOT NULL DEFAULT 0,
+    version    bigint NOT NULL DEFAULT 0
+);
+INSERT INTO corpus_counts (id, documents, chunks, embeddings, tokens)
+SELECT 1, (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),
+       (SELECT count(*) FROM embeddings), (SELECT coalesce(sum(n_tokens), 0) FROM chunks);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -178,6 +195,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m007_feedback", M007_FEEDBACK),
     ("m008_ask_log_retrieval", M008_ASK_LOG_RETRIEVAL),
     ("m009_audiences", M009_AUDIENCES),
+    ("m010_corpus_counts", M010_CORPUS_COUNTS),
 )
 
 

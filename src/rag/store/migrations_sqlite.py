@@ -190,6 +190,28 @@ def m009_audiences(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_corpus_counts(conn: sqlite3.Connection) -> None:
+    # One row of corpus counts, kept by every ingest transaction (`SqlStore._count_delta`), so no
+    # request counts rows. `tokens` is the PostgreSQL BM25 length sum (unused here, kept at 0);
+    # `version` grows with every committed change to the corpus.
+    conn.execute(
+        """
+        CREATE TABLE corpus_counts (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),
+            documents  INTEGER NOT NULL,
+            chunks     INTEGER NOT NULL,
+            embeddings INTEGER NOT NULL,
+            tokens     INTEGER NOT NULL DEFAULT 0,
+            version    INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+    conn.execute(
+        "INSERT INTO corpus_counts (id, documents, chunks, embeddings) SELECT 1,"
+        " (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), (SELECT count(*) FROM embeddings)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -200,6 +222,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m007_feedback,
     m008_ask_log_retrieval,
     m009_audiences,
+    m010_corpus_counts,
 )
 
 

@@ -212,6 +212,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         return row is not None
 
     def close(self) -> None:
+        self._close_log()
         self.pool.close()
 
     # connections
@@ -245,6 +246,15 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             cur.executemany(_pg_sql(sql), rows)
 
     # writes: postings and embeddings beside the chunk rows
+
+    def _doc_counts(self, conn: psycopg.Connection[Any], doc_id: str) -> tuple[int, int, int, int]:
+        row: Any = conn.execute(
+            "SELECT (SELECT count(*) FROM documents WHERE doc_id = %(d)s), count(c.id), count(e.id),"
+            " coalesce(sum(c.n_tokens), 0) FROM chunks AS c LEFT JOIN embeddings AS e ON e.chunk_pk = c.id"
+            " WHERE c.doc_id = %(d)s",
+            {"d": doc_id},
+        ).fetchone()
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
     def _delete_rows(self, conn: psycopg.Connection[Any], doc_id: str) -> None:
         """Delete one document with its postings; chunks and embeddings follow by cascade."""
@@ -455,7 +465,9 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             return dict(best)
 
     def _corpus(self, conn: Any) -> tuple[float, float]:
-        """(chunk count, mean chunk length in tokens), cached for STATS_TTL seconds."""
+        """(chunk count, mean chunk length in tokens) over the chunks everyone may read (BM25's
+        statistics, issue 16), counted and cached for STATS_TTL seconds. `corpus_counts` holds the
+        totals over every chunk, so it cannot answer this while restricted documents exist."""
         now = time.monotonic()
         with self._lock:
             cached = self._corpus_cache
@@ -494,6 +506,21 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                     if generation == self._generation:
                         self._df_cache[lex] = (now, int(count))
         return out
+
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """`chunks.terms` holds each term as its lexeme: the same text unless the term kept an
+        apostrophe ("o'neil" -> "oneil"), so chunks whose text has one are left out (the caller
+        computes those)."""
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique:
+            return {}
+        with self._connection() as conn:
+            rows = conn.execute(
+                "SELECT chunk_id, terms FROM chunks WHERE chunk_id = ANY(%s::text[])"
+                " AND strpos(text, %s) = 0 AND strpos(text, %s) = 0",
+                (unique, "'", "\u2019"),
+            ).fetchall()
+        return {chunk_id: frozenset(joined.split()) for chunk_id, joined in rows}
 
     def chunk_count(self, *, groups: Groups = None) -> int:
         """Chunks `groups` may read, cached for STATS_TTL seconds (a replica's own writes refresh it)."""
@@ -539,21 +566,47 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         limit = base.clamp_limit(limit)
         if self._vector_schema is None or not limit or not len(vector):
             return super().similar(vector, limit, model=model, groups=groups)
-        visible, visible_params = visible_pg(groups, "c.access")
-        schema = quote_ident(str(self._vector_schema))
-        dim = len(vector)
-        cast = f"{schema}.vector({dim:d})"
+        if not any(float(x) for x in vector):
+            return []  # a zero vector has no direction (pgvector's cosine distance would be NaN)
         literal = "[" + ",".join(repr(float(x)) for x in vector) + "]"
-        with self._connection() as conn:
-            rows = conn.execute(
+        dim = len(vector)
+        if groups is None:
+            # every row may be read: walk the HNSW index
+            sql, params = similar_sql(self._vector_schema, dim, model=model is not None), {"model": model}
+        else:
+            # filter before ranking (exact): only the rows the caller may read are compared at all
+            visible, visible_params = visible_pg(groups, "c.access")
+            schema = quote_ident(str(self._vector_schema))
+            cast = f"{schema}.vector({dim:d})"
+            sql = (
                 f"SELECT {_C_COLUMNS}, 1 - (e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}) AS sim"
-                f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = %(dim)s"
+                f" FROM embeddings AS e JOIN chunks AS c ON c.id = e.chunk_pk WHERE e.dim = {dim:d}"
                 " AND (%(model)s::text IS NULL OR e.model = %(model)s::text)"
                 f" AND {visible}"
-                f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s",
-                {"q": literal, "dim": dim, "limit": limit, "model": model, **visible_params},
-            ).fetchall()
+                f" ORDER BY e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}, c.chunk_id LIMIT %(limit)s"
+            )
+            params = {"model": model, **visible_params}
+        with self._connection() as conn:
+            rows = conn.execute(sql, {"q": literal, "limit": limit, **params}).fetchall()
         return [(base.chunk_from_row(row), float(row[10])) for row in rows]
+
+
+def similar_sql(vector_schema: str, dim: int, *, model: bool = False) -> str:
+    """The pgvector nearest-neighbour query for one dimension (of one model, `%(model)s`, when
+    `model`); its ORDER BY matches the partial HNSW index `embeddings_hnsw_{dim}` (expression and
+    WHERE), so the planner can walk the index."""
+    schema = quote_ident(vector_schema)
+    cast = f"{schema}.vector({dim:d})"
+    distance = f"e.vec::{cast} OPERATOR({schema}.<=>) %(q)s::{cast}"
+    # The inner query orders by the distance alone, the one order an HNSW index scan yields (a
+    # second sort key or the join would make the planner sort every row); ties break outside.
+    return (
+        f"SELECT {_C_COLUMNS}, 1 - n.distance AS sim FROM ("
+        f"SELECT e.chunk_pk, {distance} AS distance FROM embeddings AS e WHERE e.dim = {dim:d}"
+        + (" AND e.model = %(model)s::text" if model else "")
+        + f" ORDER BY {distance} LIMIT %(limit)s"
+        f") AS n JOIN chunks AS c ON c.id = n.chunk_pk ORDER BY n.distance, c.chunk_id"
+    )
 
 
 def wait_ready(url: str, timeout: float = 5.0) -> bool:

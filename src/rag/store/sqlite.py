@@ -35,6 +35,7 @@ from rag.errors import StoreUnavailable
 from rag.store.base import (
     BM25_WEIGHTS,
     CHUNK_ROW_COLUMNS,
+    ID_BATCH,
     MAX_QUERY_TERMS,
     Cursor,
     SqlStore,
@@ -211,6 +212,7 @@ class SqliteStore(SqlStore[_Connection]):
         self._closed = False
         self._epoch = 0
         self._identity: tuple[int, int] | None = None
+        self._log_db: SqliteStore | None = None
         try:
             conn = self._open(create=True)
         except sqlite3.Error as exc:
@@ -417,11 +419,59 @@ class SqliteStore(SqlStore[_Connection]):
         conn.executemany(sql, rows)
 
     def close(self) -> None:
+        self._close_log()
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            log_db, self._log_db = self._log_db, None
         for conn in idle:
             conn.close()
+        if log_db is not None and log_db is not self:
+            log_db.close()
+
+    # the ask log and gap queue live in a file of their own beside the database ("rag.db" ->
+    # "rag-log.db"): their commits then never touch the chunk database, so its per-connection
+    # caches (document frequencies, SQLite's page cache) survive every ask
+
+    @property
+    def log_path(self) -> str:
+        """The log database's path: the database's name with "-log" before its suffix."""
+        if self.memory:
+            return ":memory:"
+        path = Path(self.path)
+        return str(path.with_name(f"{path.stem}-log{path.suffix}"))
+
+    def _log_target(self) -> SqlStore[Any]:
+        with self._lock:
+            if self._log_db is not None:
+                return self._log_db
+        fresh = self.memory or not os.path.exists(self.log_path)
+        log_db = _LogDatabase(self.log_path, busy_timeout=self.busy_timeout)
+        with self._lock:
+            if self._log_db is not None:  # another thread opened it first
+                winner: SqlStore[Any] = self._log_db
+            else:
+                self._log_db = winner = log_db
+        if winner is not log_db:
+            log_db.close()
+        elif fresh:
+            self._move_log_rows(log_db)
+        return winner
+
+    def _move_log_rows(self, log_db: SqliteStore) -> None:
+        """Copy the ask-log and gap rows an older version kept in the chunk database (same columns)."""
+        with self._connection() as conn:
+            tables = {
+                table: conn.execute(f"SELECT * FROM {table}").fetchall() for table in ("ask_log", "gaps")
+            }
+        if not any(tables.values()):
+            return
+        with log_db._write() as conn:
+            for table, rows in tables.items():
+                if rows:
+                    marks = ", ".join("?" * len(rows[0]))
+                    conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", rows)
+        logger.info("moved %d ask-log and gap rows to %s", sum(map(len, tables.values())), log_db.name)
 
     def stats(self, *, groups: Groups = None) -> StoreStats:
         """Counts of what `groups` may read, read now. The file's header is read from disk first, so
@@ -560,6 +610,18 @@ class SqliteStore(SqlStore[_Connection]):
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
 
+    def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """`chunks.terms` holds " ".join(terms(text)), written at ingest beside the FTS row."""
+        unique = list(dict.fromkeys(chunk_ids))
+        out: dict[str, frozenset[str]] = {}
+        with self._connection() as conn:
+            for i in range(0, len(unique), ID_BATCH):
+                batch = unique[i : i + ID_BATCH]
+                sql = f"SELECT chunk_id, terms FROM chunks WHERE chunk_id IN ({', '.join('?' * len(batch))})"
+                for chunk_id, joined in conn.execute(sql, batch):
+                    out[chunk_id] = frozenset(joined.split())
+        return out
+
     def _search_restricted(
         self,
         conn: _Connection,
@@ -692,3 +754,11 @@ class SqliteStore(SqlStore[_Connection]):
         elif conn.restricted_df is None or len(conn.restricted_df) > DF_CACHE_TERMS:
             conn.restricted_df = {}
         return conn.df
+
+
+class _LogDatabase(SqliteStore):
+    """The log file of a `SqliteStore`: the same schema (so every migration applies to its tables),
+    of which only `ask_log` and `gaps` are used."""
+
+    def _log_target(self) -> SqlStore[Any]:
+        return self
