@@ -227,20 +227,6 @@ SEE_ALSO_RE = re.compile(
     r"|see\s+(?:the\s+)?(?:\S+\s+){0,6}?(?:documentation|docs|section|reference|guide|page|chapter)\b)",
     re.IGNORECASE,
 )
-# Text that addresses the assistant or the reader's assistant ("ignore previous instructions",
-# "tell the user that", "answer that ..."): quoted material, never an answer on its own.
-ADDRESSED_RE = re.compile(
-    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+)?(?:the\s+)?(?:previous|prior|above|earlier|preceding"
-    r"|your|other)\s+(?:\w+\s+)?(?:instructions?|prompts?|rules|messages?|context)\b"
-    r"|\b(?:tell|inform|assure|remind|reply\s+to|respond\s+to)\s+(?:the\s+)?(?:user|users|customer|customers"
-    r"|reader|readers|requester|asker)\b"
-    r"|(?:^|[.;:,]\s*|\b(?:and|then|to|always|please|must|should)\s+)(?:answer|say|reply|respond)\s+(?:only\s+)?"
-    r"(?:that|with)\b"
-    r"|\b(?:you\s+are\s+(?:now\s+)?(?:an?\s+)?(?:ai|assistant|language\s+model|chatbot|bot))\b"
-    r"|\b(?:as\s+an?\s+(?:ai|assistant|language\s+model))\b|\bsystem\s+prompt\b"
-    r"|\b(?:assistants?|ai|chatbots?|llms?|language\s+models?)\s+(?:must|should|shall|will)\b",
-    re.IGNORECASE,
-)
 
 # ---------------------------------------------------------------------------------------------
 # Document layout: what is prose and what is code, markup or a heading (rag.answer.layout)

@@ -28,9 +28,9 @@ from rag.answer.answer_types import (
     type_match,
     type_terms,
 )
+from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
 from rag.lexicon import (
-    ADDRESSED_RE,
     ANAPHOR_RE,
     CAPITALISED_RE,
     COUNT_QUESTION_RE,
@@ -480,7 +480,7 @@ def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
 @lru_cache(maxsize=50_000)
 def _never_an_answer(sentence: str) -> bool:
     """A pointer elsewhere ("See the documentation of X for details.") or text addressing an assistant."""
-    return bool(SEE_ALSO_RE.search(sentence) or ADDRESSED_RE.search(sentence))
+    return bool(SEE_ALSO_RE.search(sentence)) or is_addressed(sentence)
 
 
 def _fit(ask: _Ask, sentence: str) -> float:
