@@ -305,3 +305,80 @@ LAYOUT_HEADINGS = frozenset(
 )
 # "How to reset a password" -> "How do I reset a password?"
 HOW_TO_HEADING_RE = re.compile(r"^how\s+to\s+(?P<rest>.+)$", re.IGNORECASE)
+
+
+# --- the support check (rag.answer.support) ---
+
+# Words that refer to a document in general: a lead-in naming only these refers to the cited block.
+GENERIC_SOURCE_WORDS = """
+        document documents documentation docs doc manual manuals guide guides handbook policy policies
+        article page pages section sections faq source sources text notes note release wiki knowledge base
+        help center centre official current latest cited passage entry record records article guidance
+        guideline guidelines reference material file"""
+# Verbs by which a sentence attributes a claim to its source ("the policy states that ...").
+SOURCE_VERBS = (
+    r"(?:states?|says?|notes?|explains?|specif(?:y|ies)|mentions?|confirms?|indicates?|reports?|documents?"
+    r"|clarif(?:y|ies)|describes?|outlines?|stipulates?|provides?|sets? out|tells? us|reads?|gives?|lists?"
+    r"|puts?|shows?|warns?|recommends?|advises?|points? out|adds?|records?)"
+)
+
+# Scope words: a sentence that brings one in that its span does not have (nor an equivalent) widens or
+# narrows the claim ("every delivery" -> "any delivery", "per token" -> "the whole workspace").
+SCOPE_GROUPS = (
+    {"any", "anyone", "anybody", "anything", "whatever", "whichever", "regardless"},
+    {"every", "each", "all", "everyone", "everybody", "everything"},
+    {"whole", "entire", "all"},
+    {"always", "every"},
+    {"only", "solely", "exclusively", "unless"},
+    {"except", "excluding"},
+    {"including", "even"},
+)
+# Opposites: a sentence that says one where its span says the other, and not the first, reverses it.
+OPPOSITES = (
+    ("still", "no longer"),
+    ("always", "never"),
+    ("including", "excluding"),
+    ("includes", "excludes"),
+    ("include", "exclude"),
+    ("allowed", "forbidden"),
+    ("allowed", "prohibited"),
+    ("required", "optional"),
+    ("mandatory", "optional"),
+    ("enabled", "disabled"),
+    ("visible", "hidden"),
+    ("public", "private"),
+    ("before", "after"),
+    ("at least", "at most"),
+    ("minimum", "maximum"),
+    ("increase", "decrease"),
+    ("increases", "decreases"),
+    ("automatically", "manually"),
+    ("immediately", "later"),
+    ("upgrade", "downgrade"),
+    ("upgrades", "downgrades"),
+)
+# Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
+SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
+
+# --- text addressed to an assistant (rag.answer.injection) ---
+
+# Who a planted instruction addresses, who it asks to be told, the verbs and openers it uses.
+ASSISTANT_WORDS = (
+    r"(?:AI|A\.I\.|assistants?|chat ?bots?|bots?|(?:large )?language models?|LLMs?|GPT|models?|agents?)"
+)
+READER_WORDS = (
+    r"(?:the |any |all |every |our |your )?"
+    r"(?:users?|customers?|readers?|askers?|visitors?|people|person|them|everyone)"
+)
+TELL_VERBS = r"(?:tell|say|answer|respond|reply|inform|assure|state|claim|confirm|explain|write|output|print)"
+TELL_OPENERS = r"(?:(?:then|also|now|please|and|instead|always|simply|just)[\s,]+)*"
+
+# --- the answer core (rag.answer.judge) ---
+
+# Closing remarks and lead-ins addressed to the reader carry no claim of their own.
+PLEASANTRY_RE = re.compile(
+    r"\b(?:hope (?:this|that) helps|let me know|feel free|happy to help|glad to help|"
+    r"(?:here(?:'s| is| are)|below (?:is|are)) (?:what|a summary|the (?:relevant|key))|"
+    r"based on the (?:provided |available )?(?:documents|sources|context))\b",
+    re.IGNORECASE,
+)

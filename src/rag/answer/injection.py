@@ -17,17 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from rag.lexicon import ASSISTANT_WORDS, READER_WORDS, TELL_OPENERS, TELL_VERBS
 from rag.text import sentence_spans
-
-_ASSISTANT = (
-    r"(?:AI|A\.I\.|assistants?|chat ?bots?|bots?|(?:large )?language models?|LLMs?|GPT|models?|agents?)"
-)
-_READER = (
-    r"(?:the |any |all |every |our |your )?"
-    r"(?:users?|customers?|readers?|askers?|visitors?|people|person|them|everyone)"
-)
-_TELL = r"(?:tell|say|answer|respond|reply|inform|assure|state|claim|confirm|explain|write|output|print)"
-_OPENER = r"(?:(?:then|also|now|please|and|instead|always|simply|just)[\s,]+)*"
 
 _OVERRIDE_RE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"
@@ -41,15 +32,16 @@ _OVERRIDE_RE = re.compile(
     re.IGNORECASE,
 )
 _TELL_RE = re.compile(
-    rf"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*){_OPENER}{_TELL}\s+(?:{_READER}\s+(?:that\b|to\b|:)?|that\b)",
+    rf"(?:^|[.!?:;]\s+|\n\s*|[\"“(]\s*){TELL_OPENERS}{TELL_VERBS}\s+(?:{READER_WORDS}\s+(?:that\b|to\b|:)?|that\b)",
     re.IGNORECASE,
 )
 _ADDRESSED_RE = re.compile(
-    rf"\b(?:if you(?:'re| are) an? {_ASSISTANT}|(?:note|message|instructions?) (?:to|for) (?:the |any |all )?"
-    rf"{_ASSISTANT}|(?:dear|attention|hey|hello),? {_ASSISTANT}"
-    rf"|{_ASSISTANT} (?:reading|processing|summari[sz]ing)"
+    rf"\b(?:if you(?:'re| are) an? {ASSISTANT_WORDS}"
+    rf"|(?:note|message|instructions?) (?:to|for) (?:the |any |all )?{ASSISTANT_WORDS}"
+    rf"|(?:dear|attention|hey|hello),? {ASSISTANT_WORDS}"
+    rf"|{ASSISTANT_WORDS} (?:reading|processing|summari[sz]ing)"
     rf"\b[^.!?\n]{{0,60}}\b(?:should|must|will|need to)|\bwhen (?:the user|a user|users|someone) asks?\b"
-    rf"[^.!?\n]{{0,80}}\b(?:answer|respond|reply|say|tell)\b|\bact as\b[^.!?\n]{{0,30}}{_ASSISTANT}"
+    rf"[^.!?\n]{{0,80}}\b(?:answer|respond|reply|say|tell)\b|\bact as\b[^.!?\n]{{0,30}}{ASSISTANT_WORDS}"
     rf"|\bpretend (?:to be|you are)\b)",
     re.IGNORECASE,
 )

@@ -30,6 +30,7 @@ from rag.answer.events import (
 from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import is_refusal
 from rag.answer.verify import verify
+from rag.lexicon import PLEASANTRY_RE
 from rag.types import (
     CUT_STOP_REASONS,
     Answer,
@@ -48,13 +49,6 @@ from rag.types import (
 # either states something checkable, so dropping it is worth a regeneration.
 _FIGURE_RE = re.compile(r"\d")
 _NAME_RE = re.compile(r"(?<=\s)[A-Z][\w-]+")
-# Closing remarks and lead-ins addressed to the reader carry no claim of their own.
-_PLEASANTRY_RE = re.compile(
-    r"\b(?:hope (?:this|that) helps|let me know|feel free|happy to help|glad to help|"
-    r"(?:here(?:'s| is| are)|below (?:is|are)) (?:what|a summary|the (?:relevant|key))|"
-    r"based on the (?:provided |available )?(?:documents|sources|context))\b",
-    re.IGNORECASE,
-)
 _HEADING_MAX_WORDS = 8
 _END_PUNCT = ".!?"
 
@@ -70,7 +64,7 @@ def is_structure(draft: Draft) -> bool:
         return False
     if not text.rstrip("\"'”’)").endswith(tuple(_END_PUNCT)) and len(text.split()) <= _HEADING_MAX_WORDS:
         return True
-    return bool(_PLEASANTRY_RE.search(text)) and not _NAME_RE.search(text)
+    return bool(PLEASANTRY_RE.search(text)) and not _NAME_RE.search(text)
 
 
 def carries_claim(draft: Draft) -> bool:

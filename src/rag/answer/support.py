@@ -19,6 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
+from rag.lexicon import (
+    GENERIC_SOURCE_WORDS,
+    OPPOSITES,
+    SCOPE_EQUIVALENTS_ONLY,
+    SCOPE_GROUPS,
+    SOURCE_VERBS,
+)
 from rag.text import STOP_WORDS, stem, term_set, terms
 from rag.types import Block, Issue
 
@@ -26,19 +33,8 @@ from rag.types import Block, Issue
 MIN_COVERAGE = 0.5
 
 # Words that refer to a document in general: a lead-in naming only these refers to the cited block.
-_GENERIC_SOURCE = frozenset(
-    term_set(
-        """document documents documentation docs doc manual manuals guide guides handbook policy policies
-        article page pages section sections faq source sources text notes note release wiki knowledge base
-        help center centre official current latest cited passage entry record records article guidance
-        guideline guidelines reference material file"""
-    )
-)
-_SOURCE_VERBS = (
-    r"(?:states?|says?|notes?|explains?|specif(?:y|ies)|mentions?|confirms?|indicates?|reports?|documents?"
-    r"|clarif(?:y|ies)|describes?|outlines?|stipulates?|provides?|sets? out|tells? us|reads?|gives?|lists?"
-    r"|puts?|shows?|warns?|recommends?|advises?|points? out|adds?|records?)"
-)
+_GENERIC_SOURCE = frozenset(term_set(GENERIC_SOURCE_WORDS))
+_SOURCE_VERBS = SOURCE_VERBS
 _DATED = r"(?:last\s+)?(?:updated|revised|dated|as of|effective)"
 _SOURCE = rf"(?P<source>(?:[^,;:()]|\((?!\s*{_DATED})[^()]{{0,40}}\)){{1,100}}?)"
 _DATE_PART = (
@@ -83,44 +79,7 @@ MIN_CLAUSE_TERMS = 3
 # How many terms either side count as a term's neighbours when looking for swapped roles.
 SWAP_REACH = 2
 
-# Scope words: a sentence that brings one in that its span does not have (nor an equivalent) widens or
-# narrows the claim ("every delivery" -> "any delivery", "per token" -> "the whole workspace").
-_SCOPE_GROUPS = (
-    {"any", "anyone", "anybody", "anything", "whatever", "whichever", "regardless"},
-    {"every", "each", "all", "everyone", "everybody", "everything"},
-    {"whole", "entire", "all"},
-    {"always", "every"},
-    {"only", "solely", "exclusively", "unless"},
-    {"except", "excluding"},
-    {"including", "even"},
-)
-# Opposites: a sentence that says one where its span says the other, and not the first, reverses it.
-_OPPOSITES = (
-    ("still", "no longer"),
-    ("always", "never"),
-    ("including", "excluding"),
-    ("includes", "excludes"),
-    ("include", "exclude"),
-    ("allowed", "forbidden"),
-    ("allowed", "prohibited"),
-    ("required", "optional"),
-    ("mandatory", "optional"),
-    ("enabled", "disabled"),
-    ("visible", "hidden"),
-    ("public", "private"),
-    ("before", "after"),
-    ("at least", "at most"),
-    ("minimum", "maximum"),
-    ("increase", "decrease"),
-    ("increases", "decreases"),
-    ("automatically", "manually"),
-    ("immediately", "later"),
-    ("upgrade", "downgrade"),
-    ("upgrades", "downgrades"),
-)
-# Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
-_SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
-_SCOPE_WORDS = frozenset().union(*_SCOPE_GROUPS) - _SCOPE_EQUIVALENTS_ONLY
+_SCOPE_WORDS = frozenset().union(*SCOPE_GROUPS) - SCOPE_EQUIVALENTS_ONLY
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +243,7 @@ _NAME_RE = re.compile(r"(?<=[\s(\"'“‘/])[A-Z][A-Za-z]+")
 def _opposite(sentence: str, evidence: str) -> tuple[str, str] | None:
     """(what the sentence says, what the span says) for a pair of opposites the sentence reverses."""
     said, source = f" {' '.join(_words(sentence))} ", f" {' '.join(_words(evidence))} "
-    for a, b in _OPPOSITES:
+    for a, b in OPPOSITES:
         for x, y in ((a, b), (b, a)):
             if f" {x} " in said and f" {y} " in source and f" {x} " not in source and f" {y} " not in said:
                 return x, y
@@ -302,7 +261,7 @@ def _new_scope(sentence: str, evidence: str) -> str:
     for word in sorted(said & _SCOPE_WORDS):
         if word in source:
             continue
-        if not any(word in group and group & source for group in _SCOPE_GROUPS):
+        if not any(word in group and group & source for group in SCOPE_GROUPS):
             return str(word)
     return ""
 
