@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serving import serving
 
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
@@ -34,13 +34,6 @@ CLIENTS = 20
 ASKS = 200
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
     db = tmp_path / "rag.db"
@@ -51,38 +44,15 @@ def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, str], Path]]:
     finally:
         store.close()
     env = {**os.environ, "MOCK": "1", "RAG_DB": str(db)}
-    port = free_port()
     log = tmp_path / "server.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rag", "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            cwd=ROOT,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
+
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-m", "rag", "serve", "--host", "127.0.0.1", "--port", str(port)]
+
+    with serving(argv, env=env, log=log, cwd=ROOT, timeout=30) as (base, _):
         banner = log.read_text()
         assert base in banner and "curl" in banner and "/docs" in banner, banner
         yield base, env, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_load_concurrent_asks_during_reingest_all_succeed(

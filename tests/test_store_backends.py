@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from serving import free_port
 
 from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import LexicalReranker
@@ -692,17 +692,11 @@ def test_pg_gap_logged_by_one_replica_is_visible_to_another(pg_url: str) -> None
         second.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_pg_two_rag_serve_processes_share_one_gap_queue(pg_url: str, tmp_path: Path) -> None:
     env = {**os.environ, "RAG_DATABASE_URL": pg_url, "MOCK": "1", "RAG_DB": str(tmp_path / "unused.db")}
     rag = [sys.executable, "-m", "rag"]
     subprocess.run([*rag, "ingest", str(CORPUS)], env=env, check=True, capture_output=True, timeout=120)
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     servers = [
         subprocess.Popen(
             [*rag, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from serving import free_port, serving
 
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
@@ -329,44 +330,16 @@ SERVE_WITH_SHORT_IDLE = (
 IDLE = 0.3
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def rag_serve(db: Path, log: Path) -> Iterator[tuple[str, int]]:
     """`rag serve` on a loopback port over `db`: yields (base URL, server pid)."""
-    port = free_port()
     env = {**os.environ, "MOCK": "1", "RAG_DB": str(db)}
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVE_WITH_SHORT_IDLE, str(IDLE), "serve", "--port", str(port)],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "rag serve did not start"
-            time.sleep(0.1)
+
+    def argv(port: int) -> list[str]:
+        return [sys.executable, "-c", SERVE_WITH_SHORT_IDLE, str(IDLE), "serve", "--port", str(port)]
+
+    with serving(argv, env=env, log=log) as (base, proc):
         yield base, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def process_usage(pid: int, db: Path) -> tuple[int, int, int]:
