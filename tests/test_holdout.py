@@ -1,8 +1,9 @@
 """The held-out golden sets are well formed and the eval runs on them.
 
-`holdout` (City of Marlow Bay services) and `holdout2` (Northgate University handbook) are in other
-domains than the bundled corpus and were written without reading the ranking code. No score floors:
-their figures are reported in docs/eval.md, never tuned against.
+`holdout` (City of Marlow Bay services), `holdout2` (Northgate University handbook), `holdout3` (Flask
+and Click documentation) and `holdout4` (Celery and attrs documentation) are in other domains than
+the bundled corpus and were written without reading the ranking code. No score floors: their figures
+are reported in docs/eval.md, never tuned against.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ ROOT = Path(__file__).resolve().parent.parent
 HOLDOUT = ROOT / "fixtures" / "holdout"
 GOLDEN = HOLDOUT / "golden.jsonl"
 CORPUS = HOLDOUT / "corpus"
-SETS = {name: ROOT / "fixtures" / name for name in ("holdout", "holdout2")}
-MIN_ITEMS = {"holdout": 60, "holdout2": 50}
+SETS = {name: ROOT / "fixtures" / name for name in ("holdout", "holdout2", "holdout3", "holdout4")}
+MIN_ITEMS = {"holdout": 60, "holdout2": 50, "holdout3": 50, "holdout4": 70}
+# The documentation sets hold no real conflict between two pages, so none was written.
+MIN_CONFLICTS = {"holdout": 4, "holdout2": 4, "holdout3": 0, "holdout4": 0}
 LABELS = {"answer", "abstain", "conflict"}
 RATES = (
     "answer_rate",
@@ -98,7 +101,7 @@ def test_holdout_mix_has_answers_abstentions_of_both_kinds_and_conflicts(holdout
     labels = [i["label"] for i in items]
     kinds = {i["kind"] for i in items if i["label"] == "abstain"}
     assert len(items) >= MIN_ITEMS[holdout_set]
-    assert labels.count("answer") >= 25 and labels.count("conflict") >= 4
+    assert labels.count("answer") >= 25 and labels.count("conflict") >= MIN_CONFLICTS[holdout_set]
     assert kinds == {"far", "near"}
 
 
