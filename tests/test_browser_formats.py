@@ -1,7 +1,9 @@
 """Each document format through to the web page (Debian's Chromium driven by Playwright): a question whose
 answer is in a reST, reST-in-.txt, PDF or DOCX file, asked in the page; its citation chip opens the
-source panel on the right document (title from the document, the page of a PDF citation) with a
-highlight on exactly the cited characters of the stored chunk (`/chunks/{id}` and its offsets).
+source panel on the right document (title from the document, the page of a PDF citation, also named by
+the chip) with a highlight on exactly the cited characters of the stored chunk (`/chunks/{id}` and its
+offsets), formatted and plain. Also the formatter's handling of the reST and DOCX markup these files
+carry (doctests, code directives, literal-block markers, pipe tables), unit by unit.
 
 One real `rag serve` (offline generator) over fixtures/formats/ only, started with tests/serving.py.
 """
@@ -172,6 +174,8 @@ def test_page_citation_into_each_format_opens_its_document_page_and_exact_highli
     assert (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
 
     chip = page.locator(f"[data-testid=citation-chip][data-chunk-id='{citation['chunk_id']}']").first
+    page_note = "" if case.page is None else f", page {case.page}"
+    assert chip.get_attribute("aria-label") == f"Source {chip.inner_text().strip()}: {case.title}{page_note}"
     chip.click()
     panel = page.locator("[data-testid=source-panel]")
     expect(panel).to_have_attribute("data-state", "ready")
@@ -180,11 +184,10 @@ def test_page_citation_into_each_format_opens_its_document_page_and_exact_highli
     title = panel.locator("[data-testid=source-title]").inner_text()
     assert title == case.title == chunk["title"] and title != doc_id
     where = panel.locator("[data-testid=source-section]")
-    if case.page is None:
-        assert "page" not in (where.text_content() or "")
-    else:
+    pages = [part for part in (where.text_content() or "").split(" · ") if part.startswith("page ")]
+    assert pages == ([] if case.page is None else [f"page {case.page}"])
+    if case.page is not None:
         expect(where).to_be_visible()
-        assert f"page {case.page}" in where.inner_text().split(" · ")
 
     # Formatted view: every mark is a slice of the stored chunk text inside the cited span, the marks
     # together cover every visible cited character, and only markup characters of the span go unmarked.
