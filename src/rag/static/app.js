@@ -473,14 +473,15 @@
     const spans = group.map((c) => ({ start: c.start, end: c.end, cited: c.cited_text }));
     const source = state.sources.get(first.chunk_id);
     if (source) noteCited(source, spans);
+    const where = Number.isInteger(first.page) ? `${title}, page ${first.page}` : title;
     return h("button", {
       type: "button",
       class: "chip",
       testid: "citation-chip",
-      "aria-label": `Source ${n}: ${title}`,
+      "aria-label": `Source ${n}: ${where}`,
       "aria-controls": "source-panel",
       "aria-expanded": "false",
-      title: `${title}\n“${first.cited_text || ""}”`,
+      title: `${where}\n“${first.cited_text || ""}”`,
       dataset: {
         n, chunkId: first.chunk_id, start: first.start, end: first.end, citedText: first.cited_text || "",
       },

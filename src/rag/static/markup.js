@@ -1,9 +1,9 @@
 /* Light Markdown and reStructuredText rendering for the source panel, with exact source offsets.
  *
- * parse(text) returns blocks (heading, paragraph, list item, quote, code) whose inline nodes
- * are either visible text, a contiguous slice text[s, e) of the ORIGINAL chunk, or an element
- * (strong, em, code, link) holding such nodes. Markup characters (`**`, `#`, the URL of a link,
- * a reST underline) are simply not in any slice. So a highlight given as source offsets lands
+ * parse(text) returns blocks (heading, paragraph, list item, quote, code, table) whose inline
+ * nodes are either visible text, a contiguous slice text[s, e) of the ORIGINAL chunk, or an
+ * element (strong, em, code, link) holding such nodes. Markup characters (`**`, `#`, the URL of a
+ * link, a reST underline, a table's pipes and delimiter row) are simply not in any slice. So a highlight given as source offsets lands
  * on exactly the cited characters that are visible, whatever the markup around them.
  *
  * Safe by construction: nothing is ever parsed as HTML. render() builds elements from a fixed
@@ -19,7 +19,14 @@
   const UNDERLINE = /^([=\-~^"'`#*+:.])\1{2,}[ \t]*$/;
   const BULLET = /^([ \t]*)([-*+•]|\d{1,3}[.)]|#\.)[ \t]+(?=\S)/;
   const QUOTE = /^ {0,3}>[ \t]?/;
+  const DOCTEST = /^ {0,3}>>>(?:[ \t]|$)/; // a reST doctest block (before QUOTE: ">>>" is no quote)
   const DIRECTIVE = /^\.\. /;
+  // Directives whose indented body is code, shown as such (after its option lines).
+  const CODE_DIRECTIVE = /^\.\.[ \t]+(?:code-block|code|sourcecode|doctest|testcode|testoutput|testsetup|parsed-literal)::/;
+  const DIRECTIVE_OPTION = /^[ \t]+:[\w-]+:/;
+  // A table row: a line that starts and ends with a pipe (Markdown/GFM, and the DOCX reader's tables).
+  const TABLE_ROW = /^[ \t]*\|.*\|[ \t]*$/;
+  const TABLE_DELIMITER = /^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?[ \t]*$/;
 
   // Inline patterns, tried in this order at the earliest position. Each names the group that
   // stays visible (`show`) and the element it becomes.
@@ -81,6 +88,33 @@
     return !text.slice(s, e).trim();
   }
 
+  /** The cells of the table row text[s, e) as inline nodes, each cell without its pipes and padding. */
+  function tableCells(text, s, e) {
+    const row = text.slice(s, e);
+    const first = row.indexOf("|");
+    const last = row.lastIndexOf("|");
+    const cells = [];
+    let from = first + 1;
+    for (let k = first + 1; k <= last; k += 1) {
+      if (row[k] !== "|" || row[k - 1] === "\\") continue;
+      const cell = row.slice(from, k);
+      const lead = cell.length - cell.trimStart().length;
+      const body = cell.trim();
+      // An escaped pipe (backslash, pipe) shows as a pipe: the backslash is in no slice.
+      const nodes = [];
+      let at = s + from + lead;
+      const cellEnd = at + body.length;
+      for (let b = text.indexOf("\\|", at); b !== -1 && b < cellEnd; b = text.indexOf("\\|", b + 2)) {
+        nodes.push(...inline(text, at, b));
+        at = b + 1;
+      }
+      if (at < cellEnd) nodes.push(...inline(text, at, cellEnd));
+      cells.push(nodes);
+      from = k + 1;
+    }
+    return cells;
+  }
+
   /** The blocks of `text`: {type, level?, inlines} with offsets into `text`. */
   function parse(text) {
     const ls = lines(text);
@@ -89,7 +123,7 @@
     const line = (k) => text.slice(ls[k][0], ls[k][1]);
     const startsBlock = (k) => {
       const l = line(k);
-      return FENCE.test(l) || ATX.test(l) || BULLET.test(l) || QUOTE.test(l) || UNDERLINE.test(l);
+      return FENCE.test(l) || ATX.test(l) || BULLET.test(l) || QUOTE.test(l) || UNDERLINE.test(l) || TABLE_ROW.test(l);
     };
     let literalNext = false; // the previous paragraph ended in "::" (reST literal block follows)
     while (i < ls.length) {
@@ -118,6 +152,30 @@
         continue;
       }
       literalNext = false;
+      if (DOCTEST.test(l)) { // runs to the next blank line, output lines included
+        let j = i;
+        while (j + 1 < ls.length && !isBlank(text, ls[j + 1])) j += 1;
+        blocks.push({ type: "code", inlines: [{ text: [s + l.search(/\S/), ls[j][1]] }] });
+        i = j + 1;
+        continue;
+      }
+      if (TABLE_ROW.test(l)) {
+        const rows = [];
+        let header = false;
+        let j = i;
+        for (; j < ls.length && TABLE_ROW.test(line(j)); j += 1) {
+          if (TABLE_DELIMITER.test(line(j))) {
+            if (j === i + 1) header = true; // a delimiter under the first row: that row is the header
+            continue;
+          }
+          rows.push({ header: false, cells: tableCells(text, ls[j][0], ls[j][1]) });
+        }
+        if (header && rows.length) rows[0].header = true;
+        const inlines = rows.flatMap((r) => r.cells.flat());
+        blocks.push({ type: "table", rows, inlines });
+        i = j;
+        continue;
+      }
       const atx = ATX.exec(l);
       if (atx) {
         const tail = ATX_TAIL.exec(l);
@@ -146,9 +204,17 @@
         i += 2;
         continue;
       }
+      if (CODE_DIRECTIVE.test(l)) { // the directive line and its options; the indented body is code
+        let j = i;
+        while (j + 1 < ls.length && DIRECTIVE_OPTION.test(line(j + 1))) j += 1;
+        blocks.push({ type: "directive", ordered: false, inlines: inline(text, s, ls[j][1]) });
+        literalNext = true;
+        i = j + 1;
+        continue;
+      }
       const bullet = BULLET.exec(l);
       const quote = !bullet && QUOTE.exec(l);
-      const contentAt = s + (bullet ? bullet[0].length : quote ? quote[0].length : 0);
+      const contentAt = s + (bullet ? bullet[0].length : quote ? quote[0].length : l.search(/\S/)); // indentation is not shown
       let j = i;
       while (j + 1 < ls.length && !isBlank(text, ls[j + 1]) && !startsBlock(j + 1)) j += 1;
       // Quote continuation lines carry their own ">": show each line's content only.
@@ -162,10 +228,20 @@
         }
         blocks.push({ type: "quote", inlines: parts });
       } else {
-        const end = ls[j][1];
+        let end = ls[j][1];
         const type = bullet ? "item" : DIRECTIVE.test(l) ? "directive" : "paragraph";
-        blocks.push({ type, ordered: Boolean(bullet && /\d|#/.test(bullet[2])), inlines: inline(text, contentAt, end) });
-        literalNext = type === "paragraph" && /::[ \t]*$/.test(text.slice(s, end));
+        // reST: a paragraph ending in "::" introduces a literal block and is shown with one colon
+        // ("Example::" -> "Example:"), or with none after a space ("Run this: ::" -> "Run this:").
+        // A lone "::" is not shown at all.
+        const literal = type === "paragraph" && /::[ \t]*$/.test(text.slice(s, end));
+        if (literal) {
+          const shown = text.slice(contentAt, end).trimEnd().slice(0, -1); // without the last colon
+          end = contentAt + (/(^|\s):$/.test(shown) ? shown.slice(0, -1).trimEnd().length : shown.length);
+        }
+        if (end > contentAt) {
+          blocks.push({ type, ordered: Boolean(bullet && /\d|#/.test(bullet[2])), inlines: inline(text, contentAt, end) });
+        }
+        literalNext = Boolean(literal);
       }
       i = j + 1;
     }
@@ -225,6 +301,22 @@
         }
         el = document.createElement("li");
         list.append(el);
+      } else if (block.type === "table") {
+        list = null;
+        const table = document.createElement("table");
+        table.className = "md-table";
+        for (const row of block.rows) {
+          const tr = document.createElement("tr");
+          for (const cell of row.cells) {
+            const td = document.createElement(row.header ? "th" : "td");
+            if (row.header) td.scope = "col";
+            fill(cell, td);
+            tr.append(td);
+          }
+          table.append(tr);
+        }
+        container.append(table);
+        continue;
       } else {
         list = null;
         if (block.type === "heading") {
@@ -255,6 +347,16 @@
       }
     };
     for (const block of parse(text)) {
+      if (block.type === "table") {
+        for (const row of block.rows) {
+          row.cells.forEach((cell, k) => {
+            if (k) out.push("\t");
+            walk(cell);
+          });
+          out.push("\n");
+        }
+        continue;
+      }
       walk(block.inlines);
       out.push("\n");
     }
