@@ -173,6 +173,11 @@ def test_page_citation_into_each_format_opens_its_document_page_and_exact_highli
     # the cited span is whole words of the stored text (a span shifted by a character is not)
     assert (start == 0 or text[start - 1].isspace()) and (end == len(text) or text[end].isspace())
 
+    # the "built from" list names the page of a PDF source, and no page for the others
+    item = page.locator(f"[data-testid=block-item][data-chunk-id='{citation['chunk_id']}']").first
+    listed = item.locator("[data-testid=block-page]")
+    assert [listed.inner_text()] * listed.count() == ([] if case.page is None else [f"page {case.page}"])
+
     chip = page.locator(f"[data-testid=citation-chip][data-chunk-id='{citation['chunk_id']}']").first
     page_note = "" if case.page is None else f", page {case.page}"
     assert chip.get_attribute("aria-label") == f"Source {chip.inner_text().strip()}: {case.title}{page_note}"

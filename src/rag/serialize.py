@@ -107,6 +107,7 @@ def block_json(b: Block) -> dict[str, Any]:
         "chunk_id": chunk.chunk_id,
         "title": chunk.title,
         "section": chunk.section,
+        "page": chunk.page,
         "url": chunk.url,
         "link": chunk.url or path,
         "chunk_url": path,

@@ -117,6 +117,7 @@ class BlockOut(_Out):
     chunk_id: str
     title: str
     section: str
+    page: int | None = Field(default=None, description="1-based page of a paged source (PDF), else null")
     url: str
     link: str
     chunk_url: str
