@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from rag.answer import wordnet
 from rag.config import load_settings
 from rag.evals.datasets import EXTERNAL_FILES, external_dir, load_attribution, load_support, repo_root
 from rag.evals.external import run_attribution
@@ -28,8 +29,12 @@ def test_support_set_loads_both_splits_and_labels() -> None:
 
 def test_support_dev_split_floors() -> None:
     metrics = support_metrics(outcomes_for("dev", min_overlap=0.42))
-    assert metrics["faithful_kept"] >= 0.93
-    assert metrics["harmful_withheld"] >= 0.55
+    if wordnet.available():  # the alignment through WordNet (the `lexical` extra)
+        assert metrics["faithful_kept"] >= 0.89
+        assert metrics["harmful_withheld"] >= 0.70
+    else:  # stems alone
+        assert metrics["faithful_kept"] >= 0.93
+        assert metrics["harmful_withheld"] >= 0.55
 
 
 def test_support_report_has_both_splits_and_every_kind(report: dict[str, object]) -> None:

@@ -73,6 +73,11 @@ class Settings(BaseSettings):
     # Output budget per model call. Current models think before answering by default (adaptive
     # thinking), and thinking tokens count against this budget, so it leaves room for both.
     max_tokens: int = Field(4096, ge=16, le=16000, description="output tokens per call, thinking included")
+    # `POST /ask` only (a stream never takes back what it sent): a reply cut at `max_tokens` is asked for
+    # once more with this budget when it is larger; 0 leaves the cut reply as the answer (marked cut).
+    retry_max_tokens: int = Field(
+        0, ge=0, le=32000, description="output tokens of the one retry of a reply cut at max_tokens (0: none)"
+    )
     model_timeout: float = Field(60.0, gt=0, description="seconds per model call")
     model_prices: dict[str, tuple[float, float]] = Field(
         default_factory=lambda: dict(DEFAULT_MODEL_PRICES),

@@ -357,6 +357,18 @@ OPPOSITES = (
     ("upgrade", "downgrade"),
     ("upgrades", "downgrades"),
 )
+# Closed-class words the stop words leave in (pronouns, determiners, wh-words): they restate, never name a
+# subject, so the alignment of a sentence to its span passes over them.
+FUNCTION_WORDS = frozenset(
+    """another anyone anybody anything anywhere everyone everybody everything everywhere someone somebody
+    something somewhere whatever whenever wherever whichever whoever whose either neither none nothing
+    nobody nowhere else many much several whether yet however thus hence therefore although though
+    whereas ones""".split()
+)
+# A compound preposition is one of these, a noun, then one of the tails ("in addition to", "on top of",
+# "in front of", "on behalf of"): its noun relates two things and names neither.
+COMPOUND_PREPOSITION_HEADS = frozenset("in on at by for with from".split())
+COMPOUND_PREPOSITION_TAILS = frozenset("of to with".split())
 # Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
 SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
 

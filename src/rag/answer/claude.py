@@ -294,11 +294,17 @@ class ClaudeGenerator:
             self._loop_clients[loop] = client
         return client
 
-    def request(self, question: str, blocks: Sequence[Block], feedback: Sequence[str] = ()) -> dict[str, Any]:
+    def request(
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        feedback: Sequence[str] = (),
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
         """The keyword arguments of one Messages call (shared by create and stream)."""
         return {
             "model": self.settings.generation_model,
-            "max_tokens": self.settings.max_tokens,
+            "max_tokens": max_tokens or self.settings.max_tokens,
             "system": SYSTEM_PROMPT,
             "messages": [{"role": "user", "content": user_content(question, blocks, feedback)}],
         }
@@ -315,10 +321,19 @@ class ClaudeGenerator:
                 raise ConfigError(str(error)) from None
             raise error from exc
 
-    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
-        """One answer via `messages.create`; retries taken by the SDK are counted in usage."""
+    def generate(
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        *,
+        feedback: Sequence[str] = (),
+        max_tokens: int | None = None,
+    ) -> Generation:
+        """One answer via `messages.create` (`max_tokens`: another output budget than the settings');
+        retries taken by the SDK are counted in usage."""
         try:
-            raw = self.client.messages.with_raw_response.create(**self.request(question, blocks, feedback))
+            request = self.request(question, blocks, feedback, max_tokens)
+            raw = self.client.messages.with_raw_response.create(**request)
             message = raw.parse()
         except _CLIENT_ERRORS as exc:
             raise translate_error(exc, model=self.settings.generation_model) from exc

@@ -54,8 +54,16 @@ class Generator(Protocol):
     name: str
     native_citations: bool
 
-    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
-        """One complete answer. `feedback` holds specific reasons from a failed first draft."""
+    def generate(
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        *,
+        feedback: Sequence[str] = (),
+        max_tokens: int | None = None,
+    ) -> Generation:
+        """One complete answer. `feedback` holds specific reasons from a failed first draft; `max_tokens`
+        overrides the output budget (a model's; the retry of a cut reply)."""
         ...
 
     def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
@@ -236,8 +244,16 @@ class OfflineGenerator:
         self.min_coverage = min_coverage
         self.max_sentences = max_sentences
 
-    def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
-        """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces)."""
+    def generate(
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        *,
+        feedback: Sequence[str] = (),
+        max_tokens: int | None = None,
+    ) -> Generation:
+        """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces); it has
+        no output budget (`max_tokens` is ignored)."""
         drafts = self.drafts(question, blocks, feedback=feedback)
         text = " ".join(cite(d.text, [c.n for c in d.claims]) for d in drafts)
         return Generation(drafts=drafts, text=text)

@@ -94,6 +94,7 @@ class Judge:
     model_refused: bool = False
     claims_dropped: bool = False
     cut: bool = False
+    cut_by: str = ""  # the stop reason that cut the reply ("max_tokens", ...)
     verify_ms: float = 0.0
 
     def feed(self, piece: Piece) -> list[Event]:
@@ -102,6 +103,7 @@ class Judge:
             self.usage = self.usage + piece.usage
         if piece.stop_reason in CUT_STOP_REASONS:
             self.cut = True
+            self.cut_by = piece.stop_reason
         return self._judge_all(self.buffer.feed(piece))
 
     def close(self, *, cut: bool = False) -> list[Event]:

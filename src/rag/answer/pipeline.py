@@ -337,13 +337,36 @@ class Pipeline:
             DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(plan)),
         ]
 
-    def _draft(self, plan: Plan, label: str, feedback: Sequence[str] = ()) -> tuple[Judge, list[Event]]:
+    def _draft(
+        self, plan: Plan, label: str, feedback: Sequence[str] = (), max_tokens: int | None = None
+    ) -> tuple[Judge, list[Event]]:
         """One whole draft through the core: generate, then judge its pieces."""
         judge = self._judge(plan, label)
-        stage = "generate" if label == "draft 1" else "regenerate"
+        stage = "generate" if label.startswith("draft 1") else "regenerate"
         with _timed(plan.timings, stage):
-            generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
+            if max_tokens is None:  # generators written before the budget keyword still work
+                generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
+            else:
+                generation = self.generator.generate(
+                    plan.question, plan.blocks, feedback=feedback, max_tokens=max_tokens
+                )
         return judge, run(judge, pieces_of(generation))
+
+    def _longer(self, plan: Plan, cut: Judge, events: list[Event]) -> tuple[Judge, list[Event], list[Judge]]:
+        """A draft cut at `max_tokens` asked for once more with `retry_max_tokens` (when that is larger):
+        (the draft kept, its events, every draft made, in order). The longer draft is kept unless it
+        verified nothing while the cut one did; if the retry fails, the cut draft stands, with a note."""
+        budget = self.settings.retry_max_tokens
+        if cut.cut_by != "max_tokens" or budget <= self.settings.max_tokens:
+            return cut, events, [cut]
+        try:
+            longer, longer_events = self._draft(plan, "draft 1, larger budget", max_tokens=budget)
+        except RagError as exc:
+            plan.note = " ".join(filter(None, (plan.note, f"A retry with a larger budget failed ({exc}).")))
+            return cut, events, [cut]
+        if longer.sentences or not cut.sentences:
+            return longer, longer_events, [cut, longer]
+        return cut, events, [cut, longer]
 
     def answer(
         self,
@@ -355,18 +378,19 @@ class Pipeline:
     ) -> Answer:
         """A verified answer or a refusal: the core's events folded into an Answer.
 
-        The one step streaming cannot take: when the first draft withheld a sentence that carried a
-        claim, a second draft is asked for with sentence-specific feedback; the second is kept when it
-        has verified sentences or the first has none. If that second call fails, the verified first
-        draft stands, with a note. Raises InvalidQuestion, or UpstreamUnavailable when the model call
-        fails and no verified sentence exists.
+        A first draft cut at `max_tokens` is asked for once more with `retry_max_tokens` when that is
+        larger (`_longer`). The one step streaming cannot take: when the first draft withheld a
+        sentence that carried a claim, a second draft is asked for with sentence-specific feedback;
+        the second is kept when it has verified sentences or the first has none. If that second call
+        fails, the verified first draft stands, with a note. Raises InvalidQuestion, or
+        UpstreamUnavailable when the model call fails and no verified sentence exists.
         """
         plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
-        kept, events = self._draft(plan, "draft 1")
+        kept, events, drafts = self._longer(plan, *self._draft(plan, "draft 1"))
         other: Judge | None = None
-        history = list(kept.history)
+        history = [line for draft in drafts for line in draft.history]
         if kept.wants_regeneration:
             try:
                 second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
@@ -385,6 +409,9 @@ class Pipeline:
             shown = {d.text for d in answer.dropped}
             earlier = tuple(d for d in other.dropped if d.text not in shown)
             answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
+        for aside in drafts:  # a draft set aside for a longer one was still paid for
+            if aside is not kept:
+                answer = replace(answer, usage=answer.usage + aside.usage)
         return self._finish(plan, answer, tuple(history))
 
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:

@@ -5,11 +5,21 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    2026-03-18), ...", "The policy states that ...", "..., per the admin guide.") is set aside, so its
    title words and date are not judged as claims; one that names another document stays, and fails;
 2. coverage: the share of the sentence's content terms (stemmed, stop words out, topic words kept) found
-   in its own span or the block's title and section must reach `MIN_COVERAGE`;
+   in its own span or the block's title and section must reach `MIN_COVERAGE`; a word also counts as
+   found when it aligns to a span word through a WordNet sense ("rejected" / "refused", see below);
 3. harmful edits are withheld even when coverage is high: a negation the span does not have, or one it
    has and the sentence drops ("must" / "must not", "no longer", "cannot"); the entities of the span
    in swapped roles ("admins invite members" / "members invite admins"); a subject the span does not
    name. Changed figures are judged by `figures.missing_figures` on the same span.
+4. alignment (with WordNet's data installed, the `lexical` extra; `wordnet.available()`): each content
+   word of the sentence is aligned to the span by stem, by a shared WordNet sense, or as an acronym of
+   a run of words. A sentence word left unaligned that stands where an unaligned span word stood (next
+   to the same aligned word) replaces it: when the two are WordNet antonyms ("downloads" / "uploads")
+   the sentence contradicts its span; when both name things (usually nouns or adjectives, or
+   capitalised names) it says something about another subject or role ("the workspace owner is
+   notified" / "its creator is notified"). A capitalised name the span lacks, while the span has a
+   name the sentence lacks, is another subject wherever it stands. Verbs are left to paraphrase:
+   WordNet's verb senses are too narrow to tell a paraphrase ("switched on" / "enabled") from a change.
 """
 
 from __future__ import annotations
@@ -18,8 +28,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
+from rag.answer import wordnet
+from rag.answer.numbers import find_numbers
+from rag.answer.quantities import find_quantities
 from rag.lexicon import (
+    COMPOUND_PREPOSITION_HEADS,
+    COMPOUND_PREPOSITION_TAILS,
+    FUNCTION_WORDS,
     GENERIC_SOURCE_WORDS,
     OPPOSITES,
     SCOPE_EQUIVALENTS_ONLY,
@@ -152,7 +169,7 @@ def judge(
         return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, core)
     context = term_set(" ".join(f"{b.chunk.title} {b.chunk.section}" for b in blocks))
     found = term_set(evidence) | context
-    coverage = len(wanted & found) / len(wanted)
+    coverage = max(len(wanted & found) / len(wanted), _aligned_share(core, evidence, context))
     if coverage < min_coverage:
         return Judgement(
             Issue("low_overlap", f"[{n}] has only {coverage:.2f} overlap with its cited span"), coverage, core
@@ -174,6 +191,14 @@ def judge(
     flipped = _negation_flip(core, evidence)
     if flipped:
         return Judgement(Issue("contradiction", f"[{n}] {flipped} its cited span"), coverage, core, True)
+    substituted = _substituted(core, evidence, context)
+    if substituted:
+        said, source, opposite = substituted
+        if opposite:
+            issue = Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}")
+            return Judgement(issue, coverage, core, True)
+        issue = Issue("other_subject", f"[{n}] says {said!r} where its cited span says {source!r}")
+        return Judgement(issue, coverage, core)
     swapped = _swapped(core, evidence)
     if swapped:
         issue = Issue(
@@ -359,3 +384,169 @@ def _passive(text: str) -> bool:
 
 def _content_tokens(text: str) -> list[str]:
     return terms(text)
+
+
+# --- alignment: each content word of the sentence aligned to the span (same stem or a WordNet sense) ---
+
+_ALIGN_WORD_RE = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?")
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    lower: str
+    stem: str
+    capital: bool  # capitalised inside its sentence: a name
+
+
+def _align_words(text: str) -> list[_Word]:
+    """Content words in order, without stop words, without the words of a number ("twenty", "dozen"),
+    which the figures check judges, and without the noun of a compound preposition ("in addition to",
+    "on top of"), which relates, not names."""
+    numbers = [(n.start, n.end) for n in find_numbers(text)] + [
+        (q.start, q.end) for q in find_quantities(text)
+    ]
+    words = list(_ALIGN_WORD_RE.finditer(text))
+    out = []
+    for i, match in enumerate(words):
+        word = match.group()
+        capital = word[:1].isupper() and i > 0
+        lower = word.lower()
+        if lower in STOP_WORDS or lower in FUNCTION_WORDS or len(lower) < 2:
+            continue
+        if any(s <= match.start() < e for s, e in numbers):
+            continue
+        before = words[i - 1].group().lower() if i > 0 else ""
+        after = words[i + 1].group().lower() if i + 1 < len(words) else ""
+        if before in COMPOUND_PREPOSITION_HEADS and after in COMPOUND_PREPOSITION_TAILS:
+            continue
+        out.append(_Word(lower, stem(lower), capital))
+    return out
+
+
+@lru_cache(maxsize=65536)
+def _sense_stems(word: str) -> frozenset[str]:
+    """Stems of the one-word synonyms of `word` and the stem sets of its multiword ones ("turn down")."""
+    return frozenset(stem(w) for w in wordnet.synonyms(word) if " " not in w and "-" not in w)
+
+
+@lru_cache(maxsize=65536)
+def _antonym_stems(word: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in wordnet.antonyms(word) if " " not in w)
+
+
+@lru_cache(maxsize=65536)
+def _phrases(word: str) -> tuple[frozenset[str], ...]:
+    return tuple(
+        frozenset(stem(p) for p in w.replace("-", " ").split() if p not in STOP_WORDS)
+        for w in wordnet.synonyms(word)
+        if " " in w or "-" in w
+    )
+
+
+def _aligns(word: _Word, stems: frozenset[str], senses: frozenset[str], initials: frozenset[str]) -> bool:
+    """Whether `word` has a counterpart among `stems` (the other text's stems; `senses`: their synonyms;
+    `initials`: the initials of its runs of words, for an acronym: "IdP" / "identity provider")."""
+    if word.stem in stems or word.stem in senses or word.lower in initials:
+        return True
+    if _sense_stems(word.lower) & stems:
+        return True
+    return any(p and p <= stems for p in _phrases(word.lower))
+
+
+@dataclass(frozen=True, slots=True)
+class _Alignment:
+    said: list[_Word]
+    source: list[_Word]
+    said_aligned: list[bool]
+    source_aligned: list[bool]
+
+
+def _alignment(sentence: str, evidence: str, context: frozenset[str]) -> _Alignment:
+    said, source = _align_words(sentence), _align_words(evidence)
+    source_stems = frozenset(w.stem for w in source)
+    said_stems = frozenset(w.stem for w in said)
+    source_senses = frozenset().union(*(_sense_stems(w.lower) for w in source)) if source else frozenset()
+    said_senses = frozenset().union(*(_sense_stems(w.lower) for w in said)) if said else frozenset()
+    said_aligned = [_aligns(w, source_stems | context, source_senses, _initials(evidence)) for w in said]
+    source_aligned = [_aligns(w, said_stems, said_senses, _initials(sentence)) for w in source]
+    return _Alignment(said, source, said_aligned, source_aligned)
+
+
+MAX_ACRONYM = 6
+
+
+def _initials(text: str) -> frozenset[str]:
+    """The initials of every run of 2 to `MAX_ACRONYM` consecutive words ("bring your own key": "byok")."""
+    letters = [w[0].lower() for w in _ALIGN_WORD_RE.findall(text)]
+    return frozenset(
+        "".join(letters[i : i + k]) for k in range(2, MAX_ACRONYM + 1) for i in range(len(letters) - k + 1)
+    )
+
+
+def _neighbour_stems(words: list[_Word], aligned: list[bool], at: int, step: int) -> frozenset[str]:
+    """The stem (and synonyms) of the nearest aligned word before (`step` -1) or after (+1) `at`."""
+    i = at + step
+    while 0 <= i < len(words):
+        if aligned[i]:
+            return frozenset({words[i].stem}) | _sense_stems(words[i].lower)
+        i += step
+    return frozenset()
+
+
+def _same_slot(a: _Alignment, i: int, j: int) -> bool:
+    """Whether sentence word `i` and span word `j` stand by the same aligned word (the nearest aligned
+    word on either side of each): "with approval from finance" / "with your manager's approval"."""
+    mine = _neighbour_stems(a.said, a.said_aligned, i, -1) | _neighbour_stems(a.said, a.said_aligned, i, 1)
+    theirs = _neighbour_stems(a.source, a.source_aligned, j, -1)
+    theirs |= _neighbour_stems(a.source, a.source_aligned, j, 1)
+    return bool(mine & theirs)
+
+
+def _aligned_share(sentence: str, evidence: str, context: frozenset[str]) -> float:
+    """Share of the sentence's content words aligned to the span (or the title), 0.0 without WordNet."""
+    if not wordnet.available():
+        return 0.0
+    a = _alignment(sentence, evidence, context)
+    return sum(a.said_aligned) / len(a.said) if a.said else 0.0
+
+
+def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, bool] | None:
+    """(the sentence's word, the span's word, whether they are antonyms) for a word of the sentence that
+    takes the place of a word of the span without sharing a sense with it ("the workspace owner is
+    notified" / "its creator is notified"); None when every new word is a paraphrase."""
+    if not wordnet.available():
+        return None
+    a = _alignment(sentence, evidence, frozenset())
+    dropped = [j for j, ok in enumerate(a.source_aligned) if not ok]
+    names = [j for j in dropped if a.source[j].capital]
+    for i, word in enumerate(a.said):
+        if a.said_aligned[i]:
+            continue
+        for j in dropped:
+            other = a.source[j]
+            if other.stem in _antonym_stems(word.lower) or word.stem in _antonym_stems(other.lower):
+                return word.lower, other.lower, True
+        if word.capital and word.stem not in context and names:
+            return word.lower, a.source[names[0]].lower, False  # a name in place of another
+        if not _nominal(word) or word.stem in context:
+            continue
+        for j in dropped:
+            if _nominal(a.source[j]) and _same_kind(word, a.source[j]) and _same_slot(a, i, j):
+                return word.lower, a.source[j].lower, False
+    return None
+
+
+def _same_kind(a: _Word, b: _Word) -> bool:
+    """Names stand for names, nouns for nouns: the usual parts of speech of the two words meet."""
+    if a.capital or b.capital:
+        return True
+    mine, theirs = wordnet.usual_parts_of_speech(a.lower), wordnet.usual_parts_of_speech(b.lower)
+    return not mine or not theirs or bool(mine & theirs)
+
+
+def _nominal(word: _Word) -> bool:
+    """A name or a word that can be a noun or an adjective (what names a subject or a role)."""
+    if word.capital:
+        return True
+    kinds = wordnet.usual_parts_of_speech(word.lower)
+    return not kinds or bool(kinds & {"noun", "adj"})
