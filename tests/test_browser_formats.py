@@ -176,7 +176,7 @@ def test_page_citation_into_each_format_opens_its_document_page_and_exact_highli
     # the "built from" list names the page of a PDF source, and no page for the others
     item = page.locator(f"[data-testid=block-item][data-chunk-id='{citation['chunk_id']}']").first
     listed = item.locator("[data-testid=block-page]")
-    assert [listed.inner_text()] * listed.count() == ([] if case.page is None else [f"page {case.page}"])
+    assert listed.all_inner_texts() == ([] if case.page is None else [f"page {case.page}"])
 
     chip = page.locator(f"[data-testid=citation-chip][data-chunk-id='{citation['chunk_id']}']").first
     page_note = "" if case.page is None else f", page {case.page}"
@@ -328,3 +328,43 @@ def test_markup_highlight_of_any_span_covers_exactly_its_visible_characters(page
         covered = {i for s, e, _ in found for i in range(s, e)}
         assert covered == visible & set(range(start, end)), (start, end)
         assert all(text[s:e] == t for s, e, t in found)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "shown", "codes", "field"),
+    [
+        (":Default: ``300``.", "Default: 300.", ["300"], "Default:"),
+        ("Set :setting:`broker_url` (see `the guide <https://x.test/g>`_).", "Set broker_url (see the guide).",
+         ["broker_url"], None),
+        ("Plain words, nothing to render.", "Plain words, nothing to render.", [], None),
+        ("A role :ref:`x` mid-sentence is no field: ok.", "A role x mid-sentence is no field: ok.", ["x"], None),
+    ],
+)
+def test_answer_sentence_shows_its_source_markup_rendered_not_typed(
+    page: Any, sentence: str, shown: str, codes: list[str], field: str | None
+) -> None:
+    got = page.evaluate(
+        """(text) => {
+            const box = document.createElement('span');
+            RagMarkup.renderInline(box, text);
+            return {
+                text: box.textContent,
+                codes: [...box.querySelectorAll('code')].map(c => c.textContent),
+                field: box.querySelector('.md-field')?.textContent ?? null,
+                html: box.querySelectorAll('script, img, a').length,
+            };
+        }""",
+        sentence,
+    )
+    assert got == {"text": shown, "codes": codes, "field": field, "html": 0}
+
+
+def test_answer_sentence_markup_is_never_parsed_as_html(page: Any) -> None:
+    got = page.evaluate(
+        """() => {
+            const box = document.createElement('span');
+            RagMarkup.renderInline(box, '<img src=x onerror=alert(1)> ``<b>x</b>``');
+            return [box.querySelectorAll('img, b').length, box.textContent];
+        }"""
+    )
+    assert got == [0, "<img src=x onerror=alert(1)> <b>x</b>"]

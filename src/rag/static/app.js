@@ -441,8 +441,11 @@
     }
     const groups = [...byChunk.values()].map((group) => [Math.min(...group.map((c) => c.n)), group]);
     const chips = groups.sort((a, b) => a[0] - b[0]).map(([n, group]) => chip(state, n, group));
+    const shown = h("span", { class: "sentence-text" });
+    if (window.RagMarkup) window.RagMarkup.renderInline(shown, data.text || "");
+    else shown.textContent = data.text || "";
     const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
-      h("span", { class: "sentence-text" }, data.text || ""),
+      shown,
       chips.length ? h("span", { class: "chips" }, chips) : null);
     const into = layoutFor(state, data.starts || "");
     if (into.childNodes.length) into.append(" ");

@@ -24,6 +24,8 @@
   // Directives whose indented body is code, shown as such (after its option lines).
   const CODE_DIRECTIVE = /^\.\.[ \t]+(?:code-block|code|sourcecode|doctest|testcode|testoutput|testsetup|parsed-literal)::/;
   const DIRECTIVE_OPTION = /^[ \t]+:[\w-]+:/;
+  // A reST field name at the start of a line (":Default: 30"), not a role (":setting:`x`").
+  const FIELD_NAME = /^:([A-Za-z][\w .-]*):(?!`)[ \t]+/;
   // A table row: a line that starts and ends with a pipe (Markdown/GFM, and the DOCX reader's tables).
   const TABLE_ROW = /^[ \t]*\|.*\|[ \t]*$/;
   const TABLE_DELIMITER = /^[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?[ \t]*)?[ \t]*$/;
@@ -250,13 +252,8 @@
 
   const TAGS = { strong: "strong", em: "em", code: "code", link: "span" };
 
-  /**
-   * Renders `text` into `container`, wrapping the visible characters inside `ranges`
-   * ([[start, end], ...], sorted, disjoint source offsets) in <mark data-start data-end data-span>.
-   * Returns the number of marks made for each range (0 means nothing of it is visible).
-   */
-  function render(container, text, ranges, markAttrs) {
-    const counts = ranges.map(() => 0);
+  /** A function that appends inline nodes to an element, wrapping the parts of `ranges` in marks. */
+  function filler(text, ranges, markAttrs, counts) {
     const slice = (s, e, parent) => {
       let at = s;
       for (let r = 0; r < ranges.length && at < e; r += 1) {
@@ -289,6 +286,33 @@
         parent.append(el);
       }
     };
+    return fill;
+  }
+
+  /** One answer sentence (copied from a source, so it may carry the source's inline markup) shown
+   * with that markup rendered: a literal as code, a link as its text, a reST field name
+   * (":Default:") as a label. Nothing is parsed as HTML. */
+  function renderInline(container, text) {
+    const field = FIELD_NAME.exec(text);
+    let at = 0;
+    if (field) {
+      const label = document.createElement("span");
+      label.className = "md-field";
+      label.textContent = `${field[1]}:`;
+      container.append(label, " ");
+      at = field[0].length;
+    }
+    filler(text, [], null, [])(inline(text, at, text.length), container);
+  }
+
+  /**
+   * Renders `text` into `container`, wrapping the visible characters inside `ranges`
+   * ([[start, end], ...], sorted, disjoint source offsets) in <mark data-start data-end data-span>.
+   * Returns the number of marks made for each range (0 means nothing of it is visible).
+   */
+  function render(container, text, ranges, markAttrs) {
+    const counts = ranges.map(() => 0);
+    const fill = filler(text, ranges, markAttrs, counts);
     const blocks = parse(text);
     let list = null;
     for (const block of blocks) {
@@ -363,5 +387,5 @@
     return out.join("");
   }
 
-  window.RagMarkup = { parse, render, visibleText };
+  window.RagMarkup = { parse, render, renderInline, visibleText };
 })();
