@@ -334,10 +334,19 @@ def test_markup_highlight_of_any_span_covers_exactly_its_visible_characters(page
     ("sentence", "shown", "codes", "field"),
     [
         (":Default: ``300``.", "Default: 300.", ["300"], "Default:"),
-        ("Set :setting:`broker_url` (see `the guide <https://x.test/g>`_).", "Set broker_url (see the guide).",
-         ["broker_url"], None),
+        (
+            "Set :setting:`broker_url` (see `the guide <https://x.test/g>`_).",
+            "Set broker_url (see the guide).",
+            ["broker_url"],
+            None,
+        ),
         ("Plain words, nothing to render.", "Plain words, nothing to render.", [], None),
-        ("A role :ref:`x` mid-sentence is no field: ok.", "A role x mid-sentence is no field: ok.", ["x"], None),
+        (
+            "A role :ref:`x` in a sentence is no field: ok.",
+            "A role x in a sentence is no field: ok.",
+            ["x"],
+            None,
+        ),
     ],
 )
 def test_answer_sentence_shows_its_source_markup_rendered_not_typed(
