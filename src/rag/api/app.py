@@ -223,8 +223,9 @@ def settle_heap() -> None:
 
     What a server holds after warm-up (routes, models, word lists, compiled patterns, caches) lives
     as long as the process, yet every full collection would walk all of it with the GIL held: about
-    45 ms on the bundled corpus, during which every request in flight waits (the p99 of `/ask`).
-    Frozen, a full collection walks only what requests made since, well under a millisecond.
+    50 ms of CPU (`benchmarks/bench_http.py`), during which every request in flight waits, which
+    showed in the p99 of `/ask`. Frozen, a full collection walks only what requests made since: well
+    under a millisecond.
     Objects are still freed by reference counting; only cycles among frozen objects stay.
     """
     gc.collect()
