@@ -3,6 +3,7 @@ bodies, more connections than allowed. Every loop here is bounded in count and t
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import subprocess
@@ -19,7 +20,8 @@ from fastapi.testclient import TestClient
 from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import english_frequency
 from rag.api import create_app
-from rag.config import load_settings
+from rag.api.server import app_factory
+from rag.config import get_settings, load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = Path(sys.executable).parent / "rag"
@@ -165,6 +167,28 @@ def test_app_startup_warms_the_word_list_before_serving(corpus_db: str) -> None:
     with TestClient(app) as client:
         assert english_frequency.cache_info().currsize > 0
         assert client.get("/readyz").json()["status"] == "ready"
+
+
+def test_a_served_app_freezes_its_warm_heap_and_a_built_one_does_not(
+    corpus_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rag serve` (either path: one worker or `app_factory` in each worker) freezes what warm-up
+    left alive, so a full collection under load does not walk it; an app built by another program
+    leaves that program's heap alone."""
+    gc.unfreeze()
+    try:
+        with TestClient(create_app(load_settings(db=corpus_db, mock=True))):
+            assert gc.get_freeze_count() == 0
+        monkeypatch.setenv("RAG_DB", corpus_db)
+        monkeypatch.setenv("MOCK", "1")
+        get_settings.cache_clear()
+        with TestClient(app_factory()) as client:
+            assert gc.get_freeze_count() > 1000
+            assert english_frequency.cache_info().currsize > 0  # warmed before the freeze
+            assert client.post("/ask", json={"question": "How long is the free trial?"}).status_code == 200
+    finally:
+        gc.unfreeze()
+        get_settings.cache_clear()
 
 
 class _StatsFail:

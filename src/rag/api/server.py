@@ -149,7 +149,7 @@ def app_factory() -> FastAPI:
     """Build the app from the environment; uvicorn calls this in every worker process."""
     settings = get_settings()
     configure_logging(settings.log_level)
-    return create_app(settings)
+    return create_app(settings, freeze_heap=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,4 +212,4 @@ def serve(
     if workers > 1:
         uvicorn.run("rag.api:app_factory", factory=True, workers=workers, **common)
     else:
-        uvicorn.run(create_app(settings), **common)
+        uvicorn.run(create_app(settings, freeze_heap=True), **common)
