@@ -513,3 +513,59 @@ def test_generator_named_entry_does_not_give_its_default_for_an_asked_limit() ->
     assert out.drafts == ()
     out = OfflineGenerator().generate("What is WIDGET_LIMIT set to by default?", [block(1, text)])
     assert [d.text for d in out.drafts] == ["It is set to 40 by default."]
+
+
+REDIRECTS = (
+    "## Following redirects\n\nBy passing ``follow_redirects=True`` to a request method, the client will "
+    "continue to make requests until a response that is not a redirect is returned."
+)
+SESSIONS = (
+    "## Sessions\n\nThe session cookie is signed with the secret key. "
+    "Sessions expire when the browser closes."
+)
+UPLOADS = "## Uploads\n\nFiles larger than the configured limit are rejected before the view runs."
+
+
+def test_split_question_separates_the_situation_from_the_asking_sentence():
+    from rag.answer.generate import split_question
+
+    question = "My client stops at the 302. Why? How do I make it follow the redirect?"
+    asking, situation = split_question(question)
+    assert asking == "Why? How do I make it follow the redirect?"
+    assert situation == "My client stops at the 302. "
+    plain = "How do I make it follow the redirect?"
+    assert split_question(plain) == (plain, "")
+    # statements after the last question: no asking sentence closes it, so all of it asks
+    assert split_question("Follow redirects? I mean in tests.")[1] == ""
+
+
+def test_generate_situation_words_weigh_less_than_the_asking_sentence():
+    blocks = [block(1, REDIRECTS), block(2, SESSIONS), block(3, UPLOADS)]
+    asked = "My test client stops at the 302 from the logout page. How do I make it follow the redirect?"
+    out = OfflineGenerator().generate(asked, blocks)
+    assert [d.text[:30] for d in out.drafts] == ["By passing ``follow_redirects="]
+    # the same words asked in one sentence: the situation's words are the question's, and no block has them
+    merged = "How do I make my test client that stops at the 302 from the logout page follow the redirect?"
+    assert OfflineGenerator().generate(merged, blocks).drafts == ()
+
+
+def test_generate_situation_does_not_excuse_a_missing_asked_subject():
+    blocks = [block(1, REDIRECTS), block(2, SESSIONS), block(3, UPLOADS)]
+    asked = "My test client follows redirects. How do I make it keep the cookies of each hop?"
+    assert OfflineGenerator().generate(asked, blocks).drafts == ()
+
+
+def test_generate_inline_code_names_a_one_word_flag():
+    text = (
+        "## Environment\n\nIf a command called ``serve`` takes an option called ``port`` and the prefix is "
+        "``APP``, then the variable is ``APP_SERVE_PORT``."
+    )
+    blocks = [block(1, text), block(2, SESSIONS), block(3, UPLOADS)]
+    out = OfflineGenerator().generate("Which environment variable sets --port on the serve command?", blocks)
+    assert [d.text.endswith("is ``APP_SERVE_PORT``.") for d in out.drafts] == [True]
+    # a plain word is not the flag
+    plain = text.replace("``port``", "port")
+    out = OfflineGenerator().generate(
+        "Which environment variable sets --port on the serve command?", [block(1, plain), *blocks[1:]]
+    )
+    assert out.drafts == ()

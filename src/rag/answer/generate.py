@@ -43,7 +43,7 @@ from rag.lexicon import (
     QUESTION_FILLERS,
     SEE_ALSO_RE,
 )
-from rag.text import is_proposal, normalise, term_set, terms
+from rag.text import is_proposal, normalise, sentence_spans, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
@@ -94,6 +94,10 @@ NEIGHBOURS = 1
 # the question: the question mass it covers beyond the document title, times the share of its own
 # terms the question names. 0.35 on the dev and golden sets (0.5+ lets FAQ near-miss headings win).
 LABEL_WEIGHT = 0.35
+# A question that first describes the asker's situation ("My test client stops at the 302. How do I
+# make it follow the redirect?") asks in its last sentence: the words only the statements before it
+# use weigh this share of their IDF (documentation states facts, not the reader's situation).
+SCENARIO_WEIGHT = 0.3
 # When the best sentence and one from another block rank closer than this, neither is the answer:
 # the generator is unsure and writes nothing (0.02 on the dev set; 0.05+ refuses golden answers).
 UNSURE_MARGIN = 0.02
@@ -130,9 +134,15 @@ class _Ask:
     price: bool
     default: bool
     identifiers: frozenset[str]
+    bound_ids: frozenset[str]
     literals: str
     names: frozenset[str]
     pairs: frozenset[tuple[str, str]]
+    # the weights with the situation's words discounted (None: the question states no situation)
+    focus: Mapping[str, float] | None = None
+    # the situation's words (only the asking sentence's topic terms are counted when weighing by focus)
+    stated: frozenset[str] = frozenset()
+    uncounted: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -287,6 +297,24 @@ class OfflineGenerator:
         return list(found.values())
 
     def _eligible(self, ask: _Ask, r: _Reading) -> bool:
+        """Eligible on the question's weights, or on its asking sentence's when it states a situation."""
+        if self._eligible_on(ask, r):
+            return True
+        if ask.focus is None:
+            return False
+        focus = ask.focus
+        return self._eligible_on(
+            replace(
+                ask,
+                weights=focus,
+                total=sum(focus.values()),
+                topic_total=sum(w for t, w in focus.items() if t not in ask.typed),
+                uncounted=ask.stated,
+            ),
+            r,
+        )
+
+    def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
         if _named_entry(ask, r):
             # the asked identifier names the subject exactly; the sentence states the asked fact
             return _counts_the_measured(ask, r) and not _other_subject(ask, r)
@@ -322,38 +350,64 @@ class OfflineGenerator:
 
 
 def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
-    """The question's weighted terms (IDF over the blocks; kind-naming words discounted), or None
-    when it has no content term or there are no blocks."""
+    """The question's weighted terms (IDF over the blocks; kind-naming words and words of the
+    situation described before the asking sentence discounted), or None when it has no content term
+    or there are no blocks. The asked kind is read from the asking sentence."""
     q_terms = question_terms(question)
     if not q_terms or not blocks:
         return None
+    asking, situation = split_question(question)
     weights = idf_weights(q_terms, blocks)
-    kind = answer_type(question)
-    default = asks_default(question)
-    asked_default = DEFAULT_TERMS | default_terms(question) if default else frozenset()
-    typed = (type_terms(question, kind) | asked_default) & weights.keys()
+    kind = answer_type(asking)
+    default = asks_default(asking)
+    asked_default = DEFAULT_TERMS | default_terms(asking) if default else frozenset()
+    typed = (type_terms(asking, kind) | asked_default) & weights.keys()
     for t in typed:
         weights[t] *= ANSWER_TYPE_WEIGHT
     total = sum(weights.values())
     if total <= 0:
         return None
+    stated = (term_set(situation) - term_set(asking)) & weights.keys()
+    focus = {t: w * SCENARIO_WEIGHT if t in stated else w for t, w in weights.items()}
+    named = _asked_identifiers(question, blocks)
     return _Ask(
         question=question,
         asked=term_set(question),
-        measured=measured_terms(question),
-        counts=bool(COUNT_QUESTION_RE.search(question)),
+        measured=measured_terms(asking),
+        counts=bool(COUNT_QUESTION_RE.search(asking)),
         weights=weights,
         total=total,
         topic_total=sum(w for t, w in weights.items() if t not in typed),
         kind=kind,
         typed=frozenset(typed),
-        price=asks_price(question, kind),
+        price=asks_price(asking, kind),
         default=default,
-        identifiers=_asked_identifiers(question, blocks),
+        identifiers=named,
+        bound_ids=named & _asked_identifiers(asking, blocks) if situation else named,
         literals=question.lower(),
         names=_names(question),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
+        focus=focus if stated else None,
+        stated=frozenset(stated),
     )
+
+
+def split_question(question: str) -> tuple[str, str]:
+    """(asking, situation): the trailing sentences that end in "?" and the statements before them
+    ("My test client stops at the 302." / "How do I make it follow the redirect?"). A question
+    without such a lead-in is all asking: (question, "")."""
+    spans = sentence_spans(question.strip())
+    text = question.strip()
+    if len(spans) < 2 or not text.endswith("?"):
+        return text, ""
+    # the asking part: the trailing run of sentences that end in "?"
+    cut = len(spans)
+    while cut > 0 and text[spans[cut - 1][0] : spans[cut - 1][1]].rstrip().endswith("?"):
+        cut -= 1
+    if cut == 0:
+        return text, ""
+    start = spans[cut][0]
+    return text[start:], text[:start]
 
 
 def _asked_identifiers(question: str, blocks: Sequence[Block]) -> frozenset[str]:
@@ -386,7 +440,8 @@ def _without_code(text: str, keep: frozenset[str], literals: str = "") -> str:
     def kept(m: re.Match[str]) -> str:
         code = _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower()
         quoted = bool(code) and re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", literals) is not None
-        return m.group(0) if quoted or identifiers(m.group(0)) & keep else " "
+        named = identifiers(m.group(0)) | {code.lstrip("-").replace("-", "_")}
+        return m.group(0) if quoted or named & keep else " "
 
     return INLINE_CODE_RE.sub(kept, text)
 
@@ -512,15 +567,15 @@ def _named_entry(ask: _Ask, r: _Reading) -> bool:
     refers back to does), or it sits under their entry's name (".. py:data:: NAME", a definition
     term, a heading) and names no other identifier itself. Other question words are then paraphrase
     ("turned on by default"), not another subject."""
-    if not ask.identifiers or not ask.required or r.fit < 1.0:
+    if not ask.bound_ids or not ask.required or r.fit < 1.0:
         return False
     p = r.sentence
     if states_default(p.text) and not ask.default:
         return False  # a default is not the asked limit or duration: the usual rules decide
     own = f"{r.before} {p.text}"
-    if identifiers(own) - ask.identifiers and not _names_all(own, ask.identifiers):
+    if identifiers(own) - ask.identifiers and not _names_all(own, ask.bound_ids):
         return False
-    return _names_all(own, ask.identifiers) or _names_all(p.label, ask.identifiers)
+    return _names_all(own, ask.bound_ids) or _names_all(p.label, ask.bound_ids)
 
 
 def _covers_topic(ask: _Ask, r: _Reading) -> bool:
@@ -532,7 +587,7 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
-    topic = ask.weights.keys() - ask.typed
+    topic = (ask.weights.keys() - ask.typed - ask.uncounted) or (ask.weights.keys() - ask.typed)
     if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
         return False
     p = r.sentence
@@ -559,7 +614,7 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     # a field line under an entry's name ("Default: 1" under ".. py:data:: MAX_SIZE") is about that
     # name, not about the other settings its description mentions
     entry = p.entry if p.field and not identifiers(p.label) else ""
-    return _names_all(f"{text} {p.label} {entry}", ask.identifiers)
+    return _names_all(f"{text} {p.label} {entry}", ask.bound_ids)
 
 
 def _other_subject(ask: _Ask, r: _Reading) -> bool:
@@ -578,9 +633,19 @@ def _names_all(text: str, wanted: frozenset[str]) -> bool:
     """True when `text` names every identifier in `wanted`, as code or (when it has several parts)
     spelled out in words."""
     words = f" {normalise(text)} "
-    named = identifiers(text)
-    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word
+    named = identifiers(text) | _code_literals(text)
+    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word;
+    # as inline code ("an option called ``workers``") it names the identifier
     return all(i in named or ("_" in i and f" {_spelled(i)} " in words) for i in wanted)
+
+
+@lru_cache(maxsize=50_000)
+def _code_literals(text: str) -> frozenset[str]:
+    """The inline code literals of `text` as identifiers compare ("``--host``", "``host``" -> "host")."""
+    return frozenset(
+        _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower().lstrip("-").replace("-", "_")
+        for m in INLINE_CODE_RE.finditer(text)
+    )
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
