@@ -205,3 +205,12 @@ def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> 
     blocks = [Block(n=1, chunk=chunk, score=0.5, sent_text=text)]
     out = OfflineGenerator().generate("What's the default for WIDGET_SIZE?", blocks)
     assert [d.text for d in out.drafts] == ["Defaults to ``4093``."]
+
+
+def test_a_short_cut_line_ending_in_a_function_word_is_not_a_definition_term() -> None:
+    # the chunker cut an entry's description mid-sentence: "Defaults to" is not a term
+    text = "Defaults to\n    ``4093``. Larger widgets are ignored.\n"
+    assert [(p.label, p.text) for p in prose(text, "Settings > MAX_WIDGET_SIZE")] == [
+        ("MAX_WIDGET_SIZE", "Defaults to ``4093``."),
+        ("MAX_WIDGET_SIZE", "Larger widgets are ignored."),
+    ]

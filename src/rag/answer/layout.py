@@ -30,6 +30,7 @@ from rag.lexicon import (
     OPTION_RE,
     PROSE_DIRECTIVES,
     SHELL_RE,
+    STOP_WORDS,
     TAB_TITLE_RE,
     TABLE_BORDER_RE,
     TABLE_RULE_RE,
@@ -214,9 +215,13 @@ def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
 
 
 def _term_like(line: str) -> bool:
-    """Short, unpunctuated, not a list item: a definition-list term rather than a cut paragraph line."""
+    """Short, unpunctuated, not a list item, not ending in a function word ("Defaults to", "If it":
+    a sentence the chunker cut mid-line): a definition-list term rather than a cut paragraph line."""
+    words = line.split()
     return (
         line.rstrip()[-1:] not in ".!?:,"
+        and bool(words)
+        and words[-1].lower() not in STOP_WORDS
         and not BULLET_RE.match(line)
         and len(line.split()) <= MAX_TERM_WORDS
         and not _INNER_END_RE.search(line)
