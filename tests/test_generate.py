@@ -569,3 +569,38 @@ def test_generate_inline_code_names_a_one_word_flag():
         "Which environment variable sets --port on the serve command?", [block(1, plain), *blocks[1:]]
     )
     assert out.drafts == ()
+
+
+DOTENV = (
+    "## Disable dotenv\n\nYou can tell the tool not to load dotenv files when the loader is installed by "
+    "setting the ``TOOL_SKIP_DOTENV`` environment variable."
+)
+CACHE = "## Cache\n\nThe cache keeps rendered widgets. It is emptied when the tool restarts."
+SERVER = "## Server\n\nThe server listens on port 8000. Widgets are served over HTTP."
+
+
+def test_generate_everyday_words_no_block_uses_are_neutral_for_a_sentence_of_the_asked_kind():
+    blocks = [block(1, DOTENV), block(2, CACHE), block(3, SERVER)]
+    # "stops" and "even though" are the asker's wording: the documents say "not to load" and "when"
+    asked = "Which environment variable stops dotenv loading even though it is installed?"
+    out = OfflineGenerator().generate(asked, blocks)
+    assert [d.text.endswith("``TOOL_SKIP_DOTENV`` environment variable.") for d in out.drafts] == [True]
+    # a word English rarely uses names a subject the blocks lack: still refused
+    rare = "Which environment variable stops dotenv loading over telnet despite it being installed?"
+    assert OfflineGenerator().generate(rare, blocks).drafts == ()
+
+
+def test_generate_everyday_words_are_not_neutral_for_a_sentence_without_the_asked_kind():
+    blocks = [block(1, DOTENV), block(2, CACHE), block(3, SERVER)]
+    # no kind is asked ("Can I ..."): the sentence cannot show that it answers, so the words still count
+    asked = "Can an environment variable stop dotenv loading even though it is installed?"
+    assert OfflineGenerator().generate(asked, blocks).drafts == ()
+
+
+def test_split_question_reads_a_leading_condition_as_the_situation():
+    from rag.answer.generate import split_question
+
+    asking, situation = split_question("If I call it without a name, what category does the message get?")
+    assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
+    assert split_question("If I call it, does it work?")[1] == "If I call it, "
+    assert split_question("Is it safe if I call it, or not?")[1] == ""

@@ -54,6 +54,21 @@ QUESTION_FILLERS = HOW_FORMS | frozenset(
     {"still", "happen", "whole", "anoth", "instead", "just", "exact", "actual", "realli", "quick"}
     | {"ever", "current", "typic", "usual", "possibl", "exist"}
 )
+# A condition or circumstance leading a one-sentence question, up to the comma before the asking
+# words ("If I call it without a name, what ...", "With the default limits, how much ..."): the
+# asker's situation, not what is asked.
+LEAD_CLAUSE_RE = re.compile(
+    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless)\b[^?,]*,\s*"
+    r"(?=(?:what|which|how|who|whom|whose|where|when|why|is|are|was|were|can|could|do|does|did|should|"
+    r"will|would|must|may)\b)",
+    re.IGNORECASE,
+)
+# A question asking whether something holds ("Can staff claim ...?", "Is there ...?").
+YES_NO_QUESTION_RE = re.compile(
+    r"^\W*(?:can|could|do|does|did|is|are|am|was|were|will|would|should|shall|may|might|must|has|have"
+    r"|had)\b",
+    re.IGNORECASE,
+)
 # Stems that ask for a default ("the default value", "by default"): a sentence stating one covers them.
 DEFAULT_TERMS = frozenset({"default", "valu"})
 # Stems naming the kind of answer wanted ("deadline", "maximum") rather than its topic: the
@@ -142,6 +157,16 @@ DEFAULT_QUESTION_RE = re.compile(
     re.IGNORECASE,
 )
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
+# "Which/what <noun>" asking for a named thing of code or configuration ("Which environment variable
+# ...", "what flag ...", "Which config key ..."): the answer names it, as code or an identifier.
+CODE_QUESTION_RE = re.compile(
+    r"\b(?:which|what)(?:'s|’s|\s+is|\s+are)?(?:\s+the|\s+an?)?\s+"
+    r"(?:(?!(?:do|does|did|can|could|should|would|will|must|is|are|i|we|you|it)\b)[\w.-]+\s+){0,2}?"
+    r"(variable|option|flag|setting|key|argument|parameter|function|method|class|command|subcommand"
+    r"|converter|module|header|attribute|decorator|exception|field|directive|keyword|signal|hook"
+    r"|callback|property|filter|endpoint|extension)s?\b",
+    re.IGNORECASE,
+)
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.

@@ -30,6 +30,7 @@ from rag.answer.answer_types import (
 )
 from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
+from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
     CAPITALISED_RE,
@@ -38,12 +39,14 @@ from rag.lexicon import (
     DEFAULT_TERMS,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
+    LEAD_CLAUSE_RE,
     NOT_PLACES,
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
+    YES_NO_QUESTION_RE,
 )
-from rag.text import is_proposal, normalise, sentence_spans, term_set, terms
+from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
@@ -98,6 +101,10 @@ LABEL_WEIGHT = 0.35
 # make it follow the redirect?") asks in its last sentence: the words only the statements before it
 # use weigh this share of their IDF (documentation states facts, not the reader's situation).
 SCENARIO_WEIGHT = 0.3
+# A question word no block contains weighs nothing for a sentence that carries the asked kind of
+# answer when general English uses it at least this often (per word of running text: 2e-4 is
+# "single", "though", "every"; "timeout", "refund", "fine" are rarer): the asker's own wording.
+EVERYDAY_FREQUENCY = 2e-4
 # When the best sentence and one from another block rank closer than this, neither is the answer:
 # the generator is unsure and writes nothing (0.02 on the dev set; 0.05+ refuses golden answers).
 UNSURE_MARGIN = 0.02
@@ -143,6 +150,8 @@ class _Ask:
     # the situation's words (only the asking sentence's topic terms are counted when weighing by focus)
     stated: frozenset[str] = frozenset()
     uncounted: frozenset[str] = frozenset()
+    # everyday English words of the question that no block contains (paraphrase, not a subject)
+    plain: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -297,21 +306,31 @@ class OfflineGenerator:
         return list(found.values())
 
     def _eligible(self, ask: _Ask, r: _Reading) -> bool:
-        """Eligible on the question's weights, or on its asking sentence's when it states a situation."""
+        """Eligible on the question's weights; or on its asking sentence's when it states a situation;
+        or, for a sentence carrying the asked kind of answer, with the everyday words no block uses
+        weighing nothing (see EVERYDAY_FREQUENCY)."""
         if self._eligible_on(ask, r):
             return True
-        if ask.focus is None:
-            return False
-        focus = ask.focus
-        return self._eligible_on(
-            replace(
-                ask,
-                weights=focus,
-                total=sum(focus.values()),
-                topic_total=sum(w for t, w in focus.items() if t not in ask.typed),
-                uncounted=ask.stated,
-            ),
-            r,
+        variants: list[tuple[Mapping[str, float], frozenset[str]]] = []
+        if ask.focus is not None:
+            variants.append((ask.focus, ask.stated))
+        if ask.plain and _carries_kind(ask, r):
+            for weights, uncounted in [(ask.weights, frozenset[str]()), *variants]:
+                variants.append(
+                    ({t: 0.0 if t in ask.plain else w for t, w in weights.items()}, uncounted | ask.plain)
+                )
+        return any(
+            self._eligible_on(
+                replace(
+                    ask,
+                    weights=weights,
+                    total=sum(weights.values()),
+                    topic_total=sum(w for t, w in weights.items() if t not in ask.typed),
+                    uncounted=uncounted,
+                ),
+                r,
+            )
+            for weights, uncounted in variants
         )
 
     def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
@@ -389,17 +408,47 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
         focus=focus if stated else None,
         stated=frozenset(stated),
+        plain=_everyday_absent(question, weights.keys() - typed, blocks),
     )
+
+
+def _everyday_absent(question: str, candidates: Set[str], blocks: Sequence[Block]) -> frozenset[str]:
+    """The question terms among `candidates` that no block contains and that general English uses at
+    least EVERYDAY_FREQUENCY times per word ("though", "someone", "every"): wording of the asker's own,
+    where a term rare in English ("timeout", "refund") is a subject the blocks do not cover."""
+    present = frozenset().union(*(term_set(b.chunk.text) for b in blocks))
+    surface: dict[str, float] = {}
+    for word in content_words(question):
+        t = stem(word)
+        if t in candidates and t not in present:
+            surface[t] = max(surface.get(t, 0.0), english_frequency(word))
+    return frozenset(t for t, f in surface.items() if f >= EVERYDAY_FREQUENCY)
+
+
+def _carries_kind(ask: _Ask, r: _Reading) -> bool:
+    """The sentence states the asked kind of answer: a figure, date or default where one is asked, or
+    a name in code for "which option / variable ..."; a question asking no kind, or whether
+    something holds ("Can staff claim ...?"), never qualifies."""
+    if YES_NO_QUESTION_RE.match(split_question(ask.question)[0]):
+        return False  # "Can I ...?" asks whether all of it holds: no kind of answer shows that
+    if states_default(r.sentence.text) and not ask.default:
+        return False  # a default is not the asked limit or amount
+    return r.fit >= 1.0 and (ask.required or ask.kind == "code")
 
 
 def split_question(question: str) -> tuple[str, str]:
     """(asking, situation): the trailing sentences that end in "?" and the statements before them
-    ("My test client stops at the 302." / "How do I make it follow the redirect?"). A question
-    without such a lead-in is all asking: (question, "")."""
-    spans = sentence_spans(question.strip())
+    ("My test client stops at the 302." / "How do I make it follow the redirect?"), or in a
+    one-sentence question the condition leading it ("With the default limits," / "what is the most
+    memory ...?"). A question without such a lead-in is all asking: (question, "")."""
     text = question.strip()
-    if len(spans) < 2 or not text.endswith("?"):
+    spans = sentence_spans(text)
+    if not text.endswith("?"):
         return text, ""
+    if len(spans) < 2:
+        # a condition leading the one asking sentence ("If I call it without a name, what ...?")
+        lead = LEAD_CLAUSE_RE.match(text)
+        return (text[lead.end() :], text[: lead.end()]) if lead else (text, "")
     # the asking part: the trailing run of sentences that end in "?"
     cut = len(spans)
     while cut > 0 and text[spans[cut - 1][0] : spans[cut - 1][1]].rstrip().endswith("?"):
