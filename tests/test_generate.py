@@ -604,3 +604,13 @@ def test_split_question_reads_a_leading_condition_as_the_situation():
     assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
     assert split_question("If I call it, does it work?")[1] == "If I call it, "
     assert split_question("Is it safe if I call it, or not?")[1] == ""
+
+
+def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():
+    from rag.answer.generate import _read_question
+
+    blocks = [block(1, CACHE), block(2, SERVER)]
+    lead = _read_question("If I start it without giving a port, which port does the server use?", blocks)
+    assert lead is not None and lead.default
+    setup = _read_question("My default port is 80. Which port does the server use?", blocks)
+    assert setup is not None and not setup.default

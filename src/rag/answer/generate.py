@@ -377,9 +377,13 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         return None
     asking, situation = split_question(question)
     weights = idf_weights(q_terms, blocks)
-    kind = answer_type(asking)
-    default = asks_default(asking)
-    asked_default = DEFAULT_TERMS | default_terms(asking) if default else frozenset()
+    kind = answer_type(asking) or answer_type(question)
+    # a condition leading the asking sentence may ask for the default ("If I call it without a
+    # name, what ...?"); statements before it describe the asker's setup ("My default is X.")
+    condition = LEAD_CLAUSE_RE.match(question.strip()) is not None
+    wording = question if condition else asking
+    default = asks_default(wording)
+    asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
     typed = (type_terms(asking, kind) | asked_default) & weights.keys()
     for t in typed:
         weights[t] *= ANSWER_TYPE_WEIGHT
