@@ -614,3 +614,23 @@ def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup
     assert lead is not None and lead.default
     setup = _read_question("My default port is 80. Which port does the server use?", blocks)
     assert setup is not None and not setup.default
+
+
+def test_generate_a_list_item_opening_with_it_refers_to_the_lead_in_sentence():
+    server = (
+        "## Servers\n\nWidgetd is a small Python widget server.\n\n"
+        "* It is easy to configure.\n* It runs on Windows directly.\n* It uses one process.\n"
+    )
+    others = [
+        "## Gadgetd\n\nGadgetd runs on Windows through WSL.",
+        "## Tools\n\nTools run on Windows and Linux.",
+    ]
+    blocks = [block(1, server), block(2, CACHE), block(3, others[0]), block(4, others[1]), block(5, SERVER)]
+    out = OfflineGenerator().generate("Does Widgetd run on Windows?", blocks)
+    assert [d.text for d in out.drafts] == ["It runs on Windows directly."]
+    # without the lead-in naming it, "it" could be anything
+    orphan = "## Notes\n\n* It is easy to configure.\n* It runs on Windows directly.\n"
+    assert (
+        OfflineGenerator().generate("Does Widgetd run on Windows?", [block(1, orphan), *blocks[1:]]).drafts
+        == ()
+    )

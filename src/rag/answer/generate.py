@@ -530,6 +530,7 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
         fit = _fit(ask, p.text)
         if not _answer_worthy(ask, p, fit):
             continue
+        before = _antecedent(sentences, pos)
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
         yield _Reading(
@@ -538,12 +539,12 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             own=own,
             label=term_set(p.label) & keys,
             entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=_near_terms(sentences, sentence_terms, pos, fit),
+            near=_near_terms(sentences, sentence_terms, pos, fit, _topic_terms(ask, before)),
             title=title,
             broad=broad,
             fit=fit,
             names_missing=names_missing,
-            before=_antecedent(sentences, pos),
+            before=before,
         )
 
 
@@ -564,25 +565,42 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
 
 
 def _near_terms(
-    sentences: Sequence[Prose], sentence_terms: Sequence[frozenset[str]], pos: int, fit: float
+    sentences: Sequence[Prose],
+    sentence_terms: Sequence[frozenset[str]],
+    pos: int,
+    fit: float,
+    antecedent_terms: frozenset[str] = frozenset(),
 ) -> frozenset[str]:
     """The topic terms of the neighbours in the same paragraph or list item, for a typed or
-    pronoun-led sentence (neighbouring items are separate statements); empty otherwise."""
+    pronoun-led sentence (neighbouring items are separate statements), with the topic terms of the
+    sentence a pronoun-led one refers back to (`antecedent_terms`); empty otherwise."""
     p = sentences[pos]
     if fit < 1.0 and not ANAPHOR_RE.match(p.text):
         return frozenset()
     around = range(max(0, pos - NEIGHBOURS), min(len(sentences), pos + 1 + NEIGHBOURS))
-    return frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
+    near = frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
+    return near | antecedent_terms
 
 
 def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
     """For a sentence that opens by referring back ("It is set to 10 by default."), the sentence
-    before it under the same label: the one that names what "it" is. Else ""."""
+    before it under the same label: the one that names what "it" is. A list item or paragraph that
+    opens so ("- It supports Windows.") refers to the last sentence before it that does not (the
+    list's lead-in: "Waitress is a pure Python server."). Else ""."""
     p = sentences[pos]
     if pos == 0 or not ANAPHOR_RE.match(p.text):
         return ""
     prev = sentences[pos - 1]
-    return prev.text if prev.label == p.label and prev.unit == p.unit else ""
+    if prev.label != p.label:
+        return ""
+    if prev.unit == p.unit:
+        return prev.text
+    for before in reversed(sentences[:pos]):
+        if before.label != p.label:
+            return ""
+        if not ANAPHOR_RE.match(before.text):
+            return before.text
+    return ""
 
 
 @lru_cache(maxsize=50_000)
