@@ -214,3 +214,30 @@ def test_a_short_cut_line_ending_in_a_function_word_is_not_a_definition_term() -
         ("MAX_WIDGET_SIZE", "Defaults to ``4093``."),
         ("MAX_WIDGET_SIZE", "Larger widgets are ignored."),
     ]
+
+
+def test_a_rest_simple_table_is_read_row_by_row_with_its_header() -> None:
+    text = (
+        "Widget kinds:\n\n"
+        "=========  ==================\n"
+        "Kind       Meaning\n"
+        "=========  ==================\n"
+        "``small``  fits in one hand,\n"
+        "           weighs under a gram\n"
+        "``large``  needs two people\n"
+        "=========  ==================\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "``small``: Meaning fits in one hand, weighs under a gram.",
+        "``large``: Meaning needs two people.",
+    ]
+
+
+def test_a_simple_table_cut_above_by_the_chunker_keeps_its_aligned_rows_only() -> None:
+    text = (
+        "the first kind, cut mid-row\n"
+        "``large``  needs two people\n"
+        "``huge``   needs a crane\n"
+        "=========  ==================\n"
+    )
+    assert [p.text for p in prose(text)] == ["``large``: needs two people.", "``huge``: needs a crane."]

@@ -56,6 +56,8 @@ _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# A reST simple table's border: two or more runs of "=" separated by spaces.
+_SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,7 +94,7 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     `lead` is the label in force where the text starts when the caller knows it (the label open at
     the end of the chunk before); else the last part of `section`. Cached: the same chunks are read
     question after question."""
-    lines = text.split("\n")
+    lines = _simple_tables(text.split("\n"))
     kinds = classify(lines)
     labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
@@ -104,6 +106,68 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
             out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units))
         units += 1
     return tuple(out)
+
+
+def _simple_tables(lines: list[str]) -> list[str]:
+    """reST simple tables rewritten as Markdown rows, which the sentence reader renders as
+    statements: the rows next to a column border ("=====  ======") are cut at its columns ("| a | b
+    |"), a row with an empty first cell continues the row above, and a border between rows (the
+    header's underline) becomes a rule row. Other lines, and borders at a table's edge, are kept."""
+    borders = [i for i, line in enumerate(lines) if _SIMPLE_BORDER_RE.match(line)]
+    if not borders:
+        return lines
+    out = list(lines)
+    for b in borders:
+        starts = [m.start() for m in re.finditer(r"=+", lines[b])]
+        above = b > 0 and bool(lines[b - 1].strip()) and b - 1 not in borders
+        below = b + 1 < len(lines) and bool(lines[b + 1].strip()) and b + 1 not in borders
+        if above and below:
+            out[b] = "|" + " -- |" * len(starts)
+        # the rows directly above this border, back to a blank line or another border
+        i = b - 1
+        rows: list[int] = []
+        while i >= 0 and lines[i].strip() and i not in borders:
+            rows.append(i)
+            i -= 1
+        for i in reversed(rows):
+            out[i] = _simple_row(lines[i], starts)
+        # ... and below it (the body under a top border or the header's underline)
+        i = b + 1
+        while i < len(lines) and lines[i].strip() and i not in borders:
+            out[i] = _simple_row(lines[i], starts)
+            i += 1
+    return _join_continued(out)
+
+
+def _simple_row(line: str, starts: list[int]) -> str:
+    """A simple-table line cut at the border's column starts, as a Markdown row; the line unchanged
+    when text runs across a column gap (a line the chunker cut mid-row is not aligned)."""
+    if any(0 < at <= len(line) and not line[at - 1].isspace() for at in starts[1:]):
+        return line
+    bounds = [*starts[1:], max(len(line), starts[-1])]
+    cells = [line[a:b].strip() for a, b in zip([0, *starts[1:]], bounds, strict=True)]
+    cells[-1] = line[starts[-1] :].strip() if len(line) > starts[-1] else cells[-1]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _join_continued(lines: list[str]) -> list[str]:
+    """A Markdown row whose first cell is empty continues the row above it: its cells are appended."""
+    out: list[str] = []
+    for line in lines:
+        cells = _table_cells(line)
+        prev = _table_cells(out[-1]) if out else None
+        if (
+            cells
+            and prev
+            and not cells[0]
+            and len(cells) == len(prev)
+            and not TABLE_RULE_RE.fullmatch(prev[-1])
+        ):
+            merged = [f"{a} {b}".strip() for a, b in zip(prev, cells, strict=True)]
+            out[-1] = "| " + " | ".join(merged) + " |"
+        else:
+            out.append(line)
+    return out
 
 
 def classify(lines: Sequence[str]) -> list[LineKind]:
