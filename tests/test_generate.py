@@ -634,3 +634,19 @@ def test_generate_a_list_item_opening_with_it_refers_to_the_lead_in_sentence():
         OfflineGenerator().generate("Does Widgetd run on Windows?", [block(1, orphan), *blocks[1:]]).drafts
         == ()
     )
+
+
+def test_generate_which_variable_is_answered_only_by_a_sentence_naming_one():
+    generic = (
+        "## Environments\n\nSome settings change with the environment, like the debug mode and the "
+        "secret key, and environment variables are a common way to set them."
+    )
+    blocks = [block(1, generic), block(2, CACHE), block(3, SERVER)]
+    assert OfflineGenerator().generate("Which environment variable sets the secret key?", blocks).drafts == ()
+    named = generic + " The ``TOOL_SECRET_KEY`` environment variable sets the secret key."
+    out = OfflineGenerator().generate(
+        "Which environment variable sets the secret key?", [block(1, named), *blocks[1:]]
+    )
+    assert [d.text for d in out.drafts] == [
+        "The ``TOOL_SECRET_KEY`` environment variable sets the secret key."
+    ]

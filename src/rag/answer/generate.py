@@ -558,6 +558,8 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
     if ask.required and fit <= 0.0:
         return False  # no fact of the asked-for kind: at most a neighbour of the answer
+    if ask.kind == "code" and fit < 1.0:
+        return False  # "which option ...": only a sentence naming one answers
     if p.field and not ask.required and not term_set(p.field) & keys:
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
     # "Default: 4094" states a default: no answer to "the largest value accepted"
