@@ -48,6 +48,8 @@ def test_which_option_or_variable_asks_for_a_name_in_code():
     assert answer_type("What flag makes the server quiet?") == "code"
     assert answer_type("Which config key sets the widget colour?") == "code"
     assert answer_type("What does the widget do?") == ""
+    assert answer_type("What is the key difference between widgets and gadgets?") == ""
+    assert answer_type("What class of users may edit widgets?") == ""
     assert answer_type("Which widget size is the largest?") == "number"  # an amount is asked first
 
 

@@ -162,9 +162,9 @@ DEFAULT_QUESTION_RE = re.compile(
 CODE_QUESTION_RE = re.compile(
     r"\b(?:which|what)(?:'s|’s|\s+is|\s+are)?(?:\s+the|\s+an?)?\s+"
     r"(?:(?!(?:do|does|did|can|could|should|would|will|must|is|are|i|we|you|it)\b)[\w.-]+\s+){0,2}?"
-    r"(variable|option|flag|setting|key|argument|parameter|function|method|class|command|subcommand"
-    r"|converter|module|header|attribute|decorator|exception|field|directive|keyword|signal|hook"
-    r"|callback|property|filter|endpoint|extension)s?\b",
+    r"(variable|option|flag|setting|(?<=config )key|(?<=setting )key|(?<=settings )key|argument|parameter"
+    r"|function|method|class|command|subcommand|converter|module|header|attribute|decorator|exception"
+    r"|directive|keyword|callback|endpoint)s?\b(?!\s+of\b)",
     re.IGNORECASE,
 )
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
