@@ -650,3 +650,16 @@ def test_generate_which_variable_is_answered_only_by_a_sentence_naming_one():
     assert [d.text for d in out.drafts] == [
         "The ``TOOL_SECRET_KEY`` environment variable sets the secret key."
     ]
+
+
+def test_generate_a_table_row_answers_for_its_own_field_not_for_a_name_it_mentions():
+    table = (
+        "## Settings\n\n| Name | Default | Description |\n| --- | --- | --- |\n"
+        "| `pool_size` | `5` | Connections kept open. |\n"
+        "| `max_overflow` | `10` | Connections allowed beyond pool_size. |\n"
+    )
+    blocks = [block(1, table), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("What is the default pool_size?", blocks)
+    assert [d.text for d in out.drafts] == ["`pool_size`: Default `5`; Description Connections kept open."]
+    out = OfflineGenerator().generate("What is the default of max_overflow?", blocks)
+    assert [d.text[:16] for d in out.drafts] == ["`max_overflow`: "]

@@ -241,3 +241,15 @@ def test_a_simple_table_cut_above_by_the_chunker_keeps_its_aligned_rows_only() -
         "=========  ==================\n"
     )
     assert [p.text for p in prose(text)] == ["``large``: needs two people.", "``huge``: needs a crane."]
+
+
+def test_a_table_row_with_a_full_stop_inside_a_cell_stays_one_row_under_its_header() -> None:
+    text = (
+        "| Name | Default | Description |\n| --- | --- | --- |\n"
+        "| `small_size` | `5` | Widgets kept. Never more. |\n"
+        "| `large_size` | `10` | Widgets beyond small_size. |\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "`small_size`: Default `5`; Description Widgets kept. Never more.",
+        "`large_size`: Default `10`; Description Widgets beyond small_size.",
+    ]

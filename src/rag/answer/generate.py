@@ -646,6 +646,8 @@ def _named_entry(ask: _Ask, r: _Reading) -> bool:
     if states_default(p.text) and not ask.default:
         return False  # a default is not the asked limit or duration: the usual rules decide
     own = f"{r.before} {p.text}"
+    if _field_of_other(ask, p):
+        return False
     if identifiers(own) - ask.identifiers and not _names_all(own, ask.bound_ids):
         return False
     return _names_all(own, ask.bound_ids) or _names_all(p.label, ask.bound_ids)
@@ -678,6 +680,8 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     if not ask.identifiers:
         return True
     p = r.sentence
+    if _field_of_other(ask, p):
+        return False
     # a pronoun-led sentence is about what the sentence before it names
     text = f"{r.before} {p.text}" if r.before else p.text
     if identifiers(text) - ask.identifiers and not any(
@@ -688,6 +692,13 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     # name, not about the other settings its description mentions
     entry = p.entry if p.field and not identifiers(p.label) else ""
     return _names_all(f"{text} {p.label} {entry}", ask.bound_ids)
+
+
+def _field_of_other(ask: _Ask, p: Prose) -> bool:
+    """A field line or table row is about its field ("`max_size`: Default `10`; ..."): a field
+    naming identifiers, none of them asked, makes it another entry's line, whatever it mentions."""
+    in_field = identifiers(p.field) | _code_literals(p.field)
+    return bool(in_field) and not in_field & ask.identifiers
 
 
 def _other_subject(ask: _Ask, r: _Reading) -> bool:

@@ -351,7 +351,7 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
     list item or table row: bullets stripped, whitespace collapsed, table rows rendered as
     statements with their column headers, questions and labels skipped."""
     out: list[tuple[str, bool]] = []
-    spans = sentence_spans(text)
+    spans = _whole_rows(text, sentence_spans(text))
     header: list[str] | None = None
     new_unit = True
     for i, (start, end) in enumerate(spans):
@@ -371,6 +371,18 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
         if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
             out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
             new_unit = False
+    return out
+
+
+def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |")
+    put back together: a span continuing a row's line joins the row."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and text[out[-1][0]] == "|" and "\n" not in text[out[-1][1] : start]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
     return out
 
 
