@@ -663,3 +663,16 @@ def test_generate_a_table_row_answers_for_its_own_field_not_for_a_name_it_mentio
     assert [d.text for d in out.drafts] == ["`pool_size`: Default `5`; Description Connections kept open."]
     out = OfflineGenerator().generate("What is the default of max_overflow?", blocks)
     assert [d.text[:16] for d in out.drafts] == ["`max_overflow`: "]
+
+
+def test_generate_a_sentence_continuing_a_field_item_is_about_that_field():
+    entry = (
+        ".. py:function:: make_pool(url)\n\n   Make a pool.\n\n"
+        "   :param pool_size: the connections kept open. Defaults to 5.\n"
+        "   :param max_overflow: the connections allowed beyond the pool. Defaults to 10.\n"
+    )
+    blocks = [block(1, entry), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("What is the default of max_overflow?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to 10."]
+    out = OfflineGenerator().generate("What is the default of pool_size?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to 5."]

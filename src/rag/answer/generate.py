@@ -588,12 +588,15 @@ def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
     """For a sentence that opens by referring back ("It is set to 10 by default."), the sentence
     before it under the same label: the one that names what "it" is. A list item or paragraph that
     opens so ("- It supports Windows.") refers to the last sentence before it that does not (the
-    list's lead-in: "Waitress is a pure Python server."). Else ""."""
+    list's lead-in: "Waitress is a pure Python server."). A sentence continuing a field line's item
+    refers to that field line. Else ""."""
     p = sentences[pos]
-    if pos == 0 or not ANAPHOR_RE.match(p.text):
+    if pos == 0:
         return ""
     prev = sentences[pos - 1]
-    if prev.label != p.label:
+    if prev.field and prev.unit == p.unit and prev.label == p.label and not p.field:
+        return prev.text  # the rest of a field's item (":param size: How many. Defaults to 5.")
+    if not ANAPHOR_RE.match(p.text) or prev.label != p.label:
         return ""
     if prev.unit == p.unit:
         return prev.text
