@@ -253,3 +253,15 @@ def test_a_table_row_with_a_full_stop_inside_a_cell_stays_one_row_under_its_head
         "`small_size`: Default `5`; Description Widgets kept. Never more.",
         "`large_size`: Default `10`; Description Widgets beyond small_size.",
     ]
+
+
+def test_python_block_openers_are_code_even_when_a_chunk_cut_their_literal_block() -> None:
+    # the "::" introducing this block stayed in the chunk before
+    text = (
+        "import widgets\n\n    with widgets.bar(items) as bar:\n        for item in bar:\n"
+        "            handle(item)\n\nWidgets then draw a bar.\nFor each item in the list: it ticks.\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "Widgets then draw a bar.",
+        "For each item in the list: it ticks.",
+    ]

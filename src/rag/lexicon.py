@@ -304,7 +304,9 @@ TEMPLATE_RE = re.compile(r"\{\{|\{%|\{#|%\}|\}\}")
 # Lines that read as code outside a marked block: imports, definitions, assignments, calls.
 CODE_LINE_RE = re.compile(
     r"^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.]+\s*$|def\s+\w+\(|class\s+\w+[(:]|return\b|@\w[\w.]*"
-    r"|if\s+__name__\b|[\w.\[\]\"']+\s*[+\-*/]?=\s*\S|[\w.]+\([^)]*\)?[,)]*\s*$|[\]\[{}()]+[,;]?\s*$)"
+    r"|if\s+__name__\b|[\w.\[\]\"']+\s*[+\-*/]?=\s*\S|[\w.]+\([^)]*\)?[,)]*\s*$|[\]\[{}()]+[,;]?\s*$"
+    # Python block openers, in their lowercase code form: "with open(p) as f:", "for x in items:"
+    r"|with\s+\S.*\bas\s+\w+\s*:\s*$|for\s+\w+(?:,\s*\w+)*\s+in\s+\S.*:\s*$)"
 )
 # Inline code and reST roles ("``x``", "`x`", ":meth:`x`"): literal values, not the sentence's topic words.
 INLINE_CODE_RE = re.compile(r"(?::[\w:-]+:)?``[^`]+``|(?::[\w:-]+:)?`[^`]+`")
