@@ -265,3 +265,17 @@ def test_python_block_openers_are_code_even_when_a_chunk_cut_their_literal_block
         "Widgets then draw a bar.",
         "For each item in the list: it ticks.",
     ]
+
+
+def test_a_rest_list_table_is_read_row_by_row_with_its_header() -> None:
+    text = (
+        "Intro.\n\n.. list-table:: Widget settings\n   :header-rows: 1\n   :widths: 20 10\n\n"
+        "   * - Name\n     - Default\n   * - ``small_size``\n     - ``5``, the widgets\n       kept\n"
+        "   * - ``large_size``\n     - ``10``\n\nAfter the table."
+    )
+    assert [p.text for p in prose(text)] == [
+        "Intro.",
+        "``small_size``: Default ``5``, the widgets kept.",
+        "``large_size``: Default ``10``.",
+        "After the table.",
+    ]

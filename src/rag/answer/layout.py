@@ -56,6 +56,9 @@ _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# A reST list table's directive line, and its header-rows option.
+_LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
+_HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
 # A reST simple table's border: two or more runs of "=" separated by spaces.
 _SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
 
@@ -94,7 +97,7 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     `lead` is the label in force where the text starts when the caller knows it (the label open at
     the end of the chunk before); else the last part of `section`. Cached: the same chunks are read
     question after question."""
-    lines = _simple_tables(text.split("\n"))
+    lines = _simple_tables(_list_tables(text.split("\n")))
     kinds = classify(lines)
     labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
@@ -137,6 +140,43 @@ def _simple_tables(lines: list[str]) -> list[str]:
             out[i] = _simple_row(lines[i], starts)
             i += 1
     return _join_continued(out)
+
+
+def _list_tables(lines: list[str]) -> list[str]:
+    """reST list tables (".. list-table::" with "* - a" / "  - b" items) rewritten as Markdown rows,
+    a rule row after its ":header-rows:"; the directive and its options become blank lines."""
+    if not any(_LIST_TABLE_RE.match(line) for line in lines):
+        return lines
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _LIST_TABLE_RE.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = len(match.group(1))
+        header_rows = 0
+        rows: list[list[str]] = []
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            line = lines[i].strip()
+            option = _HEADER_ROWS_RE.match(line)
+            if option:
+                header_rows = int(option.group(1))
+            elif line.startswith("* -") or line.startswith("*   -"):
+                rows.append([line[1:].strip()[1:].strip()])
+            elif line.startswith("- ") and rows:
+                rows[-1].append(line[2:].strip())
+            elif line and rows and not line.startswith(":"):
+                rows[-1][-1] = f"{rows[-1][-1]} {line}".strip()
+            i += 1
+        for n, cells in enumerate(rows):
+            out.append("| " + " | ".join(cells) + " |")
+            if n + 1 == header_rows:
+                out.append("|" + " -- |" * len(cells))
+        out.append("")
+    return out
 
 
 def _simple_row(line: str, starts: list[int]) -> str:
