@@ -233,7 +233,12 @@ class OfflineGenerator:
       of the topic mass, names every identifier the question names and no other identifier, and
       names no other subject (a name absent from its block while the question's name is absent);
     - it carries the asked kind of answer: a figure, date or clock time for amount, duration and
-      date questions, a stated default for default questions (REQUIRED), a price for price questions.
+      date questions, a stated default for default questions (REQUIRED), a price for price questions,
+      a new name in code called the asked kind of thing for "which option / variable ..." questions.
+    The coverage and binding shares are also tried on two other weightings, and either suffices:
+    the words of a situation stated before the asking sentence (or a condition leading it) at
+    SCENARIO_WEIGHT, whose identifiers then need not be named; and, for a sentence carrying the
+    asked kind (never for a yes/no question), the everyday English words no block contains at zero.
     Candidates rank by coverage, the asked type, word order and block score. It writes nothing when
     no sentence qualifies, so the grounding gate refuses. `fabricate` adds one bad sentence to first
     drafts, for demonstrations and verifier tests: "nonexistent" cites number n_max + 1, "unrelated"
