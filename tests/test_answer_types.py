@@ -63,3 +63,11 @@ def test_a_code_answer_names_a_new_literal_and_calls_it_the_asked_kind_of_thing(
     # the literal the question already names is not an answer to it
     q2 = "Which option does WIDGET_NO_CACHE replace?"
     assert type_match("The ``WIDGET_NO_CACHE`` option is new.", "code", q2) == 0.0
+
+
+def test_a_code_answer_may_show_its_kind_by_form_instead_of_naming_it():
+    assert type_match("Pass ``--no-cache`` to skip it.", "code", "Which flag turns the cache off?") == 1.0
+    assert type_match("Pass ``cache`` to skip it.", "code", "Which flag turns the cache off?") == 0.0
+    assert type_match("Run ``widgetd serve`` to start it.", "code", "Which command starts the server?") == 1.0
+    assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which variable holds the secret?") == 1.0
+    assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which flag holds the secret?") == 0.0

@@ -167,6 +167,19 @@ CODE_QUESTION_RE = re.compile(
     r"|directive|keyword|callback|endpoint)s?\b(?!\s+of\b)",
     re.IGNORECASE,
 )
+# The written forms that show a code literal's kind without naming it: a flag or option starts
+# with "-", a variable, setting or key is UPPER_CASE, an argument or parameter is "name=value", a
+# function or method is called "name()", a decorator starts with "@", a class or exception is
+# CamelCase, a command is words starting with a lowercase program name.
+CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
+    (frozenset({"flag", "option", "argument"}), re.compile(r"--?[A-Za-z][\w-]*(?:[= ]\S+)?")),
+    (frozenset({"variable", "setting", "key"}), re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")),
+    (frozenset({"argument", "parameter", "keyword", "option"}), re.compile(r"[a-z_]\w*=\S+")),
+    (frozenset({"function", "method", "callback"}), re.compile(r"[\w.]+\(.*\)")),
+    (frozenset({"decorator"}), re.compile(r"@[\w.]+(?:\(.*\))?")),
+    (frozenset({"class", "exception"}), re.compile(r"(?:[\w]+\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")),
+    (frozenset({"command", "subcommand"}), re.compile(r"[a-z][\w.-]*(?: [\w.:=/-]+)+")),
+)
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.

@@ -21,6 +21,7 @@ from rag.lexicon import (
     CAUSE_RE,
     CLOCK_QUESTION_RE,
     CLOCK_RE,
+    CODE_FORMS,
     CODE_QUESTION_RE,
     DATE_QUESTION_RE,
     DATE_RE,
@@ -181,19 +182,24 @@ def _date(sentence: str, asked: set[str], question: str) -> float:
 
 def _code(sentence: str, asked: set[str], question: str) -> float:
     """1.0 when the sentence names as code (an inline literal or an identifier) a thing the question
-    does not name, and calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
-    ``APP_DEBUG`` environment variable", "the option is ``--quiet``"); else 0.0."""
+    does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
+    ``APP_DEBUG`` environment variable", "the option is ``--quiet``") or writes it in that kind's
+    form ("pass ``--quiet``" for a flag, ``APP_DEBUG`` for a variable); else 0.0."""
     match = CODE_QUESTION_RE.search(question)
     if match is None:
         return 0.0
-    noun = stem(match.group(1).lower())
+    kind = match.group(1).lower()
+    noun = stem(kind)
     said = question.lower()
     words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
     named = [m for m in INLINE_CODE_RE.finditer(sentence)] + [m for m in IDENTIFIER_RE.finditer(sentence)]
     for literal in named:
-        bare = _CODE_MARKUP_RE.sub("", literal.group(0)).strip().lower()
+        code = _CODE_MARKUP_RE.sub("", literal.group(0)).strip()
+        bare = code.lower()
         if not bare or bare.lstrip("-") in said:
             continue
+        if any(kind in kinds and form.fullmatch(code) for kinds, form in CODE_FORMS):
+            return 1.0
         before = [w for at, w in words if at < literal.start()][-CODE_NOUN_WORDS:]
         after = [w for at, w in words if at >= literal.end()][:CODE_NOUN_WORDS]
         if noun in before or noun in after:
