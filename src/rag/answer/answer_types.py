@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from rag.lexicon import (
@@ -185,13 +186,14 @@ def _code(sentence: str, asked: set[str], question: str) -> float:
     does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
     ``APP_DEBUG`` environment variable", "the option is ``--quiet``") or writes it in that kind's
     form ("pass ``--quiet``" for a flag, ``APP_DEBUG`` for a variable); else 0.0."""
-    match = CODE_QUESTION_RE.search(question)
-    if match is None:
+    if "`" not in sentence and not IDENTIFIER_RE.search(sentence):
         return 0.0
-    kind = match.group(1).lower()
+    kind = _code_kind(question)
+    if not kind:
+        return 0.0
     noun = stem(kind)
     said = question.lower()
-    words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
+    words: list[tuple[int, str]] | None = None
     named = [m for m in INLINE_CODE_RE.finditer(sentence)] + [m for m in IDENTIFIER_RE.finditer(sentence)]
     for literal in named:
         code = _CODE_MARKUP_RE.sub("", literal.group(0)).strip()
@@ -200,11 +202,20 @@ def _code(sentence: str, asked: set[str], question: str) -> float:
             continue
         if any(kind in kinds and form.fullmatch(code) for kinds, form in CODE_FORMS):
             return 1.0
+        if words is None:
+            words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
         before = [w for at, w in words if at < literal.start()][-CODE_NOUN_WORDS:]
         after = [w for at, w in words if at >= literal.end()][:CODE_NOUN_WORDS]
         if noun in before or noun in after:
             return 1.0
     return 0.0
+
+
+@lru_cache(maxsize=4096)
+def _code_kind(question: str) -> str:
+    """The kind of named thing a "which option / variable ..." question asks for, else ""."""
+    match = CODE_QUESTION_RE.search(question)
+    return match.group(1).lower() if match else ""
 
 
 def _cause(sentence: str, asked: set[str], question: str) -> float:

@@ -152,6 +152,8 @@ class _Ask:
     uncounted: frozenset[str] = frozenset()
     # everyday English words of the question that no block contains (paraphrase, not a subject)
     plain: frozenset[str] = frozenset()
+    # the asking sentence asks whether something holds ("Can I ...?")
+    yes_no: bool = False
 
     @property
     def required(self) -> bool:
@@ -297,9 +299,10 @@ class OfflineGenerator:
             return []
         found: dict[str, _Candidate] = {}
         leads = _leads(blocks)
+        variants = _variants(ask)
         for block in blocks:
             for reading in _readings(ask, block, leads.get(block.n, "")):
-                if not self._eligible(ask, reading):
+                if not self._eligible(ask, reading, variants):
                     continue
                 candidate = _score(ask, block, reading)
                 prev = found.get(candidate.key)
@@ -310,32 +313,15 @@ class OfflineGenerator:
                 found[candidate.key] = candidate
         return list(found.values())
 
-    def _eligible(self, ask: _Ask, r: _Reading) -> bool:
-        """Eligible on the question's weights; or on its asking sentence's when it states a situation;
-        or, for a sentence carrying the asked kind of answer, with the everyday words no block uses
-        weighing nothing (see EVERYDAY_FREQUENCY)."""
+    def _eligible(self, ask: _Ask, r: _Reading, variants: Sequence[tuple[_Ask, bool]] = ()) -> bool:
+        """Eligible on the question's weights, or on one of its `variants` (see `_variants`); a
+        variant marked True serves only a sentence that carries the asked kind of answer."""
         if self._eligible_on(ask, r):
             return True
-        variants: list[tuple[Mapping[str, float], frozenset[str]]] = []
-        if ask.focus is not None:
-            variants.append((ask.focus, ask.stated))
-        if ask.plain and _carries_kind(ask, r):
-            for weights, uncounted in [(ask.weights, frozenset[str]()), *variants]:
-                variants.append(
-                    ({t: 0.0 if t in ask.plain else w for t, w in weights.items()}, uncounted | ask.plain)
-                )
         return any(
-            self._eligible_on(
-                replace(
-                    ask,
-                    weights=weights,
-                    total=sum(weights.values()),
-                    topic_total=sum(w for t, w in weights.items() if t not in ask.typed),
-                    uncounted=uncounted,
-                ),
-                r,
-            )
-            for weights, uncounted in variants
+            self._eligible_on(variant, r)
+            for variant, kind_only in variants
+            if not kind_only or _carries_kind(ask, r)
         )
 
     def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
@@ -411,25 +397,54 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         price=asks_price(asking, kind),
         default=default,
         identifiers=named,
-        bound_ids=named & _asked_identifiers(asking, blocks) if situation else named,
+        bound_ids=_named_in(asking, named) if situation else named,
         literals=question.lower(),
         names=_names(question),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
         focus=focus if stated else None,
         stated=frozenset(stated),
         plain=_everyday_absent(question, weights.keys() - typed, blocks),
+        yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
     )
+
+
+def _variants(ask: _Ask) -> list[tuple[_Ask, bool]]:
+    """The other weightings a sentence may qualify on: the situation's words discounted (the asking
+    sentence's topic terms counted), and, for a sentence carrying the asked kind only (True), each
+    of the two with the everyday words no block contains at zero (see EVERYDAY_FREQUENCY)."""
+    bases: list[tuple[Mapping[str, float], frozenset[str]]] = [(ask.weights, frozenset())]
+    if ask.focus is not None:
+        bases.append((ask.focus, ask.stated))
+    weighings = [(weights, uncounted, False) for weights, uncounted in bases[1:]]
+    if ask.plain:
+        weighings += [
+            ({t: 0.0 if t in ask.plain else w for t, w in weights.items()}, uncounted | ask.plain, True)
+            for weights, uncounted in bases
+        ]
+    return [
+        (
+            replace(
+                ask,
+                weights=weights,
+                total=sum(weights.values()),
+                topic_total=sum(w for t, w in weights.items() if t not in ask.typed),
+                uncounted=uncounted,
+            ),
+            kind_only,
+        )
+        for weights, uncounted, kind_only in weighings
+    ]
 
 
 def _everyday_absent(question: str, candidates: Set[str], blocks: Sequence[Block]) -> frozenset[str]:
     """The question terms among `candidates` that no block contains and that general English uses at
     least EVERYDAY_FREQUENCY times per word ("though", "someone", "every"): wording of the asker's own,
     where a term rare in English ("timeout", "refund") is a subject the blocks do not cover."""
-    present = frozenset().union(*(term_set(b.chunk.text) for b in blocks))
+    texts = [term_set(b.chunk.text) for b in blocks]
     surface: dict[str, float] = {}
     for word in content_words(question):
         t = stem(word)
-        if t in candidates and t not in present:
+        if t in candidates and not any(t in ts for ts in texts):
             surface[t] = max(surface.get(t, 0.0), english_frequency(word))
     return frozenset(t for t, f in surface.items() if f >= EVERYDAY_FREQUENCY)
 
@@ -438,7 +453,7 @@ def _carries_kind(ask: _Ask, r: _Reading) -> bool:
     """The sentence states the asked kind of answer: a figure, date or default where one is asked, or
     a name in code for "which option / variable ..."; a question asking no kind, or whether
     something holds ("Can staff claim ...?"), never qualifies."""
-    if YES_NO_QUESTION_RE.match(split_question(ask.question)[0]):
+    if ask.yes_no:
         return False  # "Can I ...?" asks whether all of it holds: no kind of answer shows that
     if states_default(r.sentence.text) and not ask.default:
         return False  # a default is not the asked limit or amount
@@ -477,6 +492,13 @@ def _asked_identifiers(question: str, blocks: Sequence[Block]) -> frozenset[str]
     found = identifiers(" ".join(f"{b.chunk.section} {b.sent_text}" for b in blocks))
     spelled = {i for i in found if "_" in i and "." not in i and f" {_spelled(i)} " in words}
     return named | frozenset(i for i in spelled if not any(i in n for n in named | spelled if n != i))
+
+
+def _named_in(text: str, named: frozenset[str]) -> frozenset[str]:
+    """The identifiers of `named` that `text` writes, as code or spelled out in words."""
+    words = f" {normalise(text)} "
+    found = identifiers(text)
+    return frozenset(i for i in named if i in found or ("_" in i and f" {_spelled(i)} " in words))
 
 
 def _spelled(identifier: str) -> str:
@@ -544,7 +566,9 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             own=own,
             label=term_set(p.label) & keys,
             entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=_near_terms(sentences, sentence_terms, pos, fit, _topic_terms(ask, before)),
+            near=_near_terms(
+                sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
+            ),
             title=title,
             broad=broad,
             fit=fit,
