@@ -8,7 +8,8 @@ sentences (`rag.text.sentence_spans`) and whole code blocks (`Layout.code`, else
 block stays in the chunk of the text that introduces it when it fits, so `code_spans` finds it
 again in the chunk's own text. A single unit longer than the limit is cut at whitespace. Every
 non-whitespace, non-heading character is in exactly one chunk, and
-`doc.text[chunk.start_char:chunk.end_char] == chunk.text`.
+`doc.text[chunk.start_char:chunk.end_char] == chunk.text`. A chunk that starts inside a reST
+entry's description (".. py:data:: NAME" and its indented body) ends its section path with NAME.
 """
 
 from __future__ import annotations
