@@ -71,3 +71,13 @@ def test_a_code_answer_may_show_its_kind_by_form_instead_of_naming_it():
     assert type_match("Run ``widgetd serve`` to start it.", "code", "Which command starts the server?") == 1.0
     assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which variable holds the secret?") == 1.0
     assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which flag holds the secret?") == 0.0
+
+
+def test_a_rest_link_is_not_a_code_answer_and_a_slash_command_is_a_command():
+    q = "Which command creates a widget?"
+    assert (
+        type_match("The ``widgetd`` command is built with `Click`_.", "code", "Which command uses Click?")
+        == 1.0
+    )
+    assert type_match("It is a `Click`_ command line tool.", "code", "Which command uses widgets?") == 0.0
+    assert type_match("Type `/widget new Blue` in the message box.", "code", q) == 1.0

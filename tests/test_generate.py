@@ -676,3 +676,16 @@ def test_generate_a_sentence_continuing_a_field_item_is_about_that_field():
     assert [d.text for d in out.drafts] == ["Defaults to 10."]
     out = OfflineGenerator().generate("What is the default of pool_size?", blocks)
     assert [d.text for d in out.drafts] == ["Defaults to 5."]
+
+
+def test_generate_an_amount_of_bytes_answers_how_much_space():
+    text = "## Offline use\n\nThe offline cache holds up to 500 MB; the oldest widgets are removed first."
+    blocks = [block(1, text), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("How much space can the offline cache use?", blocks)
+    assert [d.text[:31] for d in out.drafts] == ["The offline cache holds up to 5"]
+    # a count of something else is not the space
+    other = "## Offline use\n\nThe offline cache holds up to 500 widgets; the oldest are removed first."
+    out = OfflineGenerator().generate(
+        "How much space can the offline cache use?", [block(1, other), *blocks[1:]]
+    )
+    assert out.drafts == ()

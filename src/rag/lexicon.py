@@ -69,6 +69,12 @@ YES_NO_QUESTION_RE = re.compile(
     r"|had)\b",
     re.IGNORECASE,
 )
+# Stems of nouns an amount of bytes measures ("how much space / memory / storage"), and a figure
+# with a byte unit ("500 MB", "2 GiB", "4096 bytes"): the figure is about that noun.
+SIZE_NOUNS = frozenset({"space", "storag", "memori", "disk", "size", "room", "capac"})
+BYTE_AMOUNT_RE = re.compile(
+    r"\b\d[\d,.]*\s*(?:[KMGTP]i?B|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.IGNORECASE
+)
 # Stems that ask for a default ("the default value", "by default"): a sentence stating one covers them.
 DEFAULT_TERMS = frozenset({"default", "valu"})
 # Stems naming the kind of answer wanted ("deadline", "maximum") rather than its topic: the
@@ -178,7 +184,7 @@ CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"function", "method", "callback"}), re.compile(r"[\w.]+\(.*\)")),
     (frozenset({"decorator"}), re.compile(r"@[\w.]+(?:\(.*\))?")),
     (frozenset({"class", "exception"}), re.compile(r"(?:[\w]+\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")),
-    (frozenset({"command", "subcommand"}), re.compile(r"[a-z][\w.-]*(?: [\w.:=/-]+)+")),
+    (frozenset({"command", "subcommand"}), re.compile(r"/?[a-z][\w.-]*(?: \S+)+")),
 )
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs

@@ -188,7 +188,7 @@ def _code(sentence: str, asked: set[str], question: str) -> float:
     form ("pass ``--quiet``" for a flag, ``APP_DEBUG`` for a variable); else 0.0."""
     if "`" not in sentence and not IDENTIFIER_RE.search(sentence):
         return 0.0
-    kind = _code_kind(question)
+    kind = code_kind(question)
     if not kind:
         return 0.0
     noun = stem(kind)
@@ -196,6 +196,8 @@ def _code(sentence: str, asked: set[str], question: str) -> float:
     words: list[tuple[int, str]] | None = None
     named = [m for m in INLINE_CODE_RE.finditer(sentence)] + [m for m in IDENTIFIER_RE.finditer(sentence)]
     for literal in named:
+        if sentence[literal.end() : literal.end() + 1] == "_":
+            continue  # a reST link ("`Click`_"), not code
         code = _CODE_MARKUP_RE.sub("", literal.group(0)).strip()
         bare = code.lower()
         if not bare or bare.lstrip("-") in said:
@@ -212,7 +214,7 @@ def _code(sentence: str, asked: set[str], question: str) -> float:
 
 
 @lru_cache(maxsize=4096)
-def _code_kind(question: str) -> str:
+def code_kind(question: str) -> str:
     """The kind of named thing a "which option / variable ..." question asks for, else ""."""
     match = CODE_QUESTION_RE.search(question)
     return match.group(1).lower() if match else ""

@@ -21,6 +21,7 @@ from rag.answer.answer_types import (
     answer_type,
     asks_default,
     asks_price,
+    code_kind,
     default_terms,
     measured_terms,
     price_match,
@@ -33,6 +34,7 @@ from rag.answer.layout import Prose, closing_label, prose
 from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
+    BYTE_AMOUNT_RE,
     CAPITALISED_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
@@ -44,6 +46,7 @@ from rag.lexicon import (
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
+    SIZE_NOUNS,
     YES_NO_QUESTION_RE,
 )
 from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
@@ -154,6 +157,8 @@ class _Ask:
     plain: frozenset[str] = frozenset()
     # the asking sentence asks whether something holds ("Can I ...?")
     yes_no: bool = False
+    # the stem of the kind of named thing a "which option / command ..." question asks for
+    code_noun: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -405,6 +410,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         stated=frozenset(stated),
         plain=_everyday_absent(question, weights.keys() - typed, blocks),
         yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
+        code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
     )
 
 
@@ -560,6 +566,10 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
         before = _antecedent(sentences, pos)
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
+        if ask.kind == "code" and fit >= 1.0:
+            own |= ask.code_noun & keys  # "Which command ...": the literal it names is one
+        if ask.measured & SIZE_NOUNS and fit >= 1.0 and BYTE_AMOUNT_RE.search(p.text):
+            own |= ask.measured & SIZE_NOUNS  # "500 MB" states the asked space or memory
         yield _Reading(
             sentence=p,
             pos=pos,
@@ -702,8 +712,11 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
 
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
-    """For "how many / how much <noun>", its figure is about that noun."""
-    return not ask.measured or bool(ask.measured & _measured_context(ask, r))
+    """For "how many / how much <noun>", its figure is about that noun (an amount of bytes is about
+    space, memory or storage)."""
+    if not ask.measured or ask.measured & _measured_context(ask, r):
+        return True
+    return bool(ask.measured & SIZE_NOUNS) and BYTE_AMOUNT_RE.search(r.sentence.text) is not None
 
 
 def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
