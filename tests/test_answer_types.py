@@ -41,3 +41,43 @@ def test_default_questions_and_statements_are_read_from_wording():
     assert states_default("**Default:** `30`")
     assert states_default("By default this value is 100.")
     assert not states_default("Set it to 100 for larger headers.")
+
+
+def test_which_option_or_variable_asks_for_a_name_in_code():
+    assert answer_type("Which environment variable turns the widget cache off?") == "code"
+    assert answer_type("What flag makes the server quiet?") == "code"
+    assert answer_type("Which config key sets the widget colour?") == "code"
+    assert answer_type("What does the widget do?") == ""
+    assert answer_type("What is the key difference between widgets and gadgets?") == ""
+    assert answer_type("What class of users may edit widgets?") == ""
+    assert answer_type("Which widget size is the largest?") == "number"  # an amount is asked first
+
+
+def test_a_code_answer_names_a_new_literal_and_calls_it_the_asked_kind_of_thing():
+    q = "Which environment variable turns the widget cache off?"
+    assert type_match("Set the ``WIDGET_NO_CACHE`` environment variable to 1.", "code", q) == 1.0
+    assert type_match("The variable is ``WIDGET_NO_CACHE``.", "code", q) == 1.0
+    # a literal that is not called a variable, or a variable without a literal, is no answer
+    assert type_match("Call ``widget.flush()`` to empty the cache.", "code", q) == 0.0
+    assert type_match("An environment variable turns the cache off.", "code", q) == 0.0
+    # the literal the question already names is not an answer to it
+    q2 = "Which option does WIDGET_NO_CACHE replace?"
+    assert type_match("The ``WIDGET_NO_CACHE`` option is new.", "code", q2) == 0.0
+
+
+def test_a_code_answer_may_show_its_kind_by_form_instead_of_naming_it():
+    assert type_match("Pass ``--no-cache`` to skip it.", "code", "Which flag turns the cache off?") == 1.0
+    assert type_match("Pass ``cache`` to skip it.", "code", "Which flag turns the cache off?") == 0.0
+    assert type_match("Run ``widgetd serve`` to start it.", "code", "Which command starts the server?") == 1.0
+    assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which variable holds the secret?") == 1.0
+    assert type_match("Set ``WIDGET_SECRET`` first.", "code", "Which flag holds the secret?") == 0.0
+
+
+def test_a_rest_link_is_not_a_code_answer_and_a_slash_command_is_a_command():
+    q = "Which command creates a widget?"
+    assert (
+        type_match("The ``widgetd`` command is built with `Click`_.", "code", "Which command uses Click?")
+        == 1.0
+    )
+    assert type_match("It is a `Click`_ command line tool.", "code", "Which command uses widgets?") == 0.0
+    assert type_match("Type `/widget new Blue` in the message box.", "code", q) == 1.0

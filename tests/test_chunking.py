@@ -144,3 +144,28 @@ def test_chunk_document_copies_provenance_to_chunks() -> None:
 def test_chunk_document_empty_or_headings_only_gives_no_chunks() -> None:
     assert chunk_document(_doc("")) == []
     assert chunk_document(_doc("# A\n\n## B\n")) == []
+
+
+def test_chunk_document_chunk_starting_inside_an_entry_names_it_in_its_section() -> None:
+    entry = " ".join(_sentence(i) for i in range(12))
+    text = (
+        f".. py:data:: MAX_WIDGET_SIZE\n\n    {entry}\n\n    Default: ``4093``\n\n"
+        f".. py:data:: WIDGET_COLOUR\n\n    Paint widgets this colour.\n\nPlain prose after the entries."
+    )
+    chunks = chunk_document(_doc(text), min_tokens=20, max_tokens=60)
+    assert len(chunks) > 2
+    assert chunks[0].section == ""  # it opens with the entry's name itself
+    inside = [c for c in chunks[1:] if c.start_char < text.index(".. py:data:: WIDGET_COLOUR")]
+    assert inside and all(c.section == "MAX_WIDGET_SIZE" for c in inside)
+    after = [c for c in chunks if c.start_char > text.index("Plain prose")]
+    assert all(c.section == "" for c in after)
+
+
+def test_find_entries_spans_each_entry_description() -> None:
+    from rag.ingest.chunking import find_entries
+
+    text = ".. option:: --widgets INT\n\n   How many.\n\n.. envvar:: WIDGETS\n\n   Same.\nAfter."
+    assert [(e.name, text[e.body : e.end].strip()) for e in find_entries(text)] == [
+        ("--widgets INT", "How many."),
+        ("WIDGETS", "Same."),
+    ]

@@ -513,3 +513,179 @@ def test_generator_named_entry_does_not_give_its_default_for_an_asked_limit() ->
     assert out.drafts == ()
     out = OfflineGenerator().generate("What is WIDGET_LIMIT set to by default?", [block(1, text)])
     assert [d.text for d in out.drafts] == ["It is set to 40 by default."]
+
+
+REDIRECTS = (
+    "## Following redirects\n\nBy passing ``follow_redirects=True`` to a request method, the client will "
+    "continue to make requests until a response that is not a redirect is returned."
+)
+SESSIONS = (
+    "## Sessions\n\nThe session cookie is signed with the secret key. "
+    "Sessions expire when the browser closes."
+)
+UPLOADS = "## Uploads\n\nFiles larger than the configured limit are rejected before the view runs."
+
+
+def test_split_question_separates_the_situation_from_the_asking_sentence():
+    from rag.answer.generate import split_question
+
+    question = "My client stops at the 302. Why? How do I make it follow the redirect?"
+    asking, situation = split_question(question)
+    assert asking == "Why? How do I make it follow the redirect?"
+    assert situation == "My client stops at the 302. "
+    plain = "How do I make it follow the redirect?"
+    assert split_question(plain) == (plain, "")
+    # statements after the last question: no asking sentence closes it, so all of it asks
+    assert split_question("Follow redirects? I mean in tests.")[1] == ""
+
+
+def test_generate_situation_words_weigh_less_than_the_asking_sentence():
+    blocks = [block(1, REDIRECTS), block(2, SESSIONS), block(3, UPLOADS)]
+    asked = "My test client stops at the 302 from the logout page. How do I make it follow the redirect?"
+    out = OfflineGenerator().generate(asked, blocks)
+    assert [d.text[:30] for d in out.drafts] == ["By passing ``follow_redirects="]
+    # the same words asked in one sentence: the situation's words are the question's, and no block has them
+    merged = "How do I make my test client that stops at the 302 from the logout page follow the redirect?"
+    assert OfflineGenerator().generate(merged, blocks).drafts == ()
+
+
+def test_generate_situation_does_not_excuse_a_missing_asked_subject():
+    blocks = [block(1, REDIRECTS), block(2, SESSIONS), block(3, UPLOADS)]
+    asked = "My test client follows redirects. How do I make it keep the cookies of each hop?"
+    assert OfflineGenerator().generate(asked, blocks).drafts == ()
+
+
+def test_generate_inline_code_names_a_one_word_flag():
+    text = (
+        "## Environment\n\nIf a command called ``serve`` takes an option called ``port`` and the prefix is "
+        "``APP``, then the variable is ``APP_SERVE_PORT``."
+    )
+    blocks = [block(1, text), block(2, SESSIONS), block(3, UPLOADS)]
+    out = OfflineGenerator().generate("Which environment variable sets --port on the serve command?", blocks)
+    assert [d.text.endswith("is ``APP_SERVE_PORT``.") for d in out.drafts] == [True]
+    # a plain word is not the flag
+    plain = text.replace("``port``", "port")
+    out = OfflineGenerator().generate(
+        "Which environment variable sets --port on the serve command?", [block(1, plain), *blocks[1:]]
+    )
+    assert out.drafts == ()
+
+
+DOTENV = (
+    "## Disable dotenv\n\nYou can tell the tool not to load dotenv files when the loader is installed by "
+    "setting the ``TOOL_SKIP_DOTENV`` environment variable."
+)
+CACHE = "## Cache\n\nThe cache keeps rendered widgets. It is emptied when the tool restarts."
+SERVER = "## Server\n\nThe server listens on port 8000. Widgets are served over HTTP."
+
+
+def test_generate_everyday_words_no_block_uses_are_neutral_for_a_sentence_of_the_asked_kind():
+    blocks = [block(1, DOTENV), block(2, CACHE), block(3, SERVER)]
+    # "stops" and "even though" are the asker's wording: the documents say "not to load" and "when"
+    asked = "Which environment variable stops dotenv loading even though it is installed?"
+    out = OfflineGenerator().generate(asked, blocks)
+    assert [d.text.endswith("``TOOL_SKIP_DOTENV`` environment variable.") for d in out.drafts] == [True]
+    # a word English rarely uses names a subject the blocks lack: still refused
+    rare = "Which environment variable stops dotenv loading over telnet despite it being installed?"
+    assert OfflineGenerator().generate(rare, blocks).drafts == ()
+
+
+def test_generate_everyday_words_are_not_neutral_for_a_sentence_without_the_asked_kind():
+    blocks = [block(1, DOTENV), block(2, CACHE), block(3, SERVER)]
+    # no kind is asked ("Can I ..."): the sentence cannot show that it answers, so the words still count
+    asked = "Can an environment variable stop dotenv loading even though it is installed?"
+    assert OfflineGenerator().generate(asked, blocks).drafts == ()
+
+
+def test_split_question_reads_a_leading_condition_as_the_situation():
+    from rag.answer.generate import split_question
+
+    asking, situation = split_question("If I call it without a name, what category does the message get?")
+    assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
+    assert split_question("If I call it, does it work?")[1] == "If I call it, "
+    assert split_question("Is it safe if I call it, or not?")[1] == ""
+
+
+def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():
+    from rag.answer.generate import _read_question
+
+    blocks = [block(1, CACHE), block(2, SERVER)]
+    lead = _read_question("If I start it without giving a port, which port does the server use?", blocks)
+    assert lead is not None and lead.default
+    setup = _read_question("My default port is 80. Which port does the server use?", blocks)
+    assert setup is not None and not setup.default
+
+
+def test_generate_a_list_item_opening_with_it_refers_to_the_lead_in_sentence():
+    server = (
+        "## Servers\n\nWidgetd is a small Python widget server.\n\n"
+        "* It is easy to configure.\n* It runs on Windows directly.\n* It uses one process.\n"
+    )
+    others = [
+        "## Gadgetd\n\nGadgetd runs on Windows through WSL.",
+        "## Tools\n\nTools run on Windows and Linux.",
+    ]
+    blocks = [block(1, server), block(2, CACHE), block(3, others[0]), block(4, others[1]), block(5, SERVER)]
+    out = OfflineGenerator().generate("Does Widgetd run on Windows?", blocks)
+    assert [d.text for d in out.drafts] == ["It runs on Windows directly."]
+    # without the lead-in naming it, "it" could be anything
+    orphan = "## Notes\n\n* It is easy to configure.\n* It runs on Windows directly.\n"
+    assert (
+        OfflineGenerator().generate("Does Widgetd run on Windows?", [block(1, orphan), *blocks[1:]]).drafts
+        == ()
+    )
+
+
+def test_generate_which_variable_is_answered_only_by_a_sentence_naming_one():
+    generic = (
+        "## Environments\n\nSome settings change with the environment, like the debug mode and the "
+        "secret key, and environment variables are a common way to set them."
+    )
+    blocks = [block(1, generic), block(2, CACHE), block(3, SERVER)]
+    assert OfflineGenerator().generate("Which environment variable sets the secret key?", blocks).drafts == ()
+    named = generic + " The ``TOOL_SECRET_KEY`` environment variable sets the secret key."
+    out = OfflineGenerator().generate(
+        "Which environment variable sets the secret key?", [block(1, named), *blocks[1:]]
+    )
+    assert [d.text for d in out.drafts] == [
+        "The ``TOOL_SECRET_KEY`` environment variable sets the secret key."
+    ]
+
+
+def test_generate_a_table_row_answers_for_its_own_field_not_for_a_name_it_mentions():
+    table = (
+        "## Settings\n\n| Name | Default | Description |\n| --- | --- | --- |\n"
+        "| `pool_size` | `5` | Connections kept open. |\n"
+        "| `max_overflow` | `10` | Connections allowed beyond pool_size. |\n"
+    )
+    blocks = [block(1, table), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("What is the default pool_size?", blocks)
+    assert [d.text for d in out.drafts] == ["`pool_size`: Default `5`; Description Connections kept open."]
+    out = OfflineGenerator().generate("What is the default of max_overflow?", blocks)
+    assert [d.text[:16] for d in out.drafts] == ["`max_overflow`: "]
+
+
+def test_generate_a_sentence_continuing_a_field_item_is_about_that_field():
+    entry = (
+        ".. py:function:: make_pool(url)\n\n   Make a pool.\n\n"
+        "   :param pool_size: the connections kept open. Defaults to 5.\n"
+        "   :param max_overflow: the connections allowed beyond the pool. Defaults to 10.\n"
+    )
+    blocks = [block(1, entry), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("What is the default of max_overflow?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to 10."]
+    out = OfflineGenerator().generate("What is the default of pool_size?", blocks)
+    assert [d.text for d in out.drafts] == ["Defaults to 5."]
+
+
+def test_generate_an_amount_of_bytes_answers_how_much_space():
+    text = "## Offline use\n\nThe offline cache holds up to 500 MB; the oldest widgets are removed first."
+    blocks = [block(1, text), block(2, CACHE), block(3, SERVER)]
+    out = OfflineGenerator().generate("How much space can the offline cache use?", blocks)
+    assert [d.text[:31] for d in out.drafts] == ["The offline cache holds up to 5"]
+    # a count of something else is not the space
+    other = "## Offline use\n\nThe offline cache holds up to 500 widgets; the oldest are removed first."
+    out = OfflineGenerator().generate(
+        "How much space can the offline cache use?", [block(1, other), *blocks[1:]]
+    )
+    assert out.drafts == ()

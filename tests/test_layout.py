@@ -205,3 +205,77 @@ def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> 
     blocks = [Block(n=1, chunk=chunk, score=0.5, sent_text=text)]
     out = OfflineGenerator().generate("What's the default for WIDGET_SIZE?", blocks)
     assert [d.text for d in out.drafts] == ["Defaults to ``4093``."]
+
+
+def test_a_short_cut_line_ending_in_a_function_word_is_not_a_definition_term() -> None:
+    # the chunker cut an entry's description mid-sentence: "Defaults to" is not a term
+    text = "Defaults to\n    ``4093``. Larger widgets are ignored.\n"
+    assert [(p.label, p.text) for p in prose(text, "Settings > MAX_WIDGET_SIZE")] == [
+        ("MAX_WIDGET_SIZE", "Defaults to ``4093``."),
+        ("MAX_WIDGET_SIZE", "Larger widgets are ignored."),
+    ]
+
+
+def test_a_rest_simple_table_is_read_row_by_row_with_its_header() -> None:
+    text = (
+        "Widget kinds:\n\n"
+        "=========  ==================\n"
+        "Kind       Meaning\n"
+        "=========  ==================\n"
+        "``small``  fits in one hand,\n"
+        "           weighs under a gram\n"
+        "``large``  needs two people\n"
+        "=========  ==================\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "``small``: Meaning fits in one hand, weighs under a gram.",
+        "``large``: Meaning needs two people.",
+    ]
+
+
+def test_a_simple_table_cut_above_by_the_chunker_keeps_its_aligned_rows_only() -> None:
+    text = (
+        "the first kind, cut mid-row\n"
+        "``large``  needs two people\n"
+        "``huge``   needs a crane\n"
+        "=========  ==================\n"
+    )
+    assert [p.text for p in prose(text)] == ["``large``: needs two people.", "``huge``: needs a crane."]
+
+
+def test_a_table_row_with_a_full_stop_inside_a_cell_stays_one_row_under_its_header() -> None:
+    text = (
+        "| Name | Default | Description |\n| --- | --- | --- |\n"
+        "| `small_size` | `5` | Widgets kept. Never more. |\n"
+        "| `large_size` | `10` | Widgets beyond small_size. |\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "`small_size`: Default `5`; Description Widgets kept. Never more.",
+        "`large_size`: Default `10`; Description Widgets beyond small_size.",
+    ]
+
+
+def test_python_block_openers_are_code_even_when_a_chunk_cut_their_literal_block() -> None:
+    # the "::" introducing this block stayed in the chunk before
+    text = (
+        "import widgets\n\n    with widgets.bar(items) as bar:\n        for item in bar:\n"
+        "            handle(item)\n\nWidgets then draw a bar.\nFor each item in the list: it ticks.\n"
+    )
+    assert [p.text for p in prose(text)] == [
+        "Widgets then draw a bar.",
+        "For each item in the list: it ticks.",
+    ]
+
+
+def test_a_rest_list_table_is_read_row_by_row_with_its_header() -> None:
+    text = (
+        "Intro.\n\n.. list-table:: Widget settings\n   :header-rows: 1\n   :widths: 20 10\n\n"
+        "   * - Name\n     - Default\n   * - ``small_size``\n     - ``5``, the widgets\n       kept\n"
+        "   * - ``large_size``\n     - ``10``\n\nAfter the table."
+    )
+    assert [p.text for p in prose(text)] == [
+        "Intro.",
+        "``small_size``: Default ``5``, the widgets kept.",
+        "``large_size``: Default ``10``.",
+        "After the table.",
+    ]

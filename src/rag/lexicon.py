@@ -54,6 +54,27 @@ QUESTION_FILLERS = HOW_FORMS | frozenset(
     {"still", "happen", "whole", "anoth", "instead", "just", "exact", "actual", "realli", "quick"}
     | {"ever", "current", "typic", "usual", "possibl", "exist"}
 )
+# A condition or circumstance leading a one-sentence question, up to the comma before the asking
+# words ("If I call it without a name, what ...", "With the default limits, how much ..."): the
+# asker's situation, not what is asked.
+LEAD_CLAUSE_RE = re.compile(
+    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless)\b[^?,]*,\s*"
+    r"(?=(?:what|which|how|who|whom|whose|where|when|why|is|are|was|were|can|could|do|does|did|should|"
+    r"will|would|must|may)\b)",
+    re.IGNORECASE,
+)
+# A question asking whether something holds ("Can staff claim ...?", "Is there ...?").
+YES_NO_QUESTION_RE = re.compile(
+    r"^\W*(?:can|could|do|does|did|is|are|am|was|were|will|would|should|shall|may|might|must|has|have"
+    r"|had)\b",
+    re.IGNORECASE,
+)
+# Stems of nouns an amount of bytes measures ("how much space / memory / storage"), and a figure
+# with a byte unit ("500 MB", "2 GiB", "4096 bytes"): the figure is about that noun.
+SIZE_NOUNS = frozenset({"space", "storag", "memori", "disk", "size", "room", "capac"})
+BYTE_AMOUNT_RE = re.compile(
+    r"\b\d[\d,.]*\s*(?:[KMGTP]i?B|bytes?|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.IGNORECASE
+)
 # Stems that ask for a default ("the default value", "by default"): a sentence stating one covers them.
 DEFAULT_TERMS = frozenset({"default", "valu"})
 # Stems naming the kind of answer wanted ("deadline", "maximum") rather than its topic: the
@@ -142,6 +163,29 @@ DEFAULT_QUESTION_RE = re.compile(
     re.IGNORECASE,
 )
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
+# "Which/what <noun>" asking for a named thing of code or configuration ("Which environment variable
+# ...", "what flag ...", "Which config key ..."): the answer names it, as code or an identifier.
+CODE_QUESTION_RE = re.compile(
+    r"\b(?:which|what)(?:'s|’s|\s+is|\s+are)?(?:\s+the|\s+an?)?\s+"
+    r"(?:(?!(?:do|does|did|can|could|should|would|will|must|is|are|i|we|you|it)\b)[\w.-]+\s+){0,2}?"
+    r"(variable|option|flag|setting|(?<=config )key|(?<=setting )key|(?<=settings )key|argument|parameter"
+    r"|function|method|class|command|subcommand|converter|module|header|attribute|decorator|exception"
+    r"|directive|keyword|callback|endpoint)s?\b(?!\s+of\b)",
+    re.IGNORECASE,
+)
+# The written forms that show a code literal's kind without naming it: a flag or option starts
+# with "-", a variable, setting or key is UPPER_CASE, an argument or parameter is "name=value", a
+# function or method is called "name()", a decorator starts with "@", a class or exception is
+# CamelCase, a command is words starting with a lowercase program name.
+CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
+    (frozenset({"flag", "option", "argument"}), re.compile(r"--?[A-Za-z][\w-]*(?:[= ]\S+)?")),
+    (frozenset({"variable", "setting", "key"}), re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")),
+    (frozenset({"argument", "parameter", "keyword", "option"}), re.compile(r"[a-z_]\w*=\S+")),
+    (frozenset({"function", "method", "callback"}), re.compile(r"[\w.]+\(.*\)")),
+    (frozenset({"decorator"}), re.compile(r"@[\w.]+(?:\(.*\))?")),
+    (frozenset({"class", "exception"}), re.compile(r"(?:[\w]+\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")),
+    (frozenset({"command", "subcommand"}), re.compile(r"/?[a-z][\w.-]*(?: \S+)+")),
+)
 TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.
@@ -279,7 +323,9 @@ TEMPLATE_RE = re.compile(r"\{\{|\{%|\{#|%\}|\}\}")
 # Lines that read as code outside a marked block: imports, definitions, assignments, calls.
 CODE_LINE_RE = re.compile(
     r"^\s*(?:from\s+[\w.]+\s+import\b|import\s+[\w.]+\s*$|def\s+\w+\(|class\s+\w+[(:]|return\b|@\w[\w.]*"
-    r"|if\s+__name__\b|[\w.\[\]\"']+\s*[+\-*/]?=\s*\S|[\w.]+\([^)]*\)?[,)]*\s*$|[\]\[{}()]+[,;]?\s*$)"
+    r"|if\s+__name__\b|[\w.\[\]\"']+\s*[+\-*/]?=\s*\S|[\w.]+\([^)]*\)?[,)]*\s*$|[\]\[{}()]+[,;]?\s*$"
+    # Python block openers, in their lowercase code form: "with open(p) as f:", "for x in items:"
+    r"|with\s+\S.*\bas\s+\w+\s*:\s*$|for\s+\w+(?:,\s*\w+)*\s+in\s+\S.*:\s*$)"
 )
 # Inline code and reST roles ("``x``", "`x`", ":meth:`x`"): literal values, not the sentence's topic words.
 INLINE_CODE_RE = re.compile(r"(?::[\w:-]+:)?``[^`]+``|(?::[\w:-]+:)?`[^`]+`")

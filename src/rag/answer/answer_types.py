@@ -9,7 +9,9 @@ and for amounts, times, dates and defaults to require, a sentence that holds the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from rag.lexicon import (
@@ -20,12 +22,16 @@ from rag.lexicon import (
     CAUSE_RE,
     CLOCK_QUESTION_RE,
     CLOCK_RE,
+    CODE_FORMS,
+    CODE_QUESTION_RE,
     DATE_QUESTION_RE,
     DATE_RE,
     DEFAULT_QUESTION_RE,
     DEFAULT_STATEMENT_RE,
     FIGURE_RE,
     HOW_TO_QUESTION_RE,
+    IDENTIFIER_RE,
+    INLINE_CODE_RE,
     MEASURED_NOUN_RE,
     MONEY_RE,
     NO_CHARGE_RE,
@@ -41,9 +47,14 @@ from rag.lexicon import (
     TYPE_NOUN_RE,
     WORD_TOKEN_RE,
 )
-from rag.text import term_set, terms
+from rag.text import stem, term_set, terms
 
-AnswerType = Literal["time", "date", "number", "cause", "place", "person", ""]
+AnswerType = Literal["time", "date", "number", "code", "cause", "place", "person", ""]
+# The markup around an inline code literal (":data:`", "``", "~"): what remains is the literal.
+_CODE_MARKUP_RE = re.compile(r"^:[\w:-]+:|`|^~")
+# How near (in words) the asked kind of thing must be named to a code literal that answers "which
+# option / variable ...": "the ``X`` environment variable", "the variable is ``X``".
+CODE_NOUN_WORDS = 3
 # Types whose answer is a figure or a date: a question of one of these is answered only by a
 # sentence stating one.
 QUANTITY_KINDS: frozenset[AnswerType] = frozenset({"time", "date", "number"})
@@ -53,6 +64,7 @@ _QUESTION_PATTERNS: tuple[tuple[AnswerType, Callable[[str], object]], ...] = (
     ("time", TIME_QUESTION_RE.search),
     ("date", lambda q: DATE_QUESTION_RE.search(q) or TYPE_NOUN_RE.search(q)),
     ("number", NUMBER_QUESTION_RE.search),
+    ("code", CODE_QUESTION_RE.search),
     ("cause", CAUSE_QUESTION_RE.search),
     ("place", PLACE_QUESTION_RE.search),
     ("person", PERSON_QUESTION_RE.search),
@@ -169,6 +181,45 @@ def _date(sentence: str, asked: set[str], question: str) -> float:
     return _time(sentence, asked, question)
 
 
+def _code(sentence: str, asked: set[str], question: str) -> float:
+    """1.0 when the sentence names as code (an inline literal or an identifier) a thing the question
+    does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
+    ``APP_DEBUG`` environment variable", "the option is ``--quiet``") or writes it in that kind's
+    form ("pass ``--quiet``" for a flag, ``APP_DEBUG`` for a variable); else 0.0."""
+    if "`" not in sentence and not IDENTIFIER_RE.search(sentence):
+        return 0.0
+    kind = code_kind(question)
+    if not kind:
+        return 0.0
+    noun = stem(kind)
+    said = question.lower()
+    words: list[tuple[int, str]] | None = None
+    named = [m for m in INLINE_CODE_RE.finditer(sentence)] + [m for m in IDENTIFIER_RE.finditer(sentence)]
+    for literal in named:
+        if sentence[literal.end() : literal.end() + 1] == "_":
+            continue  # a reST link ("`Click`_"), not code
+        code = _CODE_MARKUP_RE.sub("", literal.group(0)).strip()
+        bare = code.lower()
+        if not bare or bare.lstrip("-") in said:
+            continue
+        if any(kind in kinds and form.fullmatch(code) for kinds, form in CODE_FORMS):
+            return 1.0
+        if words is None:
+            words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
+        before = [w for at, w in words if at < literal.start()][-CODE_NOUN_WORDS:]
+        after = [w for at, w in words if at >= literal.end()][:CODE_NOUN_WORDS]
+        if noun in before or noun in after:
+            return 1.0
+    return 0.0
+
+
+@lru_cache(maxsize=4096)
+def code_kind(question: str) -> str:
+    """The kind of named thing a "which option / variable ..." question asks for, else ""."""
+    match = CODE_QUESTION_RE.search(question)
+    return match.group(1).lower() if match else ""
+
+
 def _cause(sentence: str, asked: set[str], question: str) -> float:
     return 1.0 if CAUSE_RE.search(sentence) else 0.0
 
@@ -185,6 +236,7 @@ _MATCHERS: dict[AnswerType, Callable[[str, set[str], str], float]] = {
     "number": _number,
     "time": _time,
     "date": _date,
+    "code": _code,
     "cause": _cause,
     "place": _place,
     "person": _person,

@@ -21,6 +21,7 @@ from rag.answer.answer_types import (
     answer_type,
     asks_default,
     asks_price,
+    code_kind,
     default_terms,
     measured_terms,
     price_match,
@@ -30,20 +31,25 @@ from rag.answer.answer_types import (
 )
 from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
+from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
+    BYTE_AMOUNT_RE,
     CAPITALISED_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
     DEFAULT_TERMS,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
+    LEAD_CLAUSE_RE,
     NOT_PLACES,
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
+    SIZE_NOUNS,
+    YES_NO_QUESTION_RE,
 )
-from rag.text import is_proposal, normalise, term_set, terms
+from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
@@ -102,6 +108,14 @@ NEIGHBOURS = 1
 # the question: the question mass it covers beyond the document title, times the share of its own
 # terms the question names. 0.35 on the dev and golden sets (0.5+ lets FAQ near-miss headings win).
 LABEL_WEIGHT = 0.35
+# A question that first describes the asker's situation ("My test client stops at the 302. How do I
+# make it follow the redirect?") asks in its last sentence: the words only the statements before it
+# use weigh this share of their IDF (documentation states facts, not the reader's situation).
+SCENARIO_WEIGHT = 0.3
+# A question word no block contains weighs nothing for a sentence that carries the asked kind of
+# answer when general English uses it at least this often (per word of running text: 2e-4 is
+# "single", "though", "every"; "timeout", "refund", "fine" are rarer): the asker's own wording.
+EVERYDAY_FREQUENCY = 2e-4
 # When the best sentence and one from another block rank closer than this, neither is the answer:
 # the generator is unsure and writes nothing (0.02 on the dev set; 0.05+ refuses golden answers).
 UNSURE_MARGIN = 0.02
@@ -138,9 +152,21 @@ class _Ask:
     price: bool
     default: bool
     identifiers: frozenset[str]
+    bound_ids: frozenset[str]
     literals: str
     names: frozenset[str]
     pairs: frozenset[tuple[str, str]]
+    # the weights with the situation's words discounted (None: the question states no situation)
+    focus: Mapping[str, float] | None = None
+    # the situation's words (only the asking sentence's topic terms are counted when weighing by focus)
+    stated: frozenset[str] = frozenset()
+    uncounted: frozenset[str] = frozenset()
+    # everyday English words of the question that no block contains (paraphrase, not a subject)
+    plain: frozenset[str] = frozenset()
+    # the asking sentence asks whether something holds ("Can I ...?")
+    yes_no: bool = False
+    # the stem of the kind of named thing a "which option / command ..." question asks for
+    code_noun: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -222,7 +248,12 @@ class OfflineGenerator:
       of the topic mass, names every identifier the question names and no other identifier, and
       names no other subject (a name absent from its block while the question's name is absent);
     - it carries the asked kind of answer: a figure, date or clock time for amount, duration and
-      date questions, a stated default for default questions (REQUIRED), a price for price questions.
+      date questions, a stated default for default questions (REQUIRED), a price for price questions,
+      a new name in code called the asked kind of thing for "which option / variable ..." questions.
+    The coverage and binding shares are also tried on two other weightings, and either suffices:
+    the words of a situation stated before the asking sentence (or a condition leading it) at
+    SCENARIO_WEIGHT, whose identifiers then need not be named; and, for a sentence carrying the
+    asked kind (never for a yes/no question), the everyday English words no block contains at zero.
     Candidates rank by coverage, the asked type, word order and block score. It writes nothing when
     no sentence qualifies, so the grounding gate refuses. `fabricate` adds one bad sentence to first
     drafts, for demonstrations and verifier tests: "nonexistent" cites number n_max + 1, "unrelated"
@@ -289,9 +320,10 @@ class OfflineGenerator:
             return []
         found: dict[str, _Candidate] = {}
         leads = _leads(blocks)
+        variants = _variants(ask)
         for block in blocks:
             for reading in _readings(ask, block, leads.get(block.n, "")):
-                if not self._eligible(ask, reading):
+                if not self._eligible(ask, reading, variants):
                     continue
                 candidate = _score(ask, block, reading)
                 prev = found.get(candidate.key)
@@ -302,7 +334,18 @@ class OfflineGenerator:
                 found[candidate.key] = candidate
         return list(found.values())
 
-    def _eligible(self, ask: _Ask, r: _Reading) -> bool:
+    def _eligible(self, ask: _Ask, r: _Reading, variants: Sequence[tuple[_Ask, bool]] = ()) -> bool:
+        """Eligible on the question's weights, or on one of its `variants` (see `_variants`); a
+        variant marked True serves only a sentence that carries the asked kind of answer."""
+        if self._eligible_on(ask, r):
+            return True
+        return any(
+            self._eligible_on(variant, r)
+            for variant, kind_only in variants
+            if not kind_only or _carries_kind(ask, r)
+        )
+
+    def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
         if _named_entry(ask, r):
             # the asked identifier names the subject exactly; the sentence states the asked fact
             return _counts_the_measured(ask, r) and not _other_subject(ask, r)
@@ -338,38 +381,128 @@ class OfflineGenerator:
 
 
 def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
-    """The question's weighted terms (IDF over the blocks; kind-naming words discounted), or None
-    when it has no content term or there are no blocks."""
+    """The question's weighted terms (IDF over the blocks; kind-naming words and words of the
+    situation described before the asking sentence discounted), or None when it has no content term
+    or there are no blocks. The asked kind is read from the asking sentence."""
     q_terms = question_terms(question)
     if not q_terms or not blocks:
         return None
+    asking, situation = split_question(question)
     weights = idf_weights(q_terms, blocks)
-    kind = answer_type(question)
-    default = asks_default(question)
-    asked_default = DEFAULT_TERMS | default_terms(question) if default else frozenset()
-    typed = (type_terms(question, kind) | asked_default) & weights.keys()
+    kind = answer_type(asking) or answer_type(question)
+    # a condition leading the asking sentence may ask for the default ("If I call it without a
+    # name, what ...?"); statements before it describe the asker's setup ("My default is X.")
+    condition = LEAD_CLAUSE_RE.match(question.strip()) is not None
+    wording = question if condition else asking
+    default = asks_default(wording)
+    asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
+    typed = (type_terms(asking, kind) | asked_default) & weights.keys()
     for t in typed:
         weights[t] *= ANSWER_TYPE_WEIGHT
     total = sum(weights.values())
     if total <= 0:
         return None
+    stated = (term_set(situation) - term_set(asking)) & weights.keys()
+    focus = {t: w * SCENARIO_WEIGHT if t in stated else w for t, w in weights.items()}
+    named = _asked_identifiers(question, blocks)
     return _Ask(
         question=question,
         asked=term_set(question),
-        measured=measured_terms(question),
-        counts=bool(COUNT_QUESTION_RE.search(question)),
+        measured=measured_terms(asking),
+        counts=bool(COUNT_QUESTION_RE.search(asking)),
         weights=weights,
         total=total,
         topic_total=sum(w for t, w in weights.items() if t not in typed),
         kind=kind,
         typed=frozenset(typed),
-        price=asks_price(question, kind),
+        price=asks_price(asking, kind),
         default=default,
-        identifiers=_asked_identifiers(question, blocks),
+        identifiers=named,
+        bound_ids=_named_in(asking, named) if situation else named,
         literals=question.lower(),
         names=_names(question),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
+        focus=focus if stated else None,
+        stated=frozenset(stated),
+        plain=_everyday_absent(question, weights.keys() - typed, blocks),
+        yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
+        code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
     )
+
+
+def _variants(ask: _Ask) -> list[tuple[_Ask, bool]]:
+    """The other weightings a sentence may qualify on: the situation's words discounted (the asking
+    sentence's topic terms counted), and, for a sentence carrying the asked kind only (True), each
+    of the two with the everyday words no block contains at zero (see EVERYDAY_FREQUENCY)."""
+    bases: list[tuple[Mapping[str, float], frozenset[str]]] = [(ask.weights, frozenset())]
+    if ask.focus is not None:
+        bases.append((ask.focus, ask.stated))
+    weighings = [(weights, uncounted, False) for weights, uncounted in bases[1:]]
+    if ask.plain:
+        weighings += [
+            ({t: 0.0 if t in ask.plain else w for t, w in weights.items()}, uncounted | ask.plain, True)
+            for weights, uncounted in bases
+        ]
+    return [
+        (
+            replace(
+                ask,
+                weights=weights,
+                total=sum(weights.values()),
+                topic_total=sum(w for t, w in weights.items() if t not in ask.typed),
+                uncounted=uncounted,
+            ),
+            kind_only,
+        )
+        for weights, uncounted, kind_only in weighings
+    ]
+
+
+def _everyday_absent(question: str, candidates: Set[str], blocks: Sequence[Block]) -> frozenset[str]:
+    """The question terms among `candidates` that no block contains and that general English uses at
+    least EVERYDAY_FREQUENCY times per word ("though", "someone", "every"): wording of the asker's own,
+    where a term rare in English ("timeout", "refund") is a subject the blocks do not cover."""
+    texts = [term_set(b.chunk.text) for b in blocks]
+    surface: dict[str, float] = {}
+    for word in content_words(question):
+        t = stem(word)
+        if t in candidates and not any(t in ts for ts in texts):
+            surface[t] = max(surface.get(t, 0.0), english_frequency(word))
+    return frozenset(t for t, f in surface.items() if f >= EVERYDAY_FREQUENCY)
+
+
+def _carries_kind(ask: _Ask, r: _Reading) -> bool:
+    """The sentence states the asked kind of answer: a figure, date or default where one is asked, or
+    a name in code for "which option / variable ..."; a question asking no kind, or whether
+    something holds ("Can staff claim ...?"), never qualifies."""
+    if ask.yes_no:
+        return False  # "Can I ...?" asks whether all of it holds: no kind of answer shows that
+    if states_default(r.sentence.text) and not ask.default:
+        return False  # a default is not the asked limit or amount
+    return r.fit >= 1.0 and (ask.required or ask.kind == "code")
+
+
+def split_question(question: str) -> tuple[str, str]:
+    """(asking, situation): the trailing sentences that end in "?" and the statements before them
+    ("My test client stops at the 302." / "How do I make it follow the redirect?"), or in a
+    one-sentence question the condition leading it ("With the default limits," / "what is the most
+    memory ...?"). A question without such a lead-in is all asking: (question, "")."""
+    text = question.strip()
+    spans = sentence_spans(text)
+    if not text.endswith("?"):
+        return text, ""
+    if len(spans) < 2:
+        # a condition leading the one asking sentence ("If I call it without a name, what ...?")
+        lead = LEAD_CLAUSE_RE.match(text)
+        return (text[lead.end() :], text[: lead.end()]) if lead else (text, "")
+    # the asking part: the trailing run of sentences that end in "?"
+    cut = len(spans)
+    while cut > 0 and text[spans[cut - 1][0] : spans[cut - 1][1]].rstrip().endswith("?"):
+        cut -= 1
+    if cut == 0:
+        return text, ""
+    start = spans[cut][0]
+    return text[start:], text[:start]
 
 
 def _asked_identifiers(question: str, blocks: Sequence[Block]) -> frozenset[str]:
@@ -381,6 +514,13 @@ def _asked_identifiers(question: str, blocks: Sequence[Block]) -> frozenset[str]
     found = identifiers(" ".join(f"{b.chunk.section} {b.sent_text}" for b in blocks))
     spelled = {i for i in found if "_" in i and "." not in i and f" {_spelled(i)} " in words}
     return named | frozenset(i for i in spelled if not any(i in n for n in named | spelled if n != i))
+
+
+def _named_in(text: str, named: frozenset[str]) -> frozenset[str]:
+    """The identifiers of `named` that `text` writes, as code or spelled out in words."""
+    words = f" {normalise(text)} "
+    found = identifiers(text)
+    return frozenset(i for i in named if i in found or ("_" in i and f" {_spelled(i)} " in words))
 
 
 def _spelled(identifier: str) -> str:
@@ -402,7 +542,8 @@ def _without_code(text: str, keep: frozenset[str], literals: str = "") -> str:
     def kept(m: re.Match[str]) -> str:
         code = _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower()
         quoted = bool(code) and re.search(rf"(?<![\w-]){re.escape(code)}(?![\w-])", literals) is not None
-        return m.group(0) if quoted or identifiers(m.group(0)) & keep else " "
+        named = identifiers(m.group(0)) | {code.lstrip("-").replace("-", "_")}
+        return m.group(0) if quoted or named & keep else " "
 
     return INLINE_CODE_RE.sub(kept, text)
 
@@ -438,20 +579,27 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
         fit = _fit(ask, p.text)
         if not _answer_worthy(ask, p, fit):
             continue
+        before = _antecedent(sentences, pos)
         # a sentence stating the asked-for kind of fact covers the words naming that kind
         own = sentence_terms[pos] | (ask.typed if ask.required and fit >= 1.0 else frozenset())
+        if ask.kind == "code" and fit >= 1.0:
+            own |= ask.code_noun & keys  # "Which command ...": the literal it names is one
+        if ask.measured & SIZE_NOUNS and fit >= 1.0 and BYTE_AMOUNT_RE.search(p.text):
+            own |= ask.measured & SIZE_NOUNS  # "500 MB" states the asked space or memory
         yield _Reading(
             sentence=p,
             pos=pos,
             own=own,
             label=term_set(p.label) & keys,
             entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=_near_terms(sentences, sentence_terms, pos, fit),
+            near=_near_terms(
+                sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
+            ),
             title=title,
             broad=broad,
             fit=fit,
             names_missing=names_missing,
-            before=_antecedent(sentences, pos),
+            before=before,
         )
 
 
@@ -465,6 +613,8 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
     if ask.required and fit <= 0.0:
         return False  # no fact of the asked-for kind: at most a neighbour of the answer
+    if ask.kind == "code" and fit < 1.0:
+        return False  # "which option ...": only a sentence naming one answers
     if p.field and not ask.required and not term_set(p.field) & keys:
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
     # "Default: 4094" states a default: no answer to "the largest value accepted"
@@ -472,25 +622,45 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
 
 
 def _near_terms(
-    sentences: Sequence[Prose], sentence_terms: Sequence[frozenset[str]], pos: int, fit: float
+    sentences: Sequence[Prose],
+    sentence_terms: Sequence[frozenset[str]],
+    pos: int,
+    fit: float,
+    antecedent_terms: frozenset[str] = frozenset(),
 ) -> frozenset[str]:
     """The topic terms of the neighbours in the same paragraph or list item, for a typed or
-    pronoun-led sentence (neighbouring items are separate statements); empty otherwise."""
+    pronoun-led sentence (neighbouring items are separate statements), with the topic terms of the
+    sentence a pronoun-led one refers back to (`antecedent_terms`); empty otherwise."""
     p = sentences[pos]
     if fit < 1.0 and not ANAPHOR_RE.match(p.text):
         return frozenset()
     around = range(max(0, pos - NEIGHBOURS), min(len(sentences), pos + 1 + NEIGHBOURS))
-    return frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
+    near = frozenset().union(*(sentence_terms[i] for i in around if i != pos and sentences[i].unit == p.unit))
+    return near | antecedent_terms
 
 
 def _antecedent(sentences: Sequence[Prose], pos: int) -> str:
     """For a sentence that opens by referring back ("It is set to 10 by default."), the sentence
-    before it under the same label: the one that names what "it" is. Else ""."""
+    before it under the same label: the one that names what "it" is. A list item or paragraph that
+    opens so ("- It supports Windows.") refers to the last sentence before it that does not (the
+    list's lead-in: "Waitress is a pure Python server."). A sentence continuing a field line's item
+    refers to that field line. Else ""."""
     p = sentences[pos]
-    if pos == 0 or not ANAPHOR_RE.match(p.text):
+    if pos == 0:
         return ""
     prev = sentences[pos - 1]
-    return prev.text if prev.label == p.label and prev.unit == p.unit else ""
+    if prev.field and prev.unit == p.unit and prev.label == p.label and not p.field:
+        return prev.text  # the rest of a field's item (":param size: How many. Defaults to 5.")
+    if not ANAPHOR_RE.match(p.text) or prev.label != p.label:
+        return ""
+    if prev.unit == p.unit:
+        return prev.text
+    for before in reversed(sentences[:pos]):
+        if before.label != p.label:
+            return ""
+        if not ANAPHOR_RE.match(before.text):
+            return before.text
+    return ""
 
 
 @lru_cache(maxsize=50_000)
@@ -528,15 +698,17 @@ def _named_entry(ask: _Ask, r: _Reading) -> bool:
     refers back to does), or it sits under their entry's name (".. py:data:: NAME", a definition
     term, a heading) and names no other identifier itself. Other question words are then paraphrase
     ("turned on by default"), not another subject."""
-    if not ask.identifiers or not ask.required or r.fit < 1.0:
+    if not ask.bound_ids or not ask.required or r.fit < 1.0:
         return False
     p = r.sentence
     if states_default(p.text) and not ask.default:
         return False  # a default is not the asked limit or duration: the usual rules decide
     own = f"{r.before} {p.text}"
-    if identifiers(own) - ask.identifiers and not _names_all(own, ask.identifiers):
+    if _field_of_other(ask, p):
         return False
-    return _names_all(own, ask.identifiers) or _names_all(p.label, ask.identifiers)
+    if identifiers(own) - ask.identifiers and not _names_all(own, ask.bound_ids):
+        return False
+    return _names_all(own, ask.bound_ids) or _names_all(p.label, ask.bound_ids)
 
 
 def _covers_topic(ask: _Ask, r: _Reading) -> bool:
@@ -548,7 +720,7 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
-    topic = ask.weights.keys() - ask.typed
+    topic = (ask.weights.keys() - ask.typed - ask.uncounted) or (ask.weights.keys() - ask.typed)
     if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
         return False
     p = r.sentence
@@ -556,8 +728,11 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
 
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
-    """For "how many / how much <noun>", its figure is about that noun."""
-    return not ask.measured or bool(ask.measured & _measured_context(ask, r))
+    """For "how many / how much <noun>", its figure is about that noun (an amount of bytes is about
+    space, memory or storage)."""
+    if not ask.measured or ask.measured & _measured_context(ask, r):
+        return True
+    return bool(ask.measured & SIZE_NOUNS) and BYTE_AMOUNT_RE.search(r.sentence.text) is not None
 
 
 def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
@@ -566,6 +741,8 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     if not ask.identifiers:
         return True
     p = r.sentence
+    if _field_of_other(ask, p):
+        return False
     # a pronoun-led sentence is about what the sentence before it names
     text = f"{r.before} {p.text}" if r.before else p.text
     if identifiers(text) - ask.identifiers and not any(
@@ -575,7 +752,14 @@ def _names_asked_identifiers(ask: _Ask, r: _Reading) -> bool:
     # a field line under an entry's name ("Default: 1" under ".. py:data:: MAX_SIZE") is about that
     # name, not about the other settings its description mentions
     entry = p.entry if p.field and not identifiers(p.label) else ""
-    return _names_all(f"{text} {p.label} {entry}", ask.identifiers)
+    return _names_all(f"{text} {p.label} {entry}", ask.bound_ids)
+
+
+def _field_of_other(ask: _Ask, p: Prose) -> bool:
+    """A field line or table row is about its field ("`max_size`: Default `10`; ..."): a field
+    naming identifiers, none of them asked, makes it another entry's line, whatever it mentions."""
+    in_field = identifiers(p.field) | _code_literals(p.field)
+    return bool(in_field) and not in_field & ask.identifiers
 
 
 def _other_subject(ask: _Ask, r: _Reading) -> bool:
@@ -594,9 +778,19 @@ def _names_all(text: str, wanted: frozenset[str]) -> bool:
     """True when `text` names every identifier in `wanted`, as code or (when it has several parts)
     spelled out in words."""
     words = f" {normalise(text)} "
-    named = identifiers(text)
-    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word
+    named = identifiers(text) | _code_literals(text)
+    # a one-word identifier ("--workers") spelled as a plain word ("workers") is just that word;
+    # as inline code ("an option called ``workers``") it names the identifier
     return all(i in named or ("_" in i and f" {_spelled(i)} " in words) for i in wanted)
+
+
+@lru_cache(maxsize=50_000)
+def _code_literals(text: str) -> frozenset[str]:
+    """The inline code literals of `text` as identifiers compare ("``--host``", "``host``" -> "host")."""
+    return frozenset(
+        _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower().lstrip("-").replace("-", "_")
+        for m in INLINE_CODE_RE.finditer(text)
+    )
 
 
 def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:

@@ -30,6 +30,7 @@ from rag.lexicon import (
     OPTION_RE,
     PROSE_DIRECTIVES,
     SHELL_RE,
+    STOP_WORDS,
     TAB_TITLE_RE,
     TABLE_BORDER_RE,
     TABLE_RULE_RE,
@@ -55,6 +56,11 @@ _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# A reST list table's directive line, and its header-rows option.
+_LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
+_HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
+# A reST simple table's border: two or more runs of "=" separated by spaces.
+_SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,7 +97,7 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     `lead` is the label in force where the text starts when the caller knows it (the label open at
     the end of the chunk before); else the last part of `section`. Cached: the same chunks are read
     question after question."""
-    lines = text.split("\n")
+    lines = _simple_tables(_list_tables(text.split("\n")))
     kinds = classify(lines)
     labels = _labels(lines, kinds, lead or _leaf(section))
     out: list[Prose] = []
@@ -103,6 +109,105 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
             out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units))
         units += 1
     return tuple(out)
+
+
+def _simple_tables(lines: list[str]) -> list[str]:
+    """reST simple tables rewritten as Markdown rows, which the sentence reader renders as
+    statements: the rows next to a column border ("=====  ======") are cut at its columns ("| a | b
+    |"), a row with an empty first cell continues the row above, and a border between rows (the
+    header's underline) becomes a rule row. Other lines, and borders at a table's edge, are kept."""
+    borders = [i for i, line in enumerate(lines) if _SIMPLE_BORDER_RE.match(line)]
+    if not borders:
+        return lines
+    out = list(lines)
+    for b in borders:
+        starts = [m.start() for m in re.finditer(r"=+", lines[b])]
+        above = b > 0 and bool(lines[b - 1].strip()) and b - 1 not in borders
+        below = b + 1 < len(lines) and bool(lines[b + 1].strip()) and b + 1 not in borders
+        if above and below:
+            out[b] = "|" + " -- |" * len(starts)
+        # the rows directly above this border, back to a blank line or another border
+        i = b - 1
+        rows: list[int] = []
+        while i >= 0 and lines[i].strip() and i not in borders:
+            rows.append(i)
+            i -= 1
+        for i in reversed(rows):
+            out[i] = _simple_row(lines[i], starts)
+        # ... and below it (the body under a top border or the header's underline)
+        i = b + 1
+        while i < len(lines) and lines[i].strip() and i not in borders:
+            out[i] = _simple_row(lines[i], starts)
+            i += 1
+    return _join_continued(out)
+
+
+def _list_tables(lines: list[str]) -> list[str]:
+    """reST list tables (".. list-table::" with "* - a" / "  - b" items) rewritten as Markdown rows,
+    a rule row after its ":header-rows:"; the directive and its options become blank lines."""
+    if not any(_LIST_TABLE_RE.match(line) for line in lines):
+        return lines
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        match = _LIST_TABLE_RE.match(lines[i])
+        if not match:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = len(match.group(1))
+        header_rows = 0
+        rows: list[list[str]] = []
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+            line = lines[i].strip()
+            option = _HEADER_ROWS_RE.match(line)
+            if option:
+                header_rows = int(option.group(1))
+            elif line.startswith("* -") or line.startswith("*   -"):
+                rows.append([line[1:].strip()[1:].strip()])
+            elif line.startswith("- ") and rows:
+                rows[-1].append(line[2:].strip())
+            elif line and rows and not line.startswith(":"):
+                rows[-1][-1] = f"{rows[-1][-1]} {line}".strip()
+            i += 1
+        for n, cells in enumerate(rows):
+            out.append("| " + " | ".join(cells) + " |")
+            if n + 1 == header_rows:
+                out.append("|" + " -- |" * len(cells))
+        out.append("")
+    return out
+
+
+def _simple_row(line: str, starts: list[int]) -> str:
+    """A simple-table line cut at the border's column starts, as a Markdown row; the line unchanged
+    when text runs across a column gap (a line the chunker cut mid-row is not aligned)."""
+    if any(0 < at <= len(line) and not line[at - 1].isspace() for at in starts[1:]):
+        return line
+    bounds = [*starts[1:], max(len(line), starts[-1])]
+    cells = [line[a:b].strip() for a, b in zip([0, *starts[1:]], bounds, strict=True)]
+    cells[-1] = line[starts[-1] :].strip() if len(line) > starts[-1] else cells[-1]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _join_continued(lines: list[str]) -> list[str]:
+    """A Markdown row whose first cell is empty continues the row above it: its cells are appended."""
+    out: list[str] = []
+    for line in lines:
+        cells = _table_cells(line)
+        prev = _table_cells(out[-1]) if out else None
+        if (
+            cells
+            and prev
+            and not cells[0]
+            and len(cells) == len(prev)
+            and not TABLE_RULE_RE.fullmatch(prev[-1])
+        ):
+            merged = [f"{a} {b}".strip() for a, b in zip(prev, cells, strict=True)]
+            out[-1] = "| " + " | ".join(merged) + " |"
+        else:
+            out.append(line)
+    return out
 
 
 def classify(lines: Sequence[str]) -> list[LineKind]:
@@ -214,9 +319,13 @@ def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
 
 
 def _term_like(line: str) -> bool:
-    """Short, unpunctuated, not a list item: a definition-list term rather than a cut paragraph line."""
+    """Short, unpunctuated, not a list item, not ending in a function word ("Defaults to", "If it":
+    a sentence the chunker cut mid-line): a definition-list term rather than a cut paragraph line."""
+    words = line.split()
     return (
         line.rstrip()[-1:] not in ".!?:,"
+        and bool(words)
+        and words[-1].lower() not in STOP_WORDS
         and not BULLET_RE.match(line)
         and len(line.split()) <= MAX_TERM_WORDS
         and not _INNER_END_RE.search(line)
@@ -282,7 +391,7 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
     list item or table row: bullets stripped, whitespace collapsed, table rows rendered as
     statements with their column headers, questions and labels skipped."""
     out: list[tuple[str, bool]] = []
-    spans = sentence_spans(text)
+    spans = _whole_rows(text, sentence_spans(text))
     header: list[str] | None = None
     new_unit = True
     for i, (start, end) in enumerate(spans):
@@ -302,6 +411,18 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
         if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
             out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
             new_unit = False
+    return out
+
+
+def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |")
+    put back together: a span continuing a row's line joins the row."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        if out and text[out[-1][0]] == "|" and "\n" not in text[out[-1][1] : start]:
+            out[-1] = (out[-1][0], end)
+        else:
+            out.append((start, end))
     return out
 
 

@@ -8,7 +8,8 @@ sentences (`rag.text.sentence_spans`) and whole code blocks (`Layout.code`, else
 block stays in the chunk of the text that introduces it when it fits, so `code_spans` finds it
 again in the chunk's own text. A single unit longer than the limit is cut at whitespace. Every
 non-whitespace, non-heading character is in exactly one chunk, and
-`doc.text[chunk.start_char:chunk.end_char] == chunk.text`.
+`doc.text[chunk.start_char:chunk.end_char] == chunk.text`. A chunk that starts inside a reST
+entry's description (".. py:data:: NAME" and its indented body) ends its section path with NAME.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ import math
 import re
 from dataclasses import dataclass
 
+from rag.lexicon import DIRECTIVE_RE, ENTRY_DIRECTIVES
 from rag.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
 from rag.types import Chunk, Document
 
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _CLOSING_HASHES_RE = re.compile(r"(?:^|[ \t]+)#+$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# The markup around an entry's name (".. py:function:: send_file(path)" -> "send_file").
+_ENTRY_MARKUP_RE = re.compile(r"[`*]+|\(.*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,55 @@ def _sections(text: str, title: str) -> list[tuple[str, int, int]]:
         start = heading.end
     regions.append((path, start, len(text)))
     return regions
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A reST entry directive (".. py:data:: NAME", ".. option:: --flag", ".. envvar:: X"): its
+    description runs from the end of the directive line to `end` (its indented body)."""
+
+    body: int
+    end: int
+    name: str
+
+
+def find_entries(text: str) -> list[Entry]:
+    """The entry directives of `text` with the extent of their indented descriptions, in order."""
+    entries: list[Entry] = []
+    lines = text.split("\n")
+    pos = 0
+    open_: list[tuple[int, int, str]] = []  # (indent, body start, name) of entries still open
+    for line in lines:
+        end = pos + len(line)
+        if line.strip():
+            indent = len(line) - len(line.lstrip())
+            while open_ and indent <= open_[-1][0]:
+                _, body, name = open_.pop()
+                entries.append(Entry(body, pos, name))
+            name = _entry_name(line)
+            if name:
+                open_.append((indent, end, name))
+        pos = end + 1
+    entries.extend(Entry(body, len(text), name) for _, body, name in reversed(open_))
+    return sorted(entries, key=lambda e: e.body)
+
+
+def _entry_name(line: str) -> str:
+    match = DIRECTIVE_RE.match(line)
+    directive = (match.group(1) or "").lower() if match else ""
+    if not directive or directive.split(":")[-1] not in ENTRY_DIRECTIVES:
+        return ""
+    return _ENTRY_MARKUP_RE.sub("", line.split("::", 1)[1]).strip()
+
+
+def _with_entry(section: str, start: int, entries: list[Entry]) -> str:
+    """The section path of a chunk starting at `start`, ending in the name of the innermost entry
+    whose description the chunk starts inside (the chunker cut the entry after its name)."""
+    inside = [e for e in entries if e.body < start < e.end]
+    if not inside:
+        return section
+    name = inside[-1].name
+    return f"{section} > {name}" if section else name
 
 
 def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
@@ -216,6 +269,7 @@ def chunk_document(
         else tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, doc.title))
     )
     code = sorted(layout.code) if layout.code is not None else code_spans(text)
+    entries = find_entries(text) if ".. " in text else []
     chunks: list[Chunk] = []
     for region in regions:
         inside = [(s, e) for s, e in code if s < region.end and e > region.start]
@@ -228,7 +282,7 @@ def chunk_document(
                     chunk_id=f"{doc.doc_id}#c{len(chunks):02d}",
                     doc_id=doc.doc_id,
                     title=doc.title,
-                    section=region.section,
+                    section=_with_entry(region.section, s, entries),
                     text=text[s:e],
                     updated_at=doc.updated_at,
                     url=doc.url,
