@@ -81,3 +81,16 @@ def test_a_rest_link_is_not_a_code_answer_and_a_slash_command_is_a_command():
     )
     assert type_match("It is a `Click`_ command line tool.", "code", "Which command uses widgets?") == 0.0
     assert type_match("Type `/widget new Blue` in the message box.", "code", q) == 1.0
+
+
+def test_answer_type_follows_the_wh_phrase_when_several_kinds_are_worded():
+    # the asked thing comes first; a kind worded later in the question only describes it
+    assert answer_type("Which setting limits the number of open files?") == "code"
+    assert answer_type("Which flag sets the maximum size of an upload?") == "code"
+    assert answer_type("How many retries happen before the option gives up?") == "number"
+    assert answer_type("What is the maximum number of workers?") == "number"
+
+
+def test_answer_type_reads_versions_in_the_plural_as_numbers():
+    assert answer_type("Which versions of the plugin are affected?") == "number"
+    assert answer_type("Which version added the flag?") == "number"

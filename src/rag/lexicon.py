@@ -120,7 +120,7 @@ DATE_QUESTION_RE = re.compile(
 NUMBER_QUESTION_RE = re.compile(
     r"\bhow\s+(?:many|much|big|large|far|old|high|low|small)\b"
     r"|\b(?:limit|limits|maximum|minimum|max|min|price|prices|cost|costs|size|quota|rate|percent|percentage"
-    r"|number\s+of|amount\s+of|version|fee|fees|allowance|largest|smallest|highest|lowest)\b"
+    r"|number\s+of|amount\s+of|versions?|fee|fees|allowance|largest|smallest|highest|lowest)\b"
     r"|\b(?:what|which)\s+port\b",
     re.IGNORECASE,
 )

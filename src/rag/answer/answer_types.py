@@ -60,7 +60,7 @@ CODE_NOUN_WORDS = 3
 QUANTITY_KINDS: frozenset[AnswerType] = frozenset({"time", "date", "number"})
 
 # Question patterns in the order they are tried: the first that matches names the type.
-_QUESTION_PATTERNS: tuple[tuple[AnswerType, Callable[[str], object]], ...] = (
+_QUESTION_PATTERNS: tuple[tuple[AnswerType, Callable[[str], re.Match[str] | None]], ...] = (
     ("time", TIME_QUESTION_RE.search),
     ("date", lambda q: DATE_QUESTION_RE.search(q) or TYPE_NOUN_RE.search(q)),
     ("number", NUMBER_QUESTION_RE.search),
@@ -76,10 +76,14 @@ def answer_type(question: str) -> AnswerType:
     (a how-to question asks for a procedure: "")."""
     if HOW_TO_QUESTION_RE.search(question):
         return ""
-    for kind, matches in _QUESTION_PATTERNS:
-        if matches(question):
-            return kind
-    return ""
+    # The pattern matched earliest names the type: the wh-phrase governs ("Which worker option ...
+    # after a given number of tasks" asks for an option, not a number); ties go to the list order.
+    found = [
+        (match.start(), order, kind)
+        for order, (kind, matches) in enumerate(_QUESTION_PATTERNS)
+        if (match := matches(question))
+    ]
+    return min(found)[2] if found else ""
 
 
 def measured_noun(question: str) -> str:
