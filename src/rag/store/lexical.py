@@ -1,0 +1,190 @@
+"""Exact BM25 for the SQLite store: FTS5's postings, loaded per term into numpy arrays and scored
+exhaustively (issue 18: no query term is left out for speed).
+
+FTS5 stays the durable index. Its rows are written in the same transaction as the chunk rows, so a
+crash can never leave the index and the chunks out of step and nothing needs repair on start. What
+FTS5 does slowly is rank: `bm25()` visits every posting of every query term row by row in the
+virtual-table machinery, which is why common terms used to be left out of the match. Here a term's
+postings are read once from FTS5's own index (its `fts5vocab` instance view, one row per
+occurrence) and kept as two arrays: the chunk keys holding the term and, per key, the term's share
+of FTS5's BM25 before the idf, `tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl))`, with `tf`
+column-weighted (`BM25_WEIGHTS`). That share depends on nothing but the chunk and the corpus, so a
+query is one vectorised multiply-add per term over a dense score array, then a partial sort.
+
+Everything is keyed by the corpus version (`corpus_counts.version`, moved by every committed
+write, in any process) and the store's file generation: a new version drops the cache, and every
+array is read inside one read transaction, so the arrays always describe one committed state.
+
+Statistics follow issue 16's contract: the chunk count, the mean length and each term's document
+frequency come from the documents everyone may read (`chunks_fts`); restricted chunks
+(`restricted_fts`) are scored with those statistics and kept only for callers who may read them.
+The formula and its constants are FTS5's, so scores sit on the scale the retrieval gates were
+calibrated on, and equal `bm25(chunks_fts, 1.0, 1.5, 2.0)` for the public chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.access import EVERYONE, audience_groups
+from rag.store.interface import Groups
+
+# FTS5's bm25() constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# The most postings (over all cached terms) one store keeps in memory; past it the term cache is
+# emptied and refilled by the next queries (about 12 bytes a posting).
+MAX_CACHED_POSTINGS = 20_000_000
+
+Floats = npt.NDArray[np.float64]
+Keys = npt.NDArray[np.int64]
+
+
+def idf(n_rows: int, df: int) -> float:
+    """FTS5's idf: log((N - df + 0.5) / (df + 0.5)), floored at 1e-6 as FTS5 floors it."""
+    value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows > 0 else 0.0
+    return value if value > 0.0 else 1e-6
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One term's postings: chunk keys (ascending), each chunk's BM25 share before the idf, and the
+    number of public chunks among them (the term's document frequency)."""
+
+    keys: Keys
+    shares: Floats
+    public_df: int
+
+
+@dataclass
+class Snapshot:
+    """The chunk-level arrays of one corpus version, and the terms loaded under it."""
+
+    version: tuple[int, ...]
+    norm: Floats  # per chunk key: k1 (1 - b + b len / avgdl); 0 where no chunk has that key
+    audience: npt.NDArray[np.int32]  # per chunk key: index into `audiences`, -1 where no chunk
+    audiences: list[str]
+    n_public: int
+    avgdl: float
+    terms: dict[tuple[str, ...], Postings] = field(default_factory=dict)
+    hidden: dict[frozenset[str], Keys] = field(default_factory=dict)
+    cached: int = 0
+
+    @classmethod
+    def build(cls, version: tuple[int, ...], rows: Sequence[tuple[int, int, str]]) -> Snapshot:
+        """From (chunk key, length in FTS5 tokens, stored audience) of every chunk."""
+        codes: dict[str, int] = {}
+        size = max((row[0] for row in rows), default=-1) + 1
+        keys = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        lengths = np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows))
+        coded = np.fromiter((codes.setdefault(row[2], len(codes)) for row in rows), np.int32, len(rows))
+        audiences = list(codes)
+        public = coded == codes[EVERYONE] if EVERYONE in codes else np.zeros(len(rows), dtype=bool)
+        n_public = int(public.sum())
+        # FTS5's mean length over chunks_fts (the public chunks), at least 1
+        avgdl = max(float(lengths[public].sum()) / n_public, 1.0) if n_public else 1.0
+        norm = np.zeros(size, dtype=np.float64)
+        norm[keys] = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
+        audience = np.full(size, -1, dtype=np.int32)
+        audience[keys] = coded
+        return cls(
+            version=version, norm=norm, audience=audience, audiences=audiences, n_public=n_public, avgdl=avgdl
+        )
+
+    def postings(self, keys: Sequence[int], tfs: Sequence[float]) -> Postings:
+        """A term's postings from its chunk keys and column-weighted frequencies (any order)."""
+        k = np.asarray(keys, dtype=np.int64)
+        tf = np.asarray(tfs, dtype=np.float64)
+        order = np.argsort(k, kind="stable")
+        k, tf = k[order], tf[order]
+        shares = (tf * (BM25_K1 + 1.0)) / (tf + self.norm[k])
+        public_code = self.audiences.index(EVERYONE) if EVERYONE in self.audiences else -2
+        public_df = int(np.count_nonzero(self.audience[k] == public_code))
+        return Postings(keys=k, shares=shares, public_df=public_df)
+
+    def hidden_keys(self, groups: frozenset[str]) -> Keys:
+        """Chunk keys `groups` may not read (cached per groups)."""
+        found = self.hidden.get(groups)
+        if found is None:
+            unreadable = [
+                code
+                for code, audience in enumerate(self.audiences)
+                if audience != EVERYONE and not groups & set(audience_groups(audience))
+            ]
+            found = np.flatnonzero(np.isin(self.audience, unreadable)).astype(np.int64)
+            if len(self.hidden) > 256:
+                self.hidden.clear()
+            self.hidden[groups] = found
+        return found
+
+    def top(self, terms: Sequence[Postings], limit: int, groups: Groups) -> list[tuple[int, float]]:
+        """(chunk key, BM25) of the `limit` best chunks `groups` may read that hold any of the terms,
+        best first; chunks tied with the last one are all included (the caller breaks ties by id)."""
+        if limit <= 0 or not terms:
+            return []
+        scores = np.zeros(len(self.norm), dtype=np.float64)
+        for term in terms:
+            # summed term by term in query order, as FTS5's bm25() sums its phrases
+            scores[term.keys] += idf(self.n_public, term.public_df) * term.shares
+        if groups is not None:
+            hidden = self.hidden_keys(groups)
+            if hidden.size:
+                scores[hidden] = 0.0
+        hit = np.flatnonzero(scores)
+        if hit.size > limit:
+            values = scores[hit]
+            kth = np.partition(values, hit.size - limit)[hit.size - limit]
+            hit = hit[values >= kth]
+        values = scores[hit]
+        order = np.argsort(-values, kind="stable")
+        return [(int(k), float(v)) for k, v in zip(hit[order], values[order], strict=True)]
+
+
+class LexicalCache:
+    """The current `Snapshot` of one store, shared by its connections (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+
+    def snapshot(
+        self, version: tuple[int, ...], load: Callable[[], Sequence[tuple[int, int, str]]]
+    ) -> Snapshot:
+        """The snapshot of `version`, built with `load()` (every chunk's key, length, audience) when
+        the cached one describes another version."""
+        with self._lock:
+            current = self._snapshot
+        if current is not None and current.version == version:
+            return current
+        fresh = Snapshot.build(version, load())
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != version:
+                self._snapshot = fresh
+            return self._snapshot
+
+    def term(
+        self, snapshot: Snapshot, phrase: tuple[str, ...], load: Callable[[], tuple[list[int], list[float]]]
+    ) -> Postings:
+        """The postings of `phrase` under `snapshot`, read with `load()` (keys, frequencies) once."""
+        found = snapshot.terms.get(phrase)
+        if found is not None:
+            return found
+        keys, tfs = load()
+        found = snapshot.postings(keys, tfs)
+        with self._lock:
+            if snapshot.cached + len(keys) > MAX_CACHED_POSTINGS:
+                snapshot.terms.clear()
+                snapshot.cached = 0
+            snapshot.terms[phrase] = found
+            snapshot.cached += len(keys)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._snapshot = None
