@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rag.store.interface import Groups, Store
 from rag.text import terms
@@ -43,6 +43,15 @@ class RefChunk:
     chunk_id: str
     groups: tuple[str, ...]  # () = everyone may read it
     columns: tuple[list[str], list[str], list[str]]
+    # one token's column-weighted count, worked out once (a one-token phrase is by far the most common)
+    counts: dict[str, float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        counts: dict[str, float] = {}
+        for weight, toks in zip(WEIGHTS, self.columns, strict=True):
+            for tok in toks:
+                counts[tok] = counts.get(tok, 0.0) + weight
+        object.__setattr__(self, "counts", counts)
 
     @property
     def length(self) -> int:
@@ -53,6 +62,8 @@ class RefChunk:
 
     def frequency(self, phrase: tuple[str, ...]) -> float:
         n = len(phrase)
+        if n == 1:
+            return self.counts.get(phrase[0], 0.0)
         total = 0.0
         for weight, toks in zip(WEIGHTS, self.columns, strict=True):
             hits = sum(1 for i in range(len(toks) - n + 1) if tuple(toks[i : i + n]) == phrase)
@@ -90,18 +101,27 @@ def search(
     public = [c for c in chunks if not c.groups]
     n = len(public)
     avgdl = max(sum(c.length for c in public) / n, 1.0) if n else 1.0
+    # every chunk's frequency of every phrase (a chunk holds a phrase only if it holds each token)
+    freqs = {
+        phrase: {
+            i: f
+            for i, c in enumerate(chunks)
+            if set(phrase) <= c.counts.keys() and (f := c.frequency(phrase))
+        }
+        for phrase in wanted
+    }
     idfs = []
     for phrase in wanted:
-        df = sum(1 for c in public if c.frequency(phrase) > 0)
+        df = sum(1 for i in freqs[phrase] if not chunks[i].groups)
         value = math.log((n - df + 0.5) / (df + 0.5)) if n else 0.0
         idfs.append(value if value > 0 else 1e-6)
     scored = []
-    for chunk in chunks:
+    for i, chunk in enumerate(chunks):
         if not chunk.readable(groups):
             continue
         score, matched = 0.0, False
         for phrase, idf in zip(wanted, idfs, strict=True):
-            f = chunk.frequency(phrase)
+            f = freqs[phrase].get(i, 0.0)
             if f > 0:
                 matched = True
                 score += idf * (f * (K1 + 1.0)) / (f + K1 * (1.0 - B + B * chunk.length / avgdl))

@@ -60,6 +60,14 @@ class Postings:
     keys: Keys
     shares: Floats
     public_df: int
+    _scores: dict[int, Floats] = field(default_factory=dict, compare=False, repr=False)
+
+    def scores(self, n_public: int) -> Floats:
+        """idf x share per chunk: the term's BM25 contribution to each chunk holding it."""
+        found = self._scores.get(n_public)
+        if found is None:
+            found = self._scores[n_public] = idf(n_public, self.public_df) * self.shares
+        return found
 
 
 @dataclass
@@ -128,15 +136,26 @@ class Snapshot:
         best first; chunks tied with the last one are all included (the caller breaks ties by id)."""
         if limit <= 0 or not terms:
             return []
-        scores = np.zeros(len(self.norm), dtype=np.float64)
-        for term in terms:
-            # summed term by term in query order, as FTS5's bm25() sums its phrases
-            scores[term.keys] += idf(self.n_public, term.public_df) * term.shares
+        # one pass over every posting of every term: each chunk's contributions are added in query
+        # order, starting from 0, as FTS5's bm25() sums its phrases (so the floats are the same)
+        scores = np.bincount(
+            np.concatenate([t.keys for t in terms]),
+            weights=np.concatenate([t.scores(self.n_public) for t in terms]),
+            minlength=len(self.norm),
+        )
         if groups is not None:
             hidden = self.hidden_keys(groups)
             if hidden.size:
                 scores[hidden] = 0.0
-        hit = np.flatnonzero(scores)
+        best = float(scores.max()) if scores.size else 0.0
+        if best <= 0.0:
+            return []
+        # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
+        # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
+        for fraction in (0.5, 0.2, 0.05, 0.0):
+            hit = np.flatnonzero(scores > best * fraction)
+            if hit.size >= limit:
+                break
         if hit.size > limit:
             values = scores[hit]
             kth = np.partition(values, hit.size - limit)[hit.size - limit]
