@@ -7,9 +7,9 @@ FTS5 does slowly is rank: `bm25()` visits every posting of every query term row 
 virtual-table machinery, which is why common terms used to be left out of the match. Here a term's
 postings are read once from FTS5's own index (its `fts5vocab` instance view, one row per
 occurrence) and kept as two arrays: the chunk keys holding the term and, per key, the term's share
-of FTS5's BM25 before the idf, `tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl))`, with `tf`
-column-weighted (`BM25_WEIGHTS`). That share depends on nothing but the chunk and the corpus, so a
-query is one vectorised multiply-add per term over a dense score array, then a partial sort.
+of FTS5's BM25, `idf tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl))`, with `tf` column-weighted
+(`BM25_WEIGHTS`). That contribution depends on nothing but the term, the chunk and the corpus, so a
+query is one `bincount` over its terms' postings into a dense score array, then a partial sort.
 
 Everything is keyed by the corpus version (`corpus_counts.version`, moved by every committed
 write, in any process) and the store's file generation: a new version drops the cache, and every
@@ -39,8 +39,8 @@ from rag.store.interface import Groups
 BM25_K1 = 1.2
 BM25_B = 0.75
 # The most postings (over all cached terms) one store keeps in memory; past it the term cache is
-# emptied and refilled by the next queries (about 12 bytes a posting).
-MAX_CACHED_POSTINGS = 20_000_000
+# emptied and refilled by the next queries (16 bytes a posting: 256 MB at most).
+MAX_CACHED_POSTINGS = 16_000_000
 
 Floats = npt.NDArray[np.float64]
 Keys = npt.NDArray[np.int64]
@@ -54,20 +54,12 @@ def idf(n_rows: int, df: int) -> float:
 
 @dataclass(frozen=True)
 class Postings:
-    """One term's postings: chunk keys (ascending), each chunk's BM25 share before the idf, and the
-    number of public chunks among them (the term's document frequency)."""
+    """One term's postings under one snapshot: chunk keys (ascending), the term's BM25 contribution
+    to each (idf x share), and the number of public chunks among them (its document frequency)."""
 
     keys: Keys
-    shares: Floats
+    scores: Floats
     public_df: int
-    _scores: dict[int, Floats] = field(default_factory=dict, compare=False, repr=False)
-
-    def scores(self, n_public: int) -> Floats:
-        """idf x share per chunk: the term's BM25 contribution to each chunk holding it."""
-        found = self._scores.get(n_public)
-        if found is None:
-            found = self._scores[n_public] = idf(n_public, self.public_df) * self.shares
-        return found
 
 
 @dataclass
@@ -111,10 +103,11 @@ class Snapshot:
         tf = np.asarray(tfs, dtype=np.float64)
         order = np.argsort(k, kind="stable")
         k, tf = k[order], tf[order]
-        shares = (tf * (BM25_K1 + 1.0)) / (tf + self.norm[k])
         public_code = self.audiences.index(EVERYONE) if EVERYONE in self.audiences else -2
         public_df = int(np.count_nonzero(self.audience[k] == public_code))
-        return Postings(keys=k, shares=shares, public_df=public_df)
+        # FTS5's expression, operation for operation: idf * ((tf * (k1 + 1)) / (tf + k1 * (...)))
+        shares = (tf * (BM25_K1 + 1.0)) / (tf + self.norm[k])
+        return Postings(keys=k, scores=idf(self.n_public, public_df) * shares, public_df=public_df)
 
     def hidden_keys(self, groups: frozenset[str]) -> Keys:
         """Chunk keys `groups` may not read (cached per groups)."""
@@ -140,7 +133,7 @@ class Snapshot:
         # order, starting from 0, as FTS5's bm25() sums its phrases (so the floats are the same)
         scores = np.bincount(
             np.concatenate([t.keys for t in terms]),
-            weights=np.concatenate([t.scores(self.n_public) for t in terms]),
+            weights=np.concatenate([t.scores for t in terms]),
             minlength=len(self.norm),
         )
         if groups is not None:
