@@ -220,28 +220,30 @@ def at_50k(store: SqliteStore) -> None:
 
 
 def curve_texts(docs: int) -> list[tuple[str, str, str]]:
-    """(body, title, section) of 5 chunks per document, words drawn like corpus_gen's (numpy)."""
+    """(body, title, section) of 5 chunks per document, words drawn like corpus_gen's (numpy, in
+    batches of 10,000 documents so memory holds only the strings)."""
     import numpy as np
 
     gen = Generator(7)
     rng = np.random.default_rng(docs)
     weights = np.diff(np.asarray([0.0, *gen.cum]))
+    weights /= weights.sum()
     vocab = np.asarray(gen.words)
     common = np.asarray(COMMON)
-    n = docs * 5
-    lengths = rng.integers(60, 110, size=n)
-    total = int(lengths.sum())
-    words = np.where(
-        rng.random(total) < 0.35,
-        common[rng.integers(0, len(common), size=total)],
-        vocab[rng.choice(len(vocab), size=total, p=weights / weights.sum())],
-    )
-    cuts = np.cumsum(lengths)[:-1]
-    heads = vocab[rng.choice(len(vocab), size=(docs, 3), p=weights / weights.sum())]
-    out = []
-    for i, body in enumerate(np.split(words, cuts)):
-        head = heads[i // 5]
-        out.append((" ".join(body), " ".join(head), f"{head[0]} {i % 5 + 1}"))
+    out: list[tuple[str, str, str]] = []
+    for first in range(0, docs, 10_000):
+        batch = min(10_000, docs - first)
+        lengths = rng.integers(60, 110, size=batch * 5)
+        total = int(lengths.sum())
+        words = np.where(
+            rng.random(total) < 0.35,
+            common[rng.integers(0, len(common), size=total)],
+            vocab[rng.choice(len(vocab), size=total, p=weights)],
+        )
+        heads = vocab[rng.choice(len(vocab), size=(batch, 3), p=weights)]
+        for i, body in enumerate(np.split(words, np.cumsum(lengths)[:-1])):
+            head = heads[i // 5]
+            out.append((" ".join(body.tolist()), " ".join(head.tolist()), f"{head[0]} {i % 5 + 1}"))
     return out
 
 

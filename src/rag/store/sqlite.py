@@ -1,7 +1,9 @@
 """The embedded store: one SQLite file in WAL mode, an FTS5 index, a bounded connection pool.
 
 The lexical index is built over the *stemmed content terms* of `rag.text.terms`, so it matches
-the same words the reranker scores. Everything both engines share lives in `rag.store.base`.
+the same words the reranker scores. FTS5 holds it (written in each ingest transaction); ranking
+reads FTS5's postings into `rag.store.lexical`, which scores every query term exhaustively with
+FTS5's BM25. Everything both engines share lives in `rag.store.base`.
 
 Connections: at most `max_connections` per store, reused across threads (a thread borrows one
 for one operation), so worker threads that come and go never strand file handles. Writers in
@@ -568,17 +570,16 @@ class SqliteStore(SqlStore[_Connection]):
         if not phrases or not limit:
             return []
         with self._connection() as conn:
-            conn.execute("BEGIN")  # one snapshot for the version and every array read under it
-            try:
-                snapshot = self._lexical_snapshot(conn)
-                postings = [
-                    self._lexical.term(snapshot, phrase, partial(self._load_postings, conn, phrase))
-                    for phrase in phrases
-                ]
-                best = snapshot.top(postings, limit, groups)
-                found = self._chunks_by_key(conn, best)
-            finally:
-                conn.execute("COMMIT")
+            # one read transaction: the version and every array read under it describe one
+            # committed state (on an error, giving the connection back rolls it back)
+            conn.execute("BEGIN")
+            snapshot = self._lexical_snapshot(conn)
+            postings = [
+                self._lexical.term(snapshot, phrase, partial(self._load_postings, conn, phrase))
+                for phrase in phrases
+            ]
+            found = self._chunks_by_key(conn, snapshot.top(postings, limit, groups))
+            conn.execute("COMMIT")
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
 
