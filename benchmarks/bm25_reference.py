@@ -71,7 +71,22 @@ class RefChunk:
         return total
 
 
-def load(store: Store) -> list[RefChunk]:
+@dataclass
+class Reference:
+    """Every chunk of a store, and which chunks hold each token (so a phrase's frequency is worked
+    out only where its first token occurs; everywhere else it is 0)."""
+
+    chunks: list[RefChunk]
+    holders: dict[str, list[int]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.holders = {}
+        for i, chunk in enumerate(self.chunks):
+            for token in chunk.counts:
+                self.holders.setdefault(token, []).append(i)
+
+
+def load(store: Store) -> Reference:
     """Every chunk of `store`, read through the Store interface."""
     out = []
     for doc_id in sorted(store.document_hashes()):
@@ -79,7 +94,7 @@ def load(store: Store) -> list[RefChunk]:
         for chunk in store.document_chunks(doc_id):
             columns = (column(chunk.text), column(chunk.title), column(chunk.section))
             out.append(RefChunk(chunk_id=chunk.chunk_id, groups=tuple(sorted(doc.access)), columns=columns))
-    return out
+    return Reference(out)
 
 
 def phrases(query_terms: Sequence[str]) -> list[tuple[str, ...]]:
@@ -94,22 +109,18 @@ def phrases(query_terms: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def search(
-    chunks: Sequence[RefChunk], query_terms: Sequence[str], limit: int, groups: Groups = None
+    reference: Reference, query_terms: Sequence[str], limit: int, groups: Groups = None
 ) -> list[tuple[str, float]]:
     """(chunk id, BM25) of the `limit` best chunks `groups` may read, best first, ties by chunk id."""
+    chunks = reference.chunks
     wanted = phrases(query_terms)
     public = [c for c in chunks if not c.groups]
     n = len(public)
     avgdl = max(sum(c.length for c in public) / n, 1.0) if n else 1.0
-    # every chunk's frequency of every phrase (a chunk holds a phrase only if it holds each token)
-    freqs = {
-        phrase: {
-            i: f
-            for i, c in enumerate(chunks)
-            if set(phrase) <= c.counts.keys() and (f := c.frequency(phrase))
-        }
-        for phrase in wanted
-    }
+    freqs: dict[tuple[str, ...], dict[int, float]] = {}
+    for phrase in wanted:
+        found = {i: chunks[i].frequency(phrase) for i in reference.holders.get(phrase[0], [])}
+        freqs[phrase] = {i: f for i, f in found.items() if f > 0}
     idfs = []
     for phrase in wanted:
         df = sum(1 for i in freqs[phrase] if not chunks[i].groups)
