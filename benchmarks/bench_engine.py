@@ -297,7 +297,7 @@ def curve() -> None:
     )
     for docs in CURVE:
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks.bench_engine", "--curve-point", str(docs), *sys.argv[1:2]],
+            [sys.executable, "-m", "benchmarks.bench_engine", "--curve-point", str(docs)],
             capture_output=True,
             text=True,
             env={**os.environ, "RAG_BENCH_QUICK": "1" if QUICK else "0"},

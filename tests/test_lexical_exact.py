@@ -226,3 +226,17 @@ def test_sqlite_kill_9_during_ingest_leaves_search_equal_to_the_reference(tmp_pa
         assert_search_equals_reference(store, asked)
     finally:
         store.close()
+
+
+def test_a_full_term_cache_drops_the_least_recent_terms_and_stays_exact(
+    lite: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.store.lexical
+
+    monkeypatch.setattr(rag.store.lexical, "MAX_CACHED_POSTINGS", 6)
+    replace_corpus(lite, [([f"alpha bravo {w}", "alpha charlie"], "golf", ()) for w in WORDS])
+    assert_search_equals_reference(lite, [["alpha"], ["bravo", "delta"], ["alpha", "charlie", "india"]])
+    snapshot = lite._lexical._snapshot
+    assert snapshot is not None
+    assert snapshot.cached == sum(len(p.keys) for p in snapshot.terms.values())
+    assert len(snapshot.terms) == 1 or snapshot.cached <= 6

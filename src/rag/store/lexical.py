@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -38,9 +39,9 @@ from rag.store.interface import Groups
 # FTS5's bm25() constants.
 BM25_K1 = 1.2
 BM25_B = 0.75
-# The most postings (over all cached terms) one store keeps in memory; past it the term cache is
-# emptied and refilled by the next queries (16 bytes a posting: 256 MB at most).
-MAX_CACHED_POSTINGS = 16_000_000
+# The most postings (over all cached terms) one store keeps in memory; past it the terms used least
+# recently are dropped (16 bytes a posting: 512 MB at most, reached past about 500,000 chunks).
+MAX_CACHED_POSTINGS = 32_000_000
 
 Floats = npt.NDArray[np.float64]
 Keys = npt.NDArray[np.int64]
@@ -72,7 +73,7 @@ class Snapshot:
     audiences: list[str]
     n_public: int
     avgdl: float
-    terms: dict[tuple[str, ...], Postings] = field(default_factory=dict)
+    terms: OrderedDict[tuple[str, ...], Postings] = field(default_factory=OrderedDict)  # least recent first
     hidden: dict[frozenset[str], Keys] = field(default_factory=dict)
     cached: int = 0
 
@@ -184,17 +185,20 @@ class LexicalCache:
         self, snapshot: Snapshot, phrase: tuple[str, ...], load: Callable[[], tuple[list[int], list[float]]]
     ) -> Postings:
         """The postings of `phrase` under `snapshot`, read with `load()` (keys, frequencies) once."""
-        found = snapshot.terms.get(phrase)
-        if found is not None:
-            return found
+        with self._lock:
+            found = snapshot.terms.get(phrase)
+            if found is not None:
+                snapshot.terms.move_to_end(phrase)
+                return found
         keys, tfs = load()
         found = snapshot.postings(keys, tfs)
         with self._lock:
-            if snapshot.cached + len(keys) > MAX_CACHED_POSTINGS:
-                snapshot.terms.clear()
-                snapshot.cached = 0
-            snapshot.terms[phrase] = found
-            snapshot.cached += len(keys)
+            if phrase not in snapshot.terms:
+                snapshot.terms[phrase] = found
+                snapshot.cached += len(found.keys)
+            while snapshot.cached > MAX_CACHED_POSTINGS and len(snapshot.terms) > 1:
+                _, dropped = snapshot.terms.popitem(last=False)
+                snapshot.cached -= len(dropped.keys)
         return found
 
     def clear(self) -> None:
