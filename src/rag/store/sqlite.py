@@ -142,11 +142,8 @@ class _Connection(sqlite3.Connection):
     # (groups key, term) -> readable restricted chunks holding it; and the public corpus size
     restricted_df: dict[tuple[str, str], int] | None = None
     chunk_counts: dict[str, int] | None = None  # groups key -> readable chunks
-    instances: set[str]  # FTS tables whose temp.<table>_instances view (fts5vocab 'instance') exists
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.instances = set()
+    # FTS tables whose temp.<table>_instances view (fts5vocab 'instance') this connection created
+    instances: frozenset[str] = frozenset()
 
 
 class SqliteStore(SqlStore[_Connection]):
@@ -605,7 +602,7 @@ class SqliteStore(SqlStore[_Connection]):
                         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances"
                         f" USING fts5vocab(main, {table}, 'instance')"
                     )
-                    conn.instances.add(table)
+                    conn.instances = conn.instances | {table}
                 rows = conn.execute(_INSTANCES_SQL.format(table=table), phrase).fetchall()
                 keys += [row[0] for row in rows]
                 tfs += [float(row[1]) for row in rows]
