@@ -62,6 +62,7 @@ lint: $(STAMP)
 	$(BIN)/mypy src
 
 bench: $(STAMP)
+	$(PIP) -q -e '.[test,dev,bench]'
 	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks
 
 eval: $(STAMP)

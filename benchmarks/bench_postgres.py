@@ -22,6 +22,7 @@ from urllib.parse import quote
 
 import httpx
 
+from benchmarks import bm25_reference
 from benchmarks.corpus_gen import generate, questions
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
@@ -206,6 +207,16 @@ def main() -> None:
         same = sum(a[0][0].chunk_id == b[0][0].chunk_id for a, b in tops if a and b)
         print(
             f"  same BM25 top chunk on both backends: {same}/{sum(bool(a and b) for a, b in tops)} questions"
+        )
+        reference = bm25_reference.load(pg)
+        agree = 0
+        for q in asked:
+            words = terms(q)
+            expected = [(cid, round(s, 9)) for cid, s in bm25_reference.search(reference, words, 5)]
+            agree += expected == [(c.chunk_id, round(s, 9)) for c, s in pg.search(words, 5)]
+        print(
+            f"  postgres top 5 identical to the exhaustive reference (ids and scores to 1e-9):"
+            f" {agree}/{len(asked)} = {agree / len(asked):.3f} (target >= 0.98)"
         )
     finally:
         pg.close()

@@ -469,31 +469,23 @@ def test_retrieval_is_identical_whether_or_not_hidden_documents_exist(
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(question=questions)
-def test_sqlite_restricted_scores_in_sql_equal_the_python_formula(
+def test_sqlite_search_for_every_caller_equals_the_exhaustive_reference(
     sqlite_full: SqliteStore, question: str
 ) -> None:
-    """The two ways SQLite scores restricted chunks (SQL over term instances; Python over the
-    chunk's columns, used for multi-token phrases) compute the same BM25."""
-    from rag.store.sqlite import _phrases, fts_query
+    """Public and restricted chunks are ranked by one BM25 over the public statistics: for every
+    caller, the store's search equals the exhaustive reference (benchmarks/bm25_reference.py)."""
+    from benchmarks import bm25_reference
     from rag.text import terms
 
     store = sqlite_full
+    chunks = bm25_reference.load(store)
     words = list(dict.fromkeys(terms(question)))
-    with store._connection() as conn:
-        for groups in (None, frozenset({"hr"})):
-            query = fts_query(words)
-            if not query:
-                continue
-            args = (conn, query, _phrases(words), groups, 1000)
-            in_sql = sorted((c.chunk_id, round(s, 9)) for c, s in store._search_restricted(*args))
-            python = sorted(
-                (c.chunk_id, round(s, 9)) for c, s in store._search_restricted(*args, in_sql=False)
-            )
-            assert in_sql == python
-    with store._connection() as conn:
-        words = terms("compensation committee salary")
-        found = store._search_restricted(conn, fts_query(words), _phrases(words), frozenset({"hr"}), 10)
-        assert [c.doc_id for c, _ in found] == ["salary-bands"]
+    for groups in (None, frozenset(), frozenset({"hr"}), frozenset({"security"})):
+        found = [(c.chunk_id, round(s, 9)) for c, s in store.search(words, 1000, groups=groups)]
+        expected = [(cid, round(s, 9)) for cid, s in bm25_reference.search(chunks, words, 1000, groups)]
+        assert found == expected, groups
+    found = store.search(terms("compensation committee salary"), 10, groups=frozenset({"hr"}))
+    assert found[0][0].doc_id == "salary-bands"
 
 
 def test_retired_id_of_a_hidden_document_is_unknown_not_gone(tmp_path: Path) -> None:

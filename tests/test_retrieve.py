@@ -5,7 +5,7 @@ import pytest
 
 from rag.answer.gates import GATE_THRESHOLDS
 from rag.answer.rerank import LexicalReranker
-from rag.answer.retrieve import candidates_for, retrieve, rrf, search_terms
+from rag.answer.retrieve import candidates_for, retrieve, rrf
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
@@ -45,13 +45,6 @@ def test_rrf_sums_reciprocal_ranks_across_rankings() -> None:
     fused = rrf([["a", "b"], ["b", "c"]], k=60)
     assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert fused["a"] > fused["c"]
-
-
-def test_search_terms_keeps_rarest_within_posting_budget_and_drops_absent() -> None:
-    df = {"common": 900, "rare": 3, "mid": 60, "absent": 0}
-    assert search_terms(["common", "rare", "mid", "absent", "rare"], df, max_postings=100) == ["rare", "mid"]
-    assert search_terms(["common", "absent"], df, max_postings=100) == ["common"]
-    assert search_terms(["common", "mid"], df, max_postings=10_000) == ["mid", "common"]
 
 
 def test_retrieve_ranks_answering_chunk_first_with_scores_sorted(small_store: SqliteStore) -> None:

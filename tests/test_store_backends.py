@@ -594,26 +594,6 @@ def test_open_store_postgres_url_selects_pg_store(pg_url: str) -> None:
         store.close()
 
 
-def test_pg_search_maxscore_pruning_matches_full_scoring(
-    pg_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import rag.store.postgres
-    from rag.store.postgres import PgStore
-
-    store = PgStore(pg_url)
-    try:
-        ingest_paths(store, [CORPUS], settings=load_settings(mock=True))
-        questions = [json.loads(line)["question"] for line in GOLDEN.read_text().splitlines()]
-        full = [store.search(terms(q), 10) for q in questions]
-        monkeypatch.setattr(rag.store.postgres, "FIRST_PASS_POSTINGS", 1)
-        pruned = [store.search(terms(q), 10) for q in questions]
-    finally:
-        store.close()
-    assert [[(c.chunk_id, round(s, 9)) for c, s in r] for r in pruned] == [
-        [(c.chunk_id, round(s, 9)) for c, s in r] for r in full
-    ]
-
-
 def test_pg_lost_connections_answer_store_unavailable_then_the_pool_recovers(pg_url: str) -> None:
     import psycopg
 

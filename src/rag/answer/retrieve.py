@@ -7,7 +7,7 @@ score (0 for a candidate only the dense search found).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from rag.answer.rerank import CHUNK_TERMS, Reranker
 from rag.ingest.embeddings import Embedder
@@ -19,12 +19,6 @@ from rag.types import Chunk, Scored
 logger = logging.getLogger(__name__)
 
 RRF_K = 60
-# Most index postings (sum of document frequencies) one BM25 query may touch. FTS5 scores every
-# chunk that matches any term, so a term found in half the corpus makes a query slow while adding
-# almost nothing (its IDF is near zero); such terms are left out of the *match*, rarest kept first.
-# Small corpora never reach the budget, so there every term is matched. The reranker still scores
-# all question terms.
-MAX_POSTINGS = 8_000
 
 
 def rrf(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> dict[str, float]:
@@ -34,24 +28,6 @@ def rrf(rankings: Sequence[Sequence[str]], *, k: int = RRF_K) -> dict[str, float
         for rank, key in enumerate(ranking, start=1):
             fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
     return fused
-
-
-def search_terms(
-    query_terms: Sequence[str], df: Mapping[str, int], *, max_postings: int = MAX_POSTINGS
-) -> list[str]:
-    """The terms worth matching: present in the index, rarest first, within `max_postings` total df.
-
-    The rarest present term is always kept, whatever its frequency. Order of the result follows df.
-    """
-    present = sorted((t for t in dict.fromkeys(query_terms) if df.get(t, 0) > 0), key=lambda t: (df[t], t))
-    chosen: list[str] = []
-    postings = 0
-    for term in present:
-        if chosen and postings + df[term] > max_postings:
-            break
-        chosen.append(term)
-        postings += df[term]
-    return chosen
 
 
 _MISMATCH_WARNED: set[tuple[int, str]] = set()
@@ -80,19 +56,15 @@ def candidates_for(
     store: Store,
     embedder: Embedder | None = None,
     candidates: int = 40,
-    df: Mapping[str, int] | None = None,
     groups: Groups = None,
 ) -> list[Scored]:
     """Up to `candidates` chunks for the reranker, best first, with `score` 0 and `lexical` = BM25.
 
-    Only chunks `groups` may read are candidates (None: every chunk). `df` (chunks per term, as
-    `store.term_frequencies` returns) is looked up when not given.
+    Only chunks `groups` may read are candidates (None: every chunk). Every question term takes part
+    in the BM25 match, however common (the store's search is exhaustive, issue 18).
     """
     query_terms = list(dict.fromkeys(terms(question)))
-    if df is None:
-        df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
-    matched = search_terms(query_terms, df)
-    lexical = store.search(matched, candidates, groups=groups) if matched else []
+    lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
     dense: list[tuple[Chunk, float]] = []
     if embedder is not None:
         try:
@@ -147,9 +119,7 @@ def retrieve(
     """
     query_terms = list(dict.fromkeys(terms(question)))
     df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
-    pool = candidates_for(
-        question, store=store, embedder=embedder, candidates=candidates, df=df, groups=groups
-    )
+    pool = candidates_for(question, store=store, embedder=embedder, candidates=candidates, groups=groups)
     if not pool:
         return []
     n_chunks = store.chunk_count(groups=groups)

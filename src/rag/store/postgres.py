@@ -8,11 +8,13 @@ Lexical search mirrors `SqliteStore` exactly: the same stemmed terms (`rag.text.
 to [0-9a-z]) are stored per column, indexed as a `tsvector` (config 'simple', weight class
 A = section, B = title, D = body) with a GIN index for `@@` queries, and as postings
 (`chunk_terms`). `search()` ranks with FTS5's BM25 (k1 = 1.2, b = 0.75, the same column weights,
-IDF floor and length normalisation) computed in SQL from the postings, with MaxScore pruning so
-common terms are mostly scored only on the chunks rarer terms found; both backends hand the reranker the same
+IDF floor and length normalisation) over every posting of every query lexeme, by the SQLite
+store's engine (`rag.store.lexical`: postings read once per corpus version into numpy arrays, in one
+REPEATABLE READ snapshot); both backends hand the reranker the same
 candidates and scores. Known difference: a term with an apostrophe ("o'neil") is one lexeme here
-("oneil") but a two-token phrase in FTS5. Corpus statistics (chunk count, mean length, document
-frequencies) are cached per replica for `STATS_TTL` seconds; a replica's own writes refresh them.
+("oneil") but a two-token phrase in FTS5. Search's statistics follow the corpus version (exact
+after every commit); the statistics `term_frequencies` and the corpus size give the reranker are
+cached per replica for `STATS_TTL` seconds, and a replica's own writes refresh them.
 
 Embeddings are always stored as `real[]`. When the server has the `vector` extension (pgvector)
 and the role may create it, a `vec` column is filled too and `similar()` uses an HNSW index
@@ -33,6 +35,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import psycopg
@@ -43,14 +46,13 @@ from rag.access import audience_text, visible_sql
 from rag.errors import ConfigError, StoreUnavailable
 from rag.store import base
 from rag.store.interface import Groups
+from rag.store.lexical import LexicalCache
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
 from rag.text import terms
 from rag.types import Chunk, Document
 
 logger = logging.getLogger(__name__)
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 # Advisory-lock namespace serialising writers of one document: (this constant, hashtext(doc_id)).
 DOC_LOCK = 72_410_002
 # Seconds to wait for the server when connecting (libpq `connect_timeout`; at least 2 is honoured).
@@ -63,31 +65,6 @@ _C_COLUMNS = base.chunk_columns("c")
 # Errors that mean the database cannot be used now (server gone, schema gone), not a caller's mistake.
 _STORE_FAULTS = (psycopg.OperationalError, psycopg.errors.UndefinedTable, PoolTimeout)
 
-# Partial BM25 (FTS5's formula) of every chunk containing one of the given lexemes, from postings:
-# idf per lexeme comes in as a parameter, tf is column-weighted, dl the chunk's token count.
-_BM25 = (
-    f"q.idf * (p.tf * {BM25_K1 + 1.0}::float8)"
-    f" / (p.tf + {BM25_K1}::float8 * ({1.0 - BM25_B}::float8 + {BM25_B}::float8 * p.dl / %(avgdl)s::float8))"
-)
-_PARTIAL_SQL = f"""
-SELECT chunk_pk, score FROM (
-    SELECT p.chunk_pk, sum({_BM25}) AS score
-    FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
-    JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND {{visible}}
-    GROUP BY p.chunk_pk
-) AS s
-WHERE score > %(floor)s
-ORDER BY score DESC, chunk_pk
-LIMIT %(limit)s
-"""
-_PARTIAL_FOR_SQL = f"""
-SELECT p.chunk_pk, sum({_BM25})
-FROM unnest(%(lexemes)s::text[], %(idfs)s::float8[]) AS q (lexeme, idf)
-JOIN chunk_terms AS p ON p.lexeme = q.lexeme AND p.chunk_pk = ANY(%(ids)s::bigint[]) AND {{visible}}
-GROUP BY p.chunk_pk
-"""
-# Postings gathered into the first pass before MaxScore decides whether more are needed.
-FIRST_PASS_POSTINGS = 5000
 # Seconds a replica reuses corpus statistics (chunk count, mean length, per-term document
 # frequency) read from the database; its own writes invalidate them at once.
 STATS_TTL = 2.0
@@ -188,6 +165,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         self._df_cache: dict[str, tuple[float, int]] = {}
         self._count_cache: dict[str, tuple[int, float, int]] = {}  # groups key -> (generation, time, count)
         self._df_generation = 0
+        self._lexical = LexicalCache()
         with connect(url, connect_timeout) as conn:  # fail fast, with the reason, before the pool retries
             migrate(conn)
             self._vector_schema = vector_schema(conn)
@@ -377,92 +355,37 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
     def search(
         self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
+        """Exhaustive BM25 over every query lexeme, by the SQLite store's engine (`rag.store.lexical`):
+        each lexeme's postings read once per corpus version into numpy arrays, BM25 statistics those
+        of the documents everyone may read, only chunks `groups` may read ranked at all."""
         (_, lexemes), limit = ts_query(query_terms), base.clamp_limit(limit)
         if not lexemes or not limit:
             return []
-        with self._connection() as conn:
-            # BM25 statistics (n, avgdl, df) are those of the documents everyone may read; the
-            # postings scored are the ones `groups` may read
-            n, avgdl = self._corpus(conn)
-            df = self._df(conn, lexemes)
-            present = df if groups is not None and not groups else self._visible_df(conn, lexemes, groups)
-            scores = self._bm25_top(
-                conn, {lex: df[lex] for lex in lexemes if present[lex] > 0}, n, avgdl, limit, groups
-            )
+        with self._connection() as conn, conn.transaction():
+            # one snapshot for the version and every array read under it
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchall()[0]
+
+            def chunks() -> list[tuple[int, int, str]]:
+                return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
+
+            def postings(lex: str) -> tuple[list[int], list[float]]:
+                rows = conn.execute(
+                    "SELECT chunk_pk, tf FROM chunk_terms WHERE lexeme = %s", (lex,)
+                ).fetchall()
+                return [int(pk) for pk, _ in rows], [float(tf) for _, tf in rows]
+
+            snapshot = self._lexical.snapshot((int(version), self._generation), chunks)
+            found = [self._lexical.term(snapshot, (lex,), partial(postings, lex)) for lex in lexemes]
+            scores = dict(snapshot.top(found, limit, groups))
             if not scores:
                 return []
             rows = conn.execute(
                 f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (list(scores),)
             ).fetchall()
-        found = [(base.chunk_from_row(row), scores[row[10]]) for row in rows]
-        found.sort(key=lambda item: (-item[1], item[0].chunk_id))
-        return found[:limit]
-
-    def _bm25_top(
-        self, conn: Any, df: Mapping[str, int], n: float, avgdl: float, limit: int, groups: Groups = None
-    ) -> dict[int, float]:
-        """chunk pk -> BM25 for the `limit` best chunks, exact, by MaxScore over the postings.
-
-        Rare lexemes are scored first; a more common lexeme joins the first pass only while the
-        chunks it alone could bring in might still reach the current `limit`-th score (its bound
-        is idf * (k1 + 1)). Common lexemes then only add their share to the chunks found.
-        """
-        # floored as FTS5 floors it (a write between reading n and df can make d exceed n)
-        idf = {lex: max(math.log(max((n - d + 0.5) / (d + 0.5), 1.0)), 1e-6) for lex, d in df.items()}
-        visible, visible_params = visible_pg(groups, "p.access")
-        order = sorted(df, key=lambda lex: (df[lex], lex))
-        k = 1
-        while k < len(order) and sum(df[lex] for lex in order[: k + 1]) <= FIRST_PASS_POSTINGS:
-            k += 1
-
-        def partial(
-            lexemes: Sequence[str],
-            *,
-            ids: list[int] | None = None,
-            floor: float = -1.0,
-            cap: int | None = None,
-        ) -> dict[int, float]:
-            params = {
-                "lexemes": list(lexemes),
-                "idfs": [idf[lex] for lex in lexemes],
-                "avgdl": avgdl,
-                "ids": ids,
-                "floor": floor,
-                "limit": cap,
-                **visible_params,
-            }
-            sql = (_PARTIAL_SQL if ids is None else _PARTIAL_FOR_SQL).format(visible=visible)
-            rows = conn.execute(sql, params).fetchall()
-            return {pk: float(score) for pk, score in rows}
-
-        while True:
-            first, rest = order[:k], order[k:]
-            if not rest:
-                return partial(first, cap=limit)
-            bound = sum(idf[lex] * (BM25_K1 + 1.0) for lex in rest)
-            pool = partial(first, cap=limit * 4)
-            scores = dict(list(pool.items())[:limit])
-            for pk, extra in partial(rest, ids=list(scores)).items():
-                scores[pk] += extra
-            if len(scores) < limit:
-                k += 1
-                continue
-            theta = sorted(scores.values(), reverse=True)[limit - 1]
-            if bound >= theta:
-                k += 1
-                continue
-            # chunks outside the first pass score at most `bound` < theta; inside it, a chunk
-            # can still overtake when its partial score plus the bound exceeds theta
-            floor = theta - bound
-            if len(pool) == limit * 4 and min(pool.values()) > floor:
-                pool = partial(first, floor=floor)
-            more = {pk: s for pk, s in pool.items() if s > floor and pk not in scores}
-            if more:
-                for pk, extra in partial(rest, ids=list(more)).items():
-                    more[pk] += extra
-                scores.update(more)
-            best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: limit * 2]
-            return dict(best)
+        out = [(base.chunk_from_row(row), scores[row[10]]) for row in rows]
+        out.sort(key=lambda item: (-item[1], item[0].chunk_id))
+        return out[:limit]
 
     def _corpus(self, conn: Any) -> tuple[float, float]:
         """(chunk count, mean chunk length in tokens) over the chunks everyone may read (BM25's

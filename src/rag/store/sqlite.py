@@ -1,7 +1,9 @@
 """The embedded store: one SQLite file in WAL mode, an FTS5 index, a bounded connection pool.
 
 The lexical index is built over the *stemmed content terms* of `rag.text.terms`, so it matches
-the same words the reranker scores. Everything both engines share lives in `rag.store.base`.
+the same words the reranker scores. FTS5 holds it (written in each ingest transaction); ranking
+reads FTS5's postings into `rag.store.lexical`, which scores every query term exhaustively with
+FTS5's BM25. Everything both engines share lives in `rag.store.base`.
 
 Connections: at most `max_connections` per store, reused across threads (a thread borrows one
 for one operation), so worker threads that come and go never strand file handles. Writers in
@@ -16,9 +18,7 @@ raises `StoreUnavailable` until it is. SQLite errors that mean the database cann
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import os
 import re
 import sqlite3
@@ -27,6 +27,7 @@ import time
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from rag.store.base import (
     fts_vocabulary,
 )
 from rag.store.interface import Groups
+from rag.store.lexical import LexicalCache, Snapshot
 from rag.store.migrations_sqlite import migrate
 from rag.text import terms
 from rag.types import Chunk, Document, StoreStats
@@ -59,44 +61,15 @@ BUSY_TIMEOUT_SECONDS = 10.0
 # so a few connections serve a full thread pool; each costs 2-3 file handles and its page cache.
 MAX_CONNECTIONS = 8
 DF_CACHE_TERMS = 50_000
-# FTS5's bm25() constants, for scoring restricted chunks the same way in Python.
-BM25_K1 = 1.2
-BM25_B = 0.75
 # The first bytes of every SQLite database file.
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 _FTS_TOKEN_RE = re.compile(r"[^\W_]+")
-_SEARCH_SQL = f"""
-    SELECT {chunk_columns("c")}, s.score
-    FROM (
-        SELECT rowid AS id, -bm25(chunks_fts, {", ".join(map(str, BM25_WEIGHTS))}) AS score
-        FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY score DESC LIMIT ?
-    ) AS s
-    JOIN chunks AS c ON c.id = s.id
-    ORDER BY s.score DESC, c.chunk_id
-"""
-
-_RESTRICTED_SQL = f"""
-    SELECT {chunk_columns("c")}, c.terms, c.n_tokens
-    FROM restricted_fts AS f JOIN chunks AS c ON c.id = f.rowid
-    WHERE restricted_fts MATCH ? AND {{visible}}
-"""
-
-# BM25 of readable restricted chunks in SQL, from the restricted index's term instances (FTS5's own
-# formula and column weights; idf per term and the public mean length come in as parameters).
-_RESTRICTED_BM25_SQL = f"""
-    SELECT c.id, sum(s.idf * (s.f * {BM25_K1 + 1.0})
-        / (s.f + {BM25_K1} * ({1.0 - BM25_B} + {BM25_B} * c.n_tokens / ?))) AS score
-    FROM (
-        SELECT v.doc AS id, q.value AS idf, sum(CASE v.col WHEN 'terms' THEN {BM25_WEIGHTS[0]}
-            WHEN 'title' THEN {BM25_WEIGHTS[1]} ELSE {BM25_WEIGHTS[2]} END) AS f
-        FROM json_each(?) AS q JOIN temp.restricted_instances AS v ON v.term = q.key
-        GROUP BY v.doc, q.key
-    ) AS s JOIN chunks AS c ON c.id = s.id
-    WHERE {{visible}}
-    GROUP BY c.id
-    ORDER BY score DESC, c.chunk_id
-    LIMIT ?
+# One query term's postings from FTS5's own index, column-weighted (`BM25_WEIGHTS`).
+_INSTANCES_SQL = f"""
+    SELECT doc, sum(CASE col WHEN 'terms' THEN {BM25_WEIGHTS[0]} WHEN 'title' THEN {BM25_WEIGHTS[1]}
+        ELSE {BM25_WEIGHTS[2]} END)
+    FROM temp.{{table}}_instances WHERE term = ? GROUP BY doc
 """
 
 logger = logging.getLogger(__name__)
@@ -129,12 +102,6 @@ def _term_counts(columns: Iterable[tuple[str, str, str]]) -> dict[str, int]:
         for token in fts_vocabulary(body, title, section):
             counts[token] = counts.get(token, 0) + 1
     return counts
-
-
-def bm25(freqs: Sequence[float], idfs: Sequence[float], length: float, avgdl: float) -> float:
-    """FTS5's bm25() for one row: column-weighted phrase frequencies, the row's length in tokens."""
-    norm = BM25_K1 * (1.0 - BM25_B + BM25_B * length / avgdl)
-    return sum(idf * (f * (BM25_K1 + 1.0)) / (f + norm) for f, idf in zip(freqs, idfs, strict=True) if f)
 
 
 def _transient(exc: sqlite3.Error) -> bool:
@@ -174,9 +141,9 @@ class _Connection(sqlite3.Connection):
     df_version: tuple[int, int] = (-1, -1)
     # (groups key, term) -> readable restricted chunks holding it; and the public corpus size
     restricted_df: dict[tuple[str, str], int] | None = None
-    public_size: tuple[int, float] | None = None
     chunk_counts: dict[str, int] | None = None  # groups key -> readable chunks
-    instances = False  # temp.restricted_instances (fts5vocab 'instance' over restricted_fts) exists
+    # FTS tables whose temp.<table>_instances view (fts5vocab 'instance') this connection created
+    instances: frozenset[str] = frozenset()
 
 
 class SqliteStore(SqlStore[_Connection]):
@@ -213,6 +180,7 @@ class SqliteStore(SqlStore[_Connection]):
         self._epoch = 0
         self._identity: tuple[int, int] | None = None
         self._log_db: SqliteStore | None = None
+        self._lexical = LexicalCache()
         try:
             conn = self._open(create=True)
         except sqlite3.Error as exc:
@@ -593,22 +561,77 @@ class SqliteStore(SqlStore[_Connection]):
     def search(
         self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
-        query, limit = fts_query(query_terms), clamp_limit(limit)
-        if not query or not limit:
+        """Exhaustive BM25 over every query term (`rag.store.lexical`): FTS5's formula, statistics of
+        the documents everyone may read, only chunks `groups` may read ranked at all."""
+        phrases, limit = _phrases(query_terms), clamp_limit(limit)
+        if not phrases or not limit:
             return []
         with self._connection() as conn:
-            try:
-                rows = conn.execute(_SEARCH_SQL, (query, limit)).fetchall()
-                found = [(chunk_from_row(row), float(row[10])) for row in rows]
-                if groups is None or groups:
-                    found += self._search_restricted(conn, query, _phrases(query_terms), groups, limit)
-            except sqlite3.OperationalError as exc:
-                if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
-                    raise
-                logger.warning("FTS query %r rejected: %s", query, exc)
-                return []
+            # one read transaction: the version and every array read under it describe one
+            # committed state (on an error, giving the connection back rolls it back)
+            conn.execute("BEGIN")
+            snapshot = self._lexical_snapshot(conn)
+            postings = [
+                self._lexical.term(snapshot, phrase, partial(self._load_postings, conn, phrase))
+                for phrase in phrases
+            ]
+            found = self._chunks_by_key(conn, snapshot.top(postings, limit, groups))
+            conn.execute("COMMIT")
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
+
+    def _lexical_snapshot(self, conn: _Connection) -> Snapshot:
+        """The lexical engine's arrays for the committed corpus `conn` reads (inside its transaction)."""
+        (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchone()
+
+        def load() -> list[tuple[int, int, str]]:
+            return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
+
+        return self._lexical.snapshot((int(version), self._generation), load)
+
+    def _load_postings(self, conn: _Connection, phrase: tuple[str, ...]) -> tuple[list[int], list[float]]:
+        """(chunk keys, column-weighted frequencies) of one query term over both FTS5 tables: a one-token
+        term from FTS5's term instances, a multi-token one ("o'neil") by counting the phrase in the
+        indexed columns of the rows FTS5 matches."""
+        keys: list[int] = []
+        tfs: list[float] = []
+        for table in ("chunks_fts", "restricted_fts"):
+            if len(phrase) == 1:
+                if table not in conn.instances:
+                    conn.execute(
+                        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_instances"
+                        f" USING fts5vocab(main, {table}, 'instance')"
+                    )
+                    conn.instances = conn.instances | {table}
+                rows = conn.execute(_INSTANCES_SQL.format(table=table), phrase).fetchall()
+                keys += [row[0] for row in rows]
+                tfs += [float(row[1]) for row in rows]
+                continue
+            query = '"' + " ".join(phrase) + '"'
+            for key, *columns in conn.execute(
+                f"SELECT rowid, terms, title, section FROM {table} WHERE {table} MATCH ?", (query,)
+            ):
+                tf = sum(
+                    w * _occurrences(fts_tokens(text), phrase)
+                    for w, text in zip(BM25_WEIGHTS, columns, strict=True)
+                )
+                if tf:
+                    keys.append(int(key))
+                    tfs.append(float(tf))
+        return keys, tfs
+
+    def _chunks_by_key(
+        self, conn: _Connection, scored: Sequence[tuple[int, float]]
+    ) -> list[tuple[Chunk, float]]:
+        out: list[tuple[Chunk, float]] = []
+        for i in range(0, len(scored), ID_BATCH):
+            batch = dict(scored[i : i + ID_BATCH])
+            rows = conn.execute(
+                f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({', '.join('?' * len(batch))})",
+                list(batch),
+            ).fetchall()
+            out += [(chunk_from_row(row), batch[row[10]]) for row in rows]
+        return out
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds " ".join(terms(text)), written at ingest beside the FTS row."""
@@ -620,71 +643,6 @@ class SqliteStore(SqlStore[_Connection]):
                 sql = f"SELECT chunk_id, terms FROM chunks WHERE chunk_id IN ({', '.join('?' * len(batch))})"
                 for chunk_id, joined in conn.execute(sql, batch):
                     out[chunk_id] = frozenset(joined.split())
-        return out
-
-    def _search_restricted(
-        self,
-        conn: _Connection,
-        query: str,
-        phrases: list[tuple[str, ...]],
-        groups: Groups,
-        limit: int,
-        *,
-        in_sql: bool = True,
-    ) -> list[tuple[Chunk, float]]:
-        """The best `limit` (or more) restricted chunks `groups` may read that match `query`, scored by
-        FTS5's BM25 formula over the statistics of chunks_fts (documents everyone may read), so their
-        scores sit on the same scale as the public results' and depend on no document hidden from anyone.
-
-        Single-word terms are scored in SQL from the restricted index's term instances; a query with
-        a multi-token phrase ("o'neil") is scored in Python over every match.
-        """
-        visible, params = visible_sql(groups, "c.access")
-        n_rows, avgdl = self._public_size(conn)
-        cache = self._df_cache(conn)
-        idfs = []
-        for phrase in phrases:
-            df = min(self._public_df(conn, cache, part) for part in phrase)
-            # FTS5's idf, floored as FTS5 floors it; the ratio can fall below 1 (even 0) when a
-            # write lands between reading the row count and the frequency
-            ratio = (n_rows - df + 0.5) / (df + 0.5)
-            idfs.append(math.log(ratio) if ratio > 1.0 else 1e-6)
-        if in_sql and all(len(p) == 1 for p in phrases):
-            if not conn.instances:
-                conn.execute(
-                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.restricted_instances"
-                    " USING fts5vocab(main, restricted_fts, 'instance')"
-                )
-                conn.instances = True
-            weights = json.dumps({p[0]: idf for p, idf in zip(phrases, idfs, strict=True)})
-            scored = conn.execute(
-                _RESTRICTED_BM25_SQL.format(visible=visible), (avgdl, weights, *params, limit)
-            ).fetchall()
-            if not scored:
-                return []
-            marks = ", ".join("?" * len(scored))
-            chunks = {
-                row[10]: chunk_from_row(row)
-                for row in conn.execute(
-                    f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({marks})",
-                    [pk for pk, _ in scored],
-                ).fetchall()
-            }
-            return [(chunks[pk], float(score)) for pk, score in scored if pk in chunks]
-        rows = conn.execute(_RESTRICTED_SQL.format(visible=visible), (query, *params)).fetchall()
-        out = []
-        for row in rows:
-            chunk = chunk_from_row(row)
-            columns = (
-                fts_tokens(row[10]),
-                fts_tokens(" ".join(terms(chunk.title))),
-                fts_tokens(" ".join(terms(chunk.section))),
-            )
-            freqs = [
-                sum(w * _occurrences(tokens, p) for w, tokens in zip(BM25_WEIGHTS, columns, strict=True))
-                for p in phrases
-            ]
-            out.append((chunk, bm25(freqs, idfs, float(row[11]), avgdl)))
         return out
 
     def chunk_count(self, *, groups: Groups = None) -> int:
@@ -700,16 +658,6 @@ class SqliteStore(SqlStore[_Connection]):
                     conn.execute(f"SELECT count(*) FROM chunks WHERE {visible}", params).fetchone()[0]
                 )
             return counts[key]
-
-    def _public_size(self, conn: _Connection) -> tuple[int, float]:
-        """(rows in chunks_fts, their mean length in tokens), as FTS5's bm25() reads them."""
-        self._df_cache(conn)
-        if conn.public_size is None:
-            count, total = conn.execute(
-                "SELECT count(*), coalesce(sum(n_tokens), 0) FROM chunks WHERE access = ''"
-            ).fetchone()
-            conn.public_size = (int(count), max(float(total) / count, 1.0) if count else 1.0)
-        return conn.public_size
 
     @staticmethod
     def _public_df(conn: _Connection, cache: dict[str, int], part: str) -> int:
@@ -750,7 +698,7 @@ class SqliteStore(SqlStore[_Connection]):
         version = (conn.execute("PRAGMA data_version").fetchone()[0], self._generation)
         if conn.df is None or conn.df_version != version or len(conn.df) > DF_CACHE_TERMS:
             conn.df, conn.df_version = {}, version
-            conn.restricted_df, conn.public_size, conn.chunk_counts = {}, None, {}
+            conn.restricted_df, conn.chunk_counts = {}, {}
         elif conn.restricted_df is None or len(conn.restricted_df) > DF_CACHE_TERMS:
             conn.restricted_df = {}
         return conn.df

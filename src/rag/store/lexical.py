@@ -1,0 +1,206 @@
+"""Exact BM25 for the SQLite store: FTS5's postings, loaded per term into numpy arrays and scored
+exhaustively (issue 18: no query term is left out for speed).
+
+FTS5 stays the durable index. Its rows are written in the same transaction as the chunk rows, so a
+crash can never leave the index and the chunks out of step and nothing needs repair on start. What
+FTS5 does slowly is rank: `bm25()` visits every posting of every query term row by row in the
+virtual-table machinery, which is why common terms used to be left out of the match. Here a term's
+postings are read once from FTS5's own index (its `fts5vocab` instance view, one row per
+occurrence) and kept as two arrays: the chunk keys holding the term and, per key, the term's share
+of FTS5's BM25, `idf tf (k1 + 1) / (tf + k1 (1 - b + b len / avgdl))`, with `tf` column-weighted
+(`BM25_WEIGHTS`). That contribution depends on nothing but the term, the chunk and the corpus, so a
+query is one `bincount` over its terms' postings into a dense score array, then a partial sort.
+
+Everything is keyed by the corpus version (`corpus_counts.version`, moved by every committed
+write, in any process) and the store's file generation: a new version drops the cache, and every
+array is read inside one read transaction, so the arrays always describe one committed state.
+
+Statistics follow issue 16's contract: the chunk count, the mean length and each term's document
+frequency come from the documents everyone may read (`chunks_fts`); restricted chunks
+(`restricted_fts`) are scored with those statistics and kept only for callers who may read them.
+The formula and its constants are FTS5's, so scores sit on the scale the retrieval gates were
+calibrated on, and equal `bm25(chunks_fts, 1.0, 1.5, 2.0)` for the public chunks.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from rag.access import EVERYONE, audience_groups
+from rag.store.interface import Groups
+
+# FTS5's bm25() constants.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# The most postings (over all cached terms) one store keeps in memory; past it the terms used least
+# recently are dropped (16 bytes a posting: 512 MB at most, reached past about 500,000 chunks).
+MAX_CACHED_POSTINGS = 32_000_000
+
+Floats = npt.NDArray[np.float64]
+Keys = npt.NDArray[np.int64]
+
+
+def idf(n_rows: int, df: int) -> float:
+    """FTS5's idf: log((N - df + 0.5) / (df + 0.5)), floored at 1e-6 as FTS5 floors it."""
+    value = math.log((n_rows - df + 0.5) / (df + 0.5)) if n_rows > 0 else 0.0
+    return value if value > 0.0 else 1e-6
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One term's postings under one snapshot: chunk keys (ascending), the term's BM25 contribution
+    to each (idf x share), and the number of public chunks among them (its document frequency)."""
+
+    keys: Keys
+    scores: Floats
+    public_df: int
+
+
+@dataclass
+class Snapshot:
+    """The chunk-level arrays of one corpus version, and the terms loaded under it."""
+
+    version: tuple[int, ...]
+    norm: Floats  # per chunk key: k1 (1 - b + b len / avgdl); 0 where no chunk has that key
+    audience: npt.NDArray[np.int32]  # per chunk key: index into `audiences`, -1 where no chunk
+    audiences: list[str]
+    n_public: int
+    avgdl: float
+    terms: OrderedDict[tuple[str, ...], Postings] = field(default_factory=OrderedDict)  # least recent first
+    hidden: dict[frozenset[str], Keys] = field(default_factory=dict)
+    cached: int = 0
+
+    @classmethod
+    def build(cls, version: tuple[int, ...], rows: Sequence[tuple[int, int, str]]) -> Snapshot:
+        """From (chunk key, length in FTS5 tokens, stored audience) of every chunk."""
+        codes: dict[str, int] = {}
+        size = max((row[0] for row in rows), default=-1) + 1
+        keys = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        lengths = np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows))
+        coded = np.fromiter((codes.setdefault(row[2], len(codes)) for row in rows), np.int32, len(rows))
+        audiences = list(codes)
+        public = coded == codes[EVERYONE] if EVERYONE in codes else np.zeros(len(rows), dtype=bool)
+        n_public = int(public.sum())
+        # FTS5's mean length over chunks_fts (the public chunks), at least 1
+        avgdl = max(float(lengths[public].sum()) / n_public, 1.0) if n_public else 1.0
+        norm = np.zeros(size, dtype=np.float64)
+        norm[keys] = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
+        audience = np.full(size, -1, dtype=np.int32)
+        audience[keys] = coded
+        return cls(
+            version=version, norm=norm, audience=audience, audiences=audiences, n_public=n_public, avgdl=avgdl
+        )
+
+    def postings(self, keys: Sequence[int], tfs: Sequence[float]) -> Postings:
+        """A term's postings from its chunk keys and column-weighted frequencies (any order)."""
+        k = np.asarray(keys, dtype=np.int64)
+        tf = np.asarray(tfs, dtype=np.float64)
+        order = np.argsort(k, kind="stable")
+        k, tf = k[order], tf[order]
+        public_code = self.audiences.index(EVERYONE) if EVERYONE in self.audiences else -2
+        public_df = int(np.count_nonzero(self.audience[k] == public_code))
+        # FTS5's expression, operation for operation: idf * ((tf * (k1 + 1)) / (tf + k1 * (...)))
+        shares = (tf * (BM25_K1 + 1.0)) / (tf + self.norm[k])
+        return Postings(keys=k, scores=idf(self.n_public, public_df) * shares, public_df=public_df)
+
+    def hidden_keys(self, groups: frozenset[str]) -> Keys:
+        """Chunk keys `groups` may not read (cached per groups)."""
+        found = self.hidden.get(groups)
+        if found is None:
+            unreadable = [
+                code
+                for code, audience in enumerate(self.audiences)
+                if audience != EVERYONE and not groups & set(audience_groups(audience))
+            ]
+            found = np.flatnonzero(np.isin(self.audience, unreadable)).astype(np.int64)
+            if len(self.hidden) > 256:
+                self.hidden.clear()
+            self.hidden[groups] = found
+        return found
+
+    def top(self, terms: Sequence[Postings], limit: int, groups: Groups) -> list[tuple[int, float]]:
+        """(chunk key, BM25) of the `limit` best chunks `groups` may read that hold any of the terms,
+        best first; chunks tied with the last one are all included (the caller breaks ties by id)."""
+        if limit <= 0 or not terms:
+            return []
+        # one pass over every posting of every term: each chunk's contributions are added in query
+        # order, starting from 0, as FTS5's bm25() sums its phrases (so the floats are the same)
+        scores = np.bincount(
+            np.concatenate([t.keys for t in terms]),
+            weights=np.concatenate([t.scores for t in terms]),
+            minlength=len(self.norm),
+        )
+        if groups is not None:
+            hidden = self.hidden_keys(groups)
+            if hidden.size:
+                scores[hidden] = 0.0
+        best = float(scores.max()) if scores.size else 0.0
+        if best <= 0.0:
+            return []
+        # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
+        # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
+        for fraction in (0.5, 0.2, 0.05, 0.0):
+            hit = np.flatnonzero(scores > best * fraction)
+            if hit.size >= limit:
+                break
+        if hit.size > limit:
+            values = scores[hit]
+            kth = np.partition(values, hit.size - limit)[hit.size - limit]
+            hit = hit[values >= kth]
+        values = scores[hit]
+        order = np.argsort(-values, kind="stable")
+        return [(int(k), float(v)) for k, v in zip(hit[order], values[order], strict=True)]
+
+
+class LexicalCache:
+    """The current `Snapshot` of one store, shared by its connections (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshot: Snapshot | None = None
+
+    def snapshot(
+        self, version: tuple[int, ...], load: Callable[[], Sequence[tuple[int, int, str]]]
+    ) -> Snapshot:
+        """The snapshot of `version`, built with `load()` (every chunk's key, length, audience) when
+        the cached one describes another version."""
+        with self._lock:
+            current = self._snapshot
+        if current is not None and current.version == version:
+            return current
+        fresh = Snapshot.build(version, load())
+        with self._lock:
+            if self._snapshot is None or self._snapshot.version != version:
+                self._snapshot = fresh
+            return self._snapshot
+
+    def term(
+        self, snapshot: Snapshot, phrase: tuple[str, ...], load: Callable[[], tuple[list[int], list[float]]]
+    ) -> Postings:
+        """The postings of `phrase` under `snapshot`, read with `load()` (keys, frequencies) once."""
+        with self._lock:
+            found = snapshot.terms.get(phrase)
+            if found is not None:
+                snapshot.terms.move_to_end(phrase)
+                return found
+        keys, tfs = load()
+        found = snapshot.postings(keys, tfs)
+        with self._lock:
+            if phrase not in snapshot.terms:
+                snapshot.terms[phrase] = found
+                snapshot.cached += len(found.keys)
+            while snapshot.cached > MAX_CACHED_POSTINGS and len(snapshot.terms) > 1:
+                _, dropped = snapshot.terms.popitem(last=False)
+                snapshot.cached -= len(dropped.keys)
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._snapshot = None
