@@ -328,3 +328,9 @@ def test_sentence_buffer_native_holds_sentences_of_an_open_block_whose_citations
     assert buffer.feed(Piece(index=2, text=" are rejected.")) == [
         Draft(text="Uploads stop at 250 MB.", claims=(claim,))
     ]
+
+
+def test_sentence_buffer_keeps_a_marker_run_that_may_still_join_the_sentence_before() -> None:
+    # "[2]." after "aaa." only becomes the first sentence's tail once the words after "[1]" arrive
+    text = "aaa. [2]. [1]a"
+    assert _stream([Piece(text=text[:13]), Piece(text=text[13:])]) == list(parse_inline(text))

@@ -250,7 +250,20 @@ class SentenceBuffer:
         at_closed_block_end = (
             self._native and not in_open_block and following is None and self._firm_end(start, end)
         )
+        if following is not None and self._tail_may_join(following):
+            return False
         return at_closed_block_end or not (pending is None or pending.end() == len(text) or following is None)
+
+    def _tail_may_join(self, following: int) -> bool:
+        """True when the next span starts with markers and nothing but markers follows them yet
+        ("X. [2]. [1]"): once its words arrive, the splitter may join those markers to the sentence
+        before (as `_sentence_spans` does), so that sentence must not go out without them."""
+        text = self._text
+        tail = _TAIL_RE.match(text, following)
+        if tail is None or tail.end() == following:
+            return False
+        rest = _PENDING_RE.match(text, tail.end())
+        return rest is not None and rest.end() == len(text)
 
     def _awaiting_text(self) -> bool:
         """The open block has citations but no text yet: they belong to the text about to come (the
