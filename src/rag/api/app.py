@@ -205,17 +205,19 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 def warm_up(qa: QAService) -> None:
     """Load what the first ask would otherwise load lazily (the general-English word list behind the
-    lexical reranker, WordNet's index for the support check when installed, the store's connection), so
-    the first request after start is not the slow one.
+    lexical reranker, WordNet's index and the dependency parser for the support check when installed,
+    the store's connection), so the first request after start is not the slow one.
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
     from rag.answer.rerank import english_frequency
+    from rag.answer.syntax import warm as warm_parser
     from rag.answer.wordnet import available as wordnet_available
 
     try:
         english_frequency("the")
         wordnet_available()
+        warm_parser()
         qa.store.stats()
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)

