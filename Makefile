@@ -11,8 +11,9 @@ PORT ?= 8000
 # Two installs into one .venv: `make run` needs only the service's own dependencies (plus the
 # `voyage` extra when VOYAGE_API_KEY is set, and the `lexical` and `parse` extras, WordNet and a
 # dependency parser for the support check of Claude's citations, when ANTHROPIC_API_KEY is set);
-# `make test`, `make lint` and friends add the test and dev extras. Each stamp records what is installed. `make run` skips byte-compiling every
-# installed file (Python compiles the modules it imports on first use): seconds saved on a fresh clone.
+# `make test`, `make lint` and friends add the test and dev extras. Each stamp records what is
+# installed. `make run` skips byte-compiling every installed file (Python compiles the modules it
+# imports on first use): seconds saved on a fresh clone.
 empty :=
 space := $(empty) $(empty)
 comma := ,
