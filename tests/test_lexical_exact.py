@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from faults import kill_ingest_after
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -206,18 +206,7 @@ def test_sqlite_kill_9_during_ingest_leaves_search_equal_to_the_reference(tmp_pa
     asked = [list(dict.fromkeys(terms(q))) for q in questions(8)]
     try:
         for kill_after in (10, 80):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "rag", "ingest", str(corpus)],
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            deadline = time.monotonic() + 120
-            while store.stats().documents < kill_after and proc.poll() is None:
-                assert time.monotonic() < deadline, "ingest made no progress"
-                time.sleep(0.02)
-            proc.kill()
-            proc.wait()
+            kill_ingest_after(store, corpus, env, kill_after)
             assert_search_equals_reference(store, asked)
         subprocess.run(
             [sys.executable, "-m", "rag", "ingest", str(corpus)], env=env, check=True, capture_output=True

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from faults import kill_ingest_after
 from serving import free_port
 
 from rag.answer.pipeline import build_pipeline
@@ -794,18 +795,7 @@ def test_store_kill_9_during_ingest_leaves_whole_documents_and_a_rerun_completes
     env = {**os.environ, "MOCK": "1", **env}
     store = open_new()  # migrates the schema before the ingest starts
     for kill_after in (5, 60, 150):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rag", "ingest", str(corpus)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 120
-        while store.stats().documents < kill_after and proc.poll() is None:
-            assert time.monotonic() < deadline, "ingest made no progress"
-            time.sleep(0.02)
-        proc.kill()
-        proc.wait()
+        kill_ingest_after(store, corpus, env, kill_after)
         assert consistency_problems(store, backend) == [], kill_after
     subprocess.run(
         [sys.executable, "-m", "rag", "ingest", str(corpus)], env=env, check=True, capture_output=True
