@@ -18,7 +18,8 @@ sentence-to-wire delay of the SSE stream.
    sentence and the piece after it (the first moment the sentence buffer can know the sentence is
    complete); the ASGI `send` records when that sentence's `event: sentence` bytes are written.
    Target: p95 under 5 ms.
-Prints figures; asserts nothing. RAG_BENCH_HTTP_ONLY=cpu|one|bare runs one part.
+Prints figures; asserts nothing. RAG_BENCH_HTTP_ONLY=cpu|one|bare runs one part; RAG_BENCH_HTTP_PIN=1
+pins a 1-worker server (and the bare endpoint) to one core and the load client to the others.
 """
 
 from __future__ import annotations
@@ -187,13 +188,14 @@ class Load:
 
 
 def _run_server(
-    command: list[str], env: dict[str, str], settle: float
+    command: list[str], env: dict[str, str], settle: float, *, pin: bool = True
 ) -> tuple[list[float], list[int], float, float]:
     """Start `command` (a server taking the port as its last argument), load it, stop it."""
     port = free_port()
     proc = subprocess.Popen(
         [*command, str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
+    pinned = _pin(proc.pid) if pin else None
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -210,6 +212,8 @@ def _run_server(
         latencies, errors, elapsed = asyncio.run(_load(port))
         cores = (_cpu_seconds(proc.pid) - cpu_before) / (time.perf_counter() - wall_before)
     finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
         proc.terminate()
         try:
             proc.wait(timeout=15)
@@ -217,6 +221,19 @@ def _run_server(
             proc.kill()
             proc.wait()
     return latencies, errors, elapsed, cores
+
+
+def _pin(server_pid: int) -> set[int] | None:
+    """With RAG_BENCH_HTTP_PIN=1 on a machine of two or more cores: the server (one process) on the
+    first core, this client on the others, so the load generator does not steal
+    the server's core and the spread measured is the server's. Returns the client's old cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    if os.environ.get("RAG_BENCH_HTTP_PIN") != "1" or len(cores) < 2:
+        return None
+    os.sched_setaffinity(server_pid, {cores[0]})
+    before = set(cores)
+    os.sched_setaffinity(0, set(cores[1:]))
+    return before
 
 
 def _report(label: str, latencies: list[float], errors: list[int], elapsed: float, cores: float) -> Load:
@@ -236,7 +253,7 @@ def bench_workers(db: Path, workers: int) -> Load:
     """`rag serve --workers N` over the bundled corpus, offline, under CLIENTS keep-alive clients."""
     env = {**os.environ, "MOCK": "1", "RAG_DB": str(db)}
     command = [sys.executable, "-m", "rag", "serve", "--workers", str(workers), "--port"]
-    run = _run_server(command, env, 1.0 if workers > 1 else 0.2)
+    run = _run_server(command, env, 1.0 if workers > 1 else 0.2, pin=workers == 1)
     return _report(f"POST /ask, {workers} worker(s)", *run)
 
 
