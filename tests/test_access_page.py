@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.serving import free_port
 from tests.test_access import PLAIN_KEY, PRINCIPALS, fill
-from tests.test_browser import CHROMIUM, TIMEOUT_MS, _free_port, ask, chromium
+from tests.test_browser import CHROMIUM, TIMEOUT_MS, ask, chromium
 
 pytestmark = [
     pytest.mark.browser,
@@ -40,7 +41,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         api_keys=PLAIN_KEY,
         principals=json.dumps(PRINCIPALS),
     )
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from serving import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
@@ -48,13 +49,6 @@ pytestmark = [
         reason="/usr/bin/chromium is missing: install Debian's chromium (.ci/services.sh does it as root)",
     ),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @contextmanager
@@ -85,7 +79,7 @@ def running_app(db_path: Path, **overrides: Any) -> Iterator[str]:
         ingest_paths(store, [CORPUS], settings=settings)
     finally:
         store.close()
-    port = _free_port()
+    port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
     )
@@ -129,6 +123,22 @@ def ask(page: Any, question: str) -> None:
 
 def sse(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def visible_offsets(page: Any, text: str) -> set[int]:
+    """The offsets of `text` the page's formatter (RagMarkup) shows; markup characters are hidden."""
+    shown: set[int] = set()
+    for s, e in page.evaluate(
+        """text => {
+            const out = [];
+            const walk = nodes => nodes.forEach(n => n.text ? out.push(n.text) : walk(n.children));
+            RagMarkup.parse(text).forEach(b => walk(b.inlines));
+            return out;
+        }""",
+        text,
+    ):
+        shown.update(range(s, e))
+    return shown
 
 
 @pytest.fixture(scope="module")

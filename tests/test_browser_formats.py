@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from serving import serving
-from test_browser import CHROMIUM, TIMEOUT_MS, ask, chromium
+from test_browser import CHROMIUM, TIMEOUT_MS, ask, chromium, visible_offsets
 
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
@@ -132,22 +132,6 @@ def marks(page: Any) -> list[tuple[int, int, str]]:
         "ms => ms.map(m => [+m.dataset.start, +m.dataset.end, m.textContent])",
     )
     return [(s, e, t) for s, e, t in found]
-
-
-def visible_offsets(page: Any, text: str) -> set[int]:
-    """The offsets of `text` the page's formatter shows (markup characters are hidden)."""
-    shown: set[int] = set()
-    for s, e in page.evaluate(
-        """text => {
-            const out = [];
-            const walk = nodes => nodes.forEach(n => n.text ? out.push(n.text) : walk(n.children));
-            RagMarkup.parse(text).forEach(b => walk(b.inlines));
-            return out;
-        }""",
-        text,
-    ):
-        shown.update(range(s, e))
-    return shown
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)

@@ -26,6 +26,7 @@ from test_browser import (
     chromium,
     running_app,
     sse,
+    visible_offsets,
 )
 
 from rag.store.sqlite import SqliteStore
@@ -210,17 +211,7 @@ def test_page_source_panel_formats_markdown_and_rest_safely(page: Any) -> None:
 def test_page_source_highlight_covers_exactly_the_visible_cited_characters(page: Any) -> None:
     # Every visible character of the rendered chunk maps to one source offset; a highlight covers
     # exactly the visible characters inside the cited span, whatever markup the span crosses.
-    visible: set[int] = set()
-    for s, e in page.evaluate(
-        """text => {
-            const out = [];
-            const walk = nodes => nodes.forEach(n => n.text ? out.push(n.text) : walk(n.children));
-            RagMarkup.parse(text).forEach(b => walk(b.inlines));
-            return out;
-        }""",
-        MARKDOWN,
-    ):
-        visible.update(range(s, e))
+    visible = visible_offsets(page, MARKDOWN)
     rng = random.Random(17)
     for _ in range(12):
         start = rng.randrange(0, len(MARKDOWN) - 1)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from serving import serving
 
 from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import english_frequency
@@ -30,45 +30,21 @@ MAX_CONNECTIONS = 40
 HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="module")
-def server(corpus_db: str) -> Iterator[int]:
+def server(corpus_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A real `rag serve` with a short request timeout and a small connection cap; yields its port."""
     if not RAG.is_file():
         pytest.skip("the rag script is not installed beside python")
-    port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
     env.update(RAG_DB=corpus_db, MOCK="1")
-    args = ["serve", "--port", str(port), "--request-timeout", str(REQUEST_TIMEOUT)]
-    args += ["--max-connections", str(MAX_CONNECTIONS)]
-    proc = subprocess.Popen(
-        [str(RAG), *args], env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if request(port, HEALTHZ).startswith(b"HTTP/1.1 200"):
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("rag serve did not start")
-            time.sleep(0.1)
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+
+    def argv(port: int) -> list[str]:
+        args = ["serve", "--port", str(port), "--request-timeout", str(REQUEST_TIMEOUT)]
+        return [str(RAG), *args, "--max-connections", str(MAX_CONNECTIONS)]
+
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with serving(argv, env=env, log=log, cwd=ROOT) as (base, _):
+        yield int(base.rsplit(":", 1)[1])
 
 
 def request(port: int, raw: bytes, timeout: float = 5.0) -> bytes:
