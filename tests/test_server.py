@@ -191,3 +191,22 @@ def test_app_starts_even_when_warm_up_fails(corpus_db: str, caplog: pytest.LogCa
     finally:
         pipeline.store.close()
     assert "warm-up incomplete" in caplog.text
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_warm_up_loads_the_support_check_only_for_a_reader_with_native_citations(
+    corpus_db: str, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    from rag.answer import syntax, wordnet
+    from rag.api.app import warm_up
+
+    loaded: list[str] = []
+    monkeypatch.setattr(syntax, "warm", lambda: loaded.append("parser") or True)
+    monkeypatch.setattr(wordnet, "available", lambda: loaded.append("wordnet") or True)
+    pipeline = build_pipeline(load_settings(db=corpus_db, mock=True))
+    generator = type("Reader", (), {"name": "x", "native_citations": native})()
+    try:
+        warm_up(replace(pipeline, generator=generator))
+    finally:
+        pipeline.store.close()
+    assert loaded == (["wordnet", "parser"] if native else [])

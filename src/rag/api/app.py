@@ -86,6 +86,11 @@ class _Named(Protocol):
     def name(self) -> str: ...
 
 
+class _Reader(_Named, Protocol):
+    @property
+    def native_citations(self) -> bool: ...
+
+
 class QAService(Protocol):
     """What the API needs from `rag.pipeline.Pipeline` (tests inject their own implementations)."""
 
@@ -93,7 +98,7 @@ class QAService(Protocol):
     def store(self) -> StoreReader: ...
 
     @property
-    def generator(self) -> _Named: ...
+    def generator(self) -> _Reader: ...
 
     @property
     def reranker(self) -> _Named: ...
@@ -205,8 +210,10 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 def warm_up(qa: QAService) -> None:
     """Load what the first ask would otherwise load lazily (the general-English word list behind the
-    lexical reranker, WordNet's index and the dependency parser for the support check when installed,
-    the store's connection), so the first request after start is not the slow one.
+    lexical reranker, the store's connection, and, for a generator with native citations, WordNet's
+    index and the dependency parser of the support check when installed), so the first request after
+    start is not the slow one. The support check judges only native citations, so an offline server
+    does not load them (seconds and about 180 MB).
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
@@ -216,8 +223,9 @@ def warm_up(qa: QAService) -> None:
 
     try:
         english_frequency("the")
-        wordnet_available()
-        warm_parser()
+        if qa.generator.native_citations:
+            wordnet_available()
+            warm_parser()
         qa.store.stats()
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
