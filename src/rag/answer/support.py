@@ -29,6 +29,8 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    owner" / "organisation owner"). The parser also vetoes a substitution of (4) between words it tags
    as a verb and a word of another part of speech ("in a row" / "is disabled"), or as two verbs.
    Without the parser, (5) is skipped and the check runs as before.
+`signals` measures all of the above for one sentence (no rule stops the others); `support_model.decide`
+turns the measurements into the verdict (the hand rules, in the order above, or a calibrated model).
 """
 
 from __future__ import annotations
@@ -40,8 +42,10 @@ from datetime import date
 from functools import lru_cache
 
 from rag.answer import syntax, wordnet
+from rag.answer.figures import missing_figures
 from rag.answer.numbers import find_numbers
 from rag.answer.quantities import find_quantities
+from rag.answer.support_model import Judgement, Signals, decide
 from rag.lexicon import (
     COMPOUND_PREPOSITION_HEADS,
     COMPOUND_PREPOSITION_TAILS,
@@ -53,7 +57,9 @@ from rag.lexicon import (
     SOURCE_VERBS,
 )
 from rag.text import STOP_WORDS, stem, term_set, terms
-from rag.types import Block, Issue
+from rag.types import Block
+
+__all__ = ["Judgement", "Signals", "judge", "misattribution", "signals", "strip_attribution"]
 
 # Calibrated on fixtures/support/claims.jsonl (dev split), see docs/eval.md.
 MIN_COVERAGE = 0.5
@@ -108,18 +114,6 @@ SWAP_REACH = 2
 _SCOPE_WORDS = frozenset().union(*SCOPE_GROUPS) - SCOPE_EQUIVALENTS_ONLY
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
-    `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
-    swapped values), which no other citation can make right."""
-
-    issue: Issue | None
-    coverage: float
-    core: str
-    contradicts: bool = False
-
-
 def misattribution(sentence: str, block: Block) -> str:
     """The source an attribution lead-in names when it is not `block`'s document ("According to the
     Security Handbook, ..." citing the user manual); "" when there is none or it names the block."""
@@ -161,73 +155,57 @@ def judge(
 ) -> Judgement:
     """Whether `sentence` says what `spans` (verbatim text of the `blocks`' chunks) say (module docstring).
     `common` holds the request's topic terms (in most blocks): naming one of those is not naming another
-    subject. Issues name the first block."""
-    first = blocks[0]
+    subject. Issues name the first block. The verdict is `support_model.decide` over `signals`."""
+    measured = signals(sentence, spans, blocks, common=common)
+    return decide(measured, blocks[0].n, min_coverage=min_coverage)
+
+
+def signals(
+    sentence: str, spans: Sequence[str], blocks: Sequence[Block], *, common: frozenset[str] = frozenset()
+) -> Signals:
+    """Every signal of the check for `sentence` against `spans` (no rule stops the others, except a
+    lead-in naming another document and a sentence with nothing to judge, which need no more)."""
     core = sentence
     for block in blocks:
         core = strip_attribution(core, block)
     evidence = " ".join(spans)
     other = next((m for m in (misattribution(core, b) for b in blocks) if m), "") if core == sentence else ""
-    n = first.n
     if other:
-        return Judgement(
-            Issue("other_subject", f"[{n}] is attributed to {other!r}, not to the cited document"), 0.0, core
-        )
+        return Signals(core=core, misattributed=other)
     wanted = term_set(core)
     if not wanted:
-        return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, core)
+        return Signals(core=core, lead_in=core != sentence, empty=True)
     context = term_set(" ".join(f"{b.chunk.title} {b.chunk.section}" for b in blocks))
-    found = term_set(evidence) | context
-    coverage = max(len(wanted & found) / len(wanted), _aligned_share(core, evidence, context))
-    if coverage < min_coverage:
-        return Judgement(
-            Issue("low_overlap", f"[{n}] has only {coverage:.2f} overlap with its cited span"), coverage, core
-        )
-    name = _new_name(core, found | common)
-    if name:
-        return Judgement(
-            Issue("other_subject", f"[{n}] names {name!r}, which its cited span does not"), coverage, core
-        )
-    widened = _new_scope(core, evidence)
-    if widened:
-        issue = Issue("other_subject", f"[{n}] adds {widened!r}, which changes the scope of its cited span")
-        return Judgement(issue, coverage, core)
-    reversed_ = _opposite(core, evidence)
-    if reversed_:
-        said, source = reversed_
-        issue = Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}")
-        return Judgement(issue, coverage, core, True)
-    flipped = _negation_flip(core, evidence)
-    if flipped:
-        return Judgement(Issue("contradiction", f"[{n}] {flipped} its cited span"), coverage, core, True)
+    span_terms = term_set(evidence)
+    found = span_terms | context
+    stem_coverage = len(wanted & found) / len(wanted)
+    aligned = _aligned_share(core, evidence, context)
     substituted = _substituted(core, evidence, context)
-    if substituted and not substituted[2] and _other_kinds(substituted[0], core, substituted[1], evidence):
-        substituted = None  # the parser tags the two words as different parts of speech, or both as verbs
-    if substituted:
-        said, source, opposite = substituted
-        if opposite:
-            issue = Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}")
-            return Judgement(issue, coverage, core, True)
-        issue = Issue("other_subject", f"[{n}] says {said!r} where its cited span says {source!r}")
-        return Judgement(issue, coverage, core)
-    swapped = _swapped(core, evidence)
-    if swapped:
-        issue = Issue(
-            "contradiction", f"[{n}] swaps {swapped[0]!r} and {swapped[1]!r} against its cited span"
-        )
-        return Judgement(issue, coverage, core, True)
-    conflict = _frame_conflict(core, evidence, context | common)
-    if conflict is not None:
-        kind, said, source = conflict
-        if kind == "negation":
-            issue = Issue("contradiction", f"[{n}] {said} {source!r} where its cited span does the opposite")
-            return Judgement(issue, coverage, core, True)
-        if kind == "swap":
-            issue = Issue("contradiction", f"[{n}] gives {said!r} the role its cited span gives {source!r}")
-            return Judgement(issue, coverage, core, True)
-        issue = Issue("other_subject", f"[{n}] says {said!r} where its cited span says {source!r}")
-        return Judgement(issue, coverage, core)
-    return Judgement(None, coverage, core)
+    vetoed = False
+    if (
+        substituted
+        and substituted[2] != "antonym"
+        and _other_kinds(substituted[0], core, substituted[1], evidence)
+    ):
+        substituted, vetoed = None, True  # the parser tags the two words as different kinds, or both as verbs
+    return Signals(
+        core=core,
+        lead_in=core != sentence,
+        coverage=max(stem_coverage, aligned),
+        stem_coverage=stem_coverage,
+        aligned_share=aligned,
+        span_coverage=len(span_terms & wanted) / len(span_terms) if span_terms else 0.0,
+        terms=len(wanted),
+        new_name=_new_name(core, found | common),
+        new_scope=_new_scope(core, evidence),
+        opposite=_opposite(core, evidence),
+        negation_flip=_negation_flip(core, evidence),
+        substituted=substituted,
+        substitution_vetoed=vetoed,
+        swapped=_swapped(core, evidence),
+        frames=_frame_conflicts(core, evidence, context | common),
+        missing_figures=len(missing_figures(core, [evidence])),
+    )
 
 
 def _capitalised(text: str) -> str:
@@ -532,8 +510,8 @@ def _aligned_share(sentence: str, evidence: str, context: frozenset[str]) -> flo
     return sum(a.said_aligned) / len(a.said) if a.said else 0.0
 
 
-def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, bool] | None:
-    """(the sentence's word, the span's word, whether they are antonyms) for a word of the sentence that
+def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, str] | None:
+    """(the sentence's word, the span's word, "antonym" / "name" / "noun") for a word of the sentence that
     takes the place of a word of the span without sharing a sense with it ("the workspace owner is
     notified" / "its creator is notified"); None when every new word is a paraphrase."""
     if not wordnet.available():
@@ -547,14 +525,14 @@ def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple
         for j in dropped:
             other = a.source[j]
             if other.stem in _antonym_stems(word.lower) or word.stem in _antonym_stems(other.lower):
-                return word.lower, other.lower, True
+                return word.lower, other.lower, "antonym"
         if word.capital and word.stem not in context and names:
-            return word.lower, a.source[names[0]].lower, False  # a name in place of another
+            return word.lower, a.source[names[0]].lower, "name"  # a name in place of another
         if not _nominal(word) or word.stem in context:
             continue
         for j in dropped:
             if _nominal(a.source[j]) and _same_kind(word, a.source[j]) and _same_slot(a, i, j):
-                return word.lower, a.source[j].lower, False
+                return word.lower, a.source[j].lower, "noun"
     return None
 
 
@@ -587,36 +565,41 @@ def _in_text(word: str, stems: frozenset[str]) -> bool:
     return stem(word) in stems or bool(_sense_stems(word) & stems)
 
 
-def _frame_conflict(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, str] | None:
-    """What a sentence predicate changes against its span counterparts (the same predicate, by lemma or
-    WordNet sense): ("negation", "negates"/"drops the negation of", the predicate) when every
-    counterpart about the same thing has the other polarity; ("swap", the sentence's argument, the
-    span's) when an argument's role goes to another word both texts name; ("subject", ...) when it goes
-    to a word the span lacks in place of one the sentence lacks, or an argument is narrowed by another
-    word ("workspace owner" / "organisation owner"). None without the parser or when the frames agree."""
+def _frame_conflicts(
+    sentence: str, evidence: str, context: frozenset[str]
+) -> tuple[tuple[str, str, str], ...]:
+    """What each sentence predicate changes against its span counterparts (the same predicate, by lemma
+    or WordNet sense), in order, at most one per kind and predicate: ("negation", "negates"/"drops the
+    negation of", the predicate) when every counterpart about the same thing has the other polarity;
+    ("swap", the sentence's argument, the span's) when an argument's role goes to another word both texts
+    name; ("subject", ...) when it goes to a word the span lacks in place of one the sentence lacks;
+    ("split", ...) two arguments the span gives to two instances of the predicate; ("narrowed", ...) an
+    argument narrowed by another word ("workspace owner" / "organisation owner"). Empty without the
+    parser or when the frames agree."""
     said = syntax.analyse(sentence)
     if not said.frames:
-        return None
+        return ()
     source = syntax.analyse(evidence)
     said_stems = frozenset(term_set(sentence))
     source_stems = frozenset(term_set(evidence))
+    out: list[tuple[str, str, str]] = []
     for frame in said.frames:
         matching = [f for f in source.frames if _same_word(f.head, frame.head)]
         if not matching:
             continue
         flipped = _polarity_flip(frame, matching)
         if flipped:
-            return "negation", flipped, frame.head
+            out.append(("negation", flipped, frame.head))
         changed = _role_change(frame, matching, said, source, said_stems, source_stems | context)
         if changed is not None:
-            return changed
+            out.append(changed)
         split = _split_pair(frame, matching)
         if split is not None:
-            return "swap", split[0], split[1]
+            out.append(("split", split[0], split[1]))
         narrowed = _narrowed(frame, matching, said_stems, source_stems)
         if narrowed is not None:
-            return "subject", narrowed[0], narrowed[1]
-    return None
+            out.append(("narrowed", narrowed[0], narrowed[1]))
+    return tuple(out)
 
 
 def _shares(frame: syntax.Frame, other: syntax.Frame, but: tuple[str, str] | None = None) -> bool:

@@ -1,0 +1,251 @@
+"""The support check's decision: what `support.signals` measured, turned into a verdict.
+
+`support.signals` measures one sentence against its cited spans (coverage, each rule's firing, the
+alignment's substitutions, the parser's frame conflicts). Two deciders read those signals:
+- `rules`: the hand-combined rules, in order: a lead-in naming another document, nothing to verify,
+  coverage under the floor, then the first rule that fires (a new name, a new scope word, reversed
+  opposites, a negation flip, a substituted word, swapped terms, a frame conflict) withholds;
+- `Model`: a logistic model over `vector(signals)` (weights fitted on the support set's dev split by
+  `rag.evals.support_fit`, stored in `support_weights.json`). A lead-in naming another document and a
+  sentence with nothing to verify stay hard rules; the model keeps the sentence when its probability
+  of being faithful reaches its threshold, else the first signal that fired names the reason.
+`decide` uses the model only when the weights file says it was adopted (`docs/eval.md`); otherwise,
+and with `RAG_SUPPORT_MODEL=off`, the rules.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from rag.types import Issue
+
+WEIGHTS_FILE = Path(__file__).with_name("support_weights.json")
+
+# Substitutions of the alignment (a sentence word in a span word's place) and frame conflicts, by kind.
+SUBSTITUTIONS = ("antonym", "name", "noun")
+FRAME_KINDS = ("negation", "swap", "split", "subject", "narrowed")
+_CONTRADICTING_FRAMES = frozenset({"negation", "swap", "split"})
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
+    `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
+    swapped values), which no other citation can make right."""
+
+    issue: Issue | None
+    coverage: float
+    core: str
+    contradicts: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Signals:
+    """What the check measured of one sentence against its spans (`support.signals`); empty strings and
+    None mean that a rule did not fire."""
+
+    core: str  # the sentence as judged (a lead-in naming the cited document set aside)
+    lead_in: bool = False  # such a lead-in was set aside
+    misattributed: str = ""  # the other source a lead-in names
+    empty: bool = False  # no content term to judge
+    coverage: float = 0.0  # the larger of the two below
+    stem_coverage: float = 0.0  # share of the sentence's terms in the span, its title or section
+    aligned_share: float = 0.0  # share of its content words aligned to the span (WordNet)
+    span_coverage: float = 0.0  # share of the span's terms the sentence names
+    terms: int = 0
+    new_name: str = ""
+    new_scope: str = ""
+    opposite: tuple[str, str] | None = None
+    negation_flip: str = ""  # "negates" / "drops the negation of"
+    substituted: tuple[str, str, str] | None = None  # (sentence word, span word, kind in SUBSTITUTIONS)
+    substitution_vetoed: bool = False  # the parser tagged the two words as different kinds
+    swapped: tuple[str, str] | None = None
+    frames: tuple[tuple[str, str, str], ...] = ()  # (kind in FRAME_KINDS, sentence's, span's), in order
+    missing_figures: int = 0  # figures of the sentence its spans do not state (verify withholds those)
+
+
+FEATURES = (
+    "coverage",
+    "stem_coverage",
+    "aligned_share",
+    "span_coverage",
+    "low_coverage",
+    "lead_in",
+    "terms",
+    "new_name",
+    "new_scope",
+    "opposite",
+    "negation_flip",
+    *(f"substituted_{k}" for k in SUBSTITUTIONS),
+    "substitution_vetoed",
+    "swapped",
+    *(f"frame_{k}" for k in FRAME_KINDS),
+    "missing_figures",
+)
+MAX_TERMS = 20
+
+
+def vector(s: Signals, *, min_coverage: float) -> list[float]:
+    """The signals as numbers, in `FEATURES` order: shares in [0, 1], each rule's firing as 0/1, the
+    sentence's term count scaled to [0, 1]."""
+    kinds = {k for k, _, _ in s.frames}
+    values = {
+        "coverage": s.coverage,
+        "stem_coverage": s.stem_coverage,
+        "aligned_share": s.aligned_share,
+        "span_coverage": s.span_coverage,
+        "low_coverage": float(s.coverage < min_coverage),
+        "lead_in": float(s.lead_in),
+        "terms": min(s.terms, MAX_TERMS) / MAX_TERMS,
+        "new_name": float(bool(s.new_name)),
+        "new_scope": float(bool(s.new_scope)),
+        "opposite": float(s.opposite is not None),
+        "negation_flip": float(bool(s.negation_flip)),
+        **{
+            f"substituted_{k}": float(s.substituted is not None and s.substituted[2] == k)
+            for k in SUBSTITUTIONS
+        },
+        "substitution_vetoed": float(s.substitution_vetoed),
+        "swapped": float(s.swapped is not None),
+        **{f"frame_{k}": float(k in kinds) for k in FRAME_KINDS},
+        "missing_figures": float(s.missing_figures > 0),
+    }
+    return [values[name] for name in FEATURES]
+
+
+def _hard(s: Signals, n: int) -> Judgement | None:
+    """The verdicts no weight changes: a lead-in naming another document, nothing to verify."""
+    if s.misattributed:
+        issue = Issue(
+            "other_subject", f"[{n}] is attributed to {s.misattributed!r}, not to the cited document"
+        )
+        return Judgement(issue, 0.0, s.core)
+    if s.empty:
+        return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, s.core)
+    return None
+
+
+def _reasons(s: Signals, n: int) -> list[tuple[Issue, bool]]:
+    """(issue, contradicts) for every rule that fired, in the rules' order."""
+    out: list[tuple[Issue, bool]] = []
+    if s.new_name:
+        out.append(
+            (Issue("other_subject", f"[{n}] names {s.new_name!r}, which its cited span does not"), False)
+        )
+    if s.new_scope:
+        text = f"[{n}] adds {s.new_scope!r}, which changes the scope of its cited span"
+        out.append((Issue("other_subject", text), False))
+    if s.opposite:
+        said, source = s.opposite
+        out.append(
+            (Issue("contradiction", f"[{n}] says {said!r} where its cited span says {source!r}"), True)
+        )
+    if s.negation_flip:
+        out.append((Issue("contradiction", f"[{n}] {s.negation_flip} its cited span"), True))
+    if s.substituted:
+        said, source, kind = s.substituted
+        text = f"[{n}] says {said!r} where its cited span says {source!r}"
+        opposite = kind == "antonym"
+        out.append((Issue("contradiction" if opposite else "other_subject", text), opposite))
+    if s.swapped:
+        text = f"[{n}] swaps {s.swapped[0]!r} and {s.swapped[1]!r} against its cited span"
+        out.append((Issue("contradiction", text), True))
+    if s.frames:
+        kind, said, source = s.frames[0]
+        if kind == "negation":
+            text = f"[{n}] {said} {source!r} where its cited span does the opposite"
+        elif kind in _CONTRADICTING_FRAMES:
+            text = f"[{n}] gives {said!r} the role its cited span gives {source!r}"
+        else:
+            text = f"[{n}] says {said!r} where its cited span says {source!r}"
+        contradicts = kind in _CONTRADICTING_FRAMES
+        out.append((Issue("contradiction" if contradicts else "other_subject", text), contradicts))
+    return out
+
+
+def _low(s: Signals, n: int) -> Issue:
+    return Issue("low_overlap", f"[{n}] has only {s.coverage:.2f} overlap with its cited span")
+
+
+def rules(s: Signals, n: int, *, min_coverage: float) -> Judgement:
+    """The hand-combined rules: hard verdicts, the coverage floor, then the first rule that fires."""
+    hard = _hard(s, n)
+    if hard is not None:
+        return hard
+    if s.coverage < min_coverage:
+        return Judgement(_low(s, n), s.coverage, s.core)
+    reasons = _reasons(s, n)
+    if reasons:
+        issue, contradicts = reasons[0]
+        return Judgement(issue, s.coverage, s.core, contradicts)
+    return Judgement(None, s.coverage, s.core)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Model:
+    """A logistic model: P(faithful) = sigmoid(bias + sum(weight * feature)); kept at `threshold` or above.
+    Features without a weight count zero."""
+
+    weights: Mapping[str, float]
+    bias: float
+    threshold: float
+    adopted: bool = False
+
+    def probability(self, features: Sequence[float]) -> float:
+        z = self.bias + sum(
+            self.weights.get(name, 0.0) * x for name, x in zip(FEATURES, features, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
+
+    def judge(self, s: Signals, n: int, *, min_coverage: float) -> Judgement:
+        """Hard verdicts first; then kept when the probability reaches the threshold, else withheld for
+        the first rule that fired (low coverage when none did)."""
+        hard = _hard(s, n)
+        if hard is not None:
+            return hard
+        if self.probability(vector(s, min_coverage=min_coverage)) >= self.threshold:
+            return Judgement(None, s.coverage, s.core)
+        reasons = _reasons(s, n) if s.coverage >= min_coverage else []
+        issue, contradicts = reasons[0] if reasons else (_low(s, n), False)
+        return Judgement(issue, s.coverage, s.core, contradicts)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Model:
+        """The model of a weights file; a clear error when a weight names an unknown feature."""
+        raw = data.get("weights")
+        if not isinstance(raw, dict):
+            raise ValueError("support weights: 'weights' must be an object of feature -> weight")
+        unknown = sorted(set(raw) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"support weights: unknown features {unknown}")
+        bias, threshold = data.get("bias"), data.get("threshold")
+        if not isinstance(bias, int | float) or not isinstance(threshold, int | float):
+            raise ValueError("support weights: 'bias' and 'threshold' must be numbers")
+        weights = {str(k): float(v) for k, v in raw.items()}
+        return cls(
+            weights=weights, bias=float(bias), threshold=float(threshold), adopted=data.get("adopted") is True
+        )
+
+
+@lru_cache(maxsize=1)
+def stored_model() -> Model | None:
+    """The model in `support_weights.json`, None when the file is absent."""
+    if not WEIGHTS_FILE.is_file():
+        return None
+    return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
+
+
+def decide(s: Signals, n: int, *, min_coverage: float) -> Judgement:
+    """The verdict: the stored model when it was adopted and not turned off (`RAG_SUPPORT_MODEL=off`),
+    else the rules; `RAG_SUPPORT_MODEL=on` uses the stored model even when not adopted (for measuring)."""
+    setting = os.environ.get("RAG_SUPPORT_MODEL", "")
+    model = stored_model() if setting != "off" else None
+    if model is not None and (model.adopted or setting == "on"):
+        return model.judge(s, n, min_coverage=min_coverage)
+    return rules(s, n, min_coverage=min_coverage)
