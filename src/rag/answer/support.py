@@ -179,7 +179,7 @@ def signals(
     span_terms = term_set(evidence)
     found = span_terms | context
     stem_coverage = len(wanted & found) / len(wanted)
-    aligned = _aligned_share(core, evidence, context)
+    aligned, unaligned = _aligned_share(core, evidence, context)
     substituted = _substituted(core, evidence, context)
     vetoed = False
     if (
@@ -196,6 +196,8 @@ def signals(
         aligned_share=aligned,
         span_coverage=len(span_terms & wanted) / len(span_terms) if span_terms else 0.0,
         terms=len(wanted),
+        unfound=len(wanted - found),
+        unaligned=unaligned,
         new_name=_new_name(core, found | common),
         new_scope=_new_scope(core, evidence),
         opposite=_opposite(core, evidence),
@@ -502,12 +504,15 @@ def _same_slot(a: _Alignment, i: int, j: int) -> bool:
     return bool(mine & theirs)
 
 
-def _aligned_share(sentence: str, evidence: str, context: frozenset[str]) -> float:
-    """Share of the sentence's content words aligned to the span (or the title), 0.0 without WordNet."""
+def _aligned_share(sentence: str, evidence: str, context: frozenset[str]) -> tuple[float, int]:
+    """Share of the sentence's content words aligned to the span (or the title) and how many are not;
+    (0.0, 0) without WordNet."""
     if not wordnet.available():
-        return 0.0
+        return 0.0, 0
     a = _alignment(sentence, evidence, context)
-    return sum(a.said_aligned) / len(a.said) if a.said else 0.0
+    if not a.said:
+        return 0.0, 0
+    return sum(a.said_aligned) / len(a.said), len(a.said) - sum(a.said_aligned)
 
 
 def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, str] | None:

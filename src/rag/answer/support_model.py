@@ -6,9 +6,10 @@ alignment's substitutions, the parser's frame conflicts). Two deciders read thos
   coverage under the floor, then the first rule that fires (a new name, a new scope word, reversed
   opposites, a negation flip, a substituted word, swapped terms, a frame conflict) withholds;
 - `Model`: a logistic model over `vector(signals)` (weights fitted on the support set's dev split by
-  `rag.evals.support_fit`, stored in `support_weights.json`). A lead-in naming another document and a
-  sentence with nothing to verify stay hard rules; the model keeps the sentence when its probability
-  of being faithful reaches its threshold, else the first signal that fired names the reason.
+  `rag.evals.support_fit`, stored in `support_weights.json`). A lead-in naming another document, a
+  sentence with nothing to verify and coverage under the floor stay hard rules; the model keeps the
+  sentence when its probability of being faithful reaches its threshold, else the first signal that
+  fired names the reason.
 `decide` uses the model only when the weights file says it was adopted (`docs/eval.md`); otherwise,
 and with `RAG_SUPPORT_MODEL=off`, the rules.
 """
@@ -59,6 +60,8 @@ class Signals:
     aligned_share: float = 0.0  # share of its content words aligned to the span (WordNet)
     span_coverage: float = 0.0  # share of the span's terms the sentence names
     terms: int = 0
+    unfound: int = 0  # the sentence's terms neither in the span, its title nor its section
+    unaligned: int = 0  # the sentence's content words aligned to no span word (with WordNet; else 0)
     new_name: str = ""
     new_scope: str = ""
     opposite: tuple[str, str] | None = None
@@ -78,6 +81,8 @@ FEATURES = (
     "low_coverage",
     "lead_in",
     "terms",
+    "unfound",
+    "unaligned",
     "new_name",
     "new_scope",
     "opposite",
@@ -89,11 +94,12 @@ FEATURES = (
     "missing_figures",
 )
 MAX_TERMS = 20
+MAX_NEW = 5
 
 
 def vector(s: Signals, *, min_coverage: float) -> list[float]:
-    """The signals as numbers, in `FEATURES` order: shares in [0, 1], each rule's firing as 0/1, the
-    sentence's term count scaled to [0, 1]."""
+    """The signals as numbers, in `FEATURES` order: shares in [0, 1], each rule's firing as 0/1, counts
+    scaled to [0, 1] (capped at `MAX_TERMS` terms, `MAX_NEW` unfound or unaligned words)."""
     kinds = {k for k, _, _ in s.frames}
     values = {
         "coverage": s.coverage,
@@ -103,6 +109,8 @@ def vector(s: Signals, *, min_coverage: float) -> list[float]:
         "low_coverage": float(s.coverage < min_coverage),
         "lead_in": float(s.lead_in),
         "terms": min(s.terms, MAX_TERMS) / MAX_TERMS,
+        "unfound": min(s.unfound, MAX_NEW) / MAX_NEW,
+        "unaligned": min(s.unaligned, MAX_NEW) / MAX_NEW,
         "new_name": float(bool(s.new_name)),
         "new_scope": float(bool(s.new_scope)),
         "opposite": float(s.opposite is not None),
@@ -204,14 +212,16 @@ class Model:
         return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
 
     def judge(self, s: Signals, n: int, *, min_coverage: float) -> Judgement:
-        """Hard verdicts first; then kept when the probability reaches the threshold, else withheld for
-        the first rule that fired (low coverage when none did)."""
+        """Hard verdicts and the coverage floor first; then kept when the probability reaches the
+        threshold, else withheld for the first rule that fired (low coverage when none did)."""
         hard = _hard(s, n)
         if hard is not None:
             return hard
+        if s.coverage < min_coverage:
+            return Judgement(_low(s, n), s.coverage, s.core)
         if self.probability(vector(s, min_coverage=min_coverage)) >= self.threshold:
             return Judgement(None, s.coverage, s.core)
-        reasons = _reasons(s, n) if s.coverage >= min_coverage else []
+        reasons = _reasons(s, n)
         issue, contradicts = reasons[0] if reasons else (_low(s, n), False)
         return Judgement(issue, s.coverage, s.core, contradicts)
 
