@@ -261,6 +261,7 @@ def run(write: bool) -> dict[str, Any]:
         previous = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")) if WEIGHTS_FILE.is_file() else {}
         data = {
             "adopted": previous.get("adopted", False),
+            "decision": previous.get("decision", "not measured on test yet"),
             "bias": round(b, 4),
             "threshold": round(threshold, 4),
             "weights": {FEATURES[j]: round(float(wj), 4) for j, wj in zip(cols, w, strict=True)},
