@@ -244,8 +244,37 @@ CAUSE_RE = re.compile(
 # A money amount, and a statement that something costs nothing: answers to a price question.
 MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|usd|eur|gbp|aud|cad)\b", re.I)
 NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
+# A question asking for a version ("Which versions were affected?", "in what version"), and a
+# version written as one ("2.5", "21.3.0", "v5", "version 3"): only the second answers the first.
+VERSION_QUESTION_RE = re.compile(r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,2}?versions?\b", re.IGNORECASE)
+VERSION_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+[a-z]*\d*\b|\bv\d+\b|\bversions?\s+\d", re.IGNORECASE)
+# A cause stated as what brings an effect about ("X causes Y", "X led to Y"): the effect follows it;
+# other causal phrases ("because", "due to", "so that") introduce the reason for what the rest says.
+CAUSE_FORWARD_RE = re.compile(r"^(?:causes|led\s+to)$", re.IGNORECASE)
+# A cause named as a noun ("was identified as the cause", "the main reason"): the sentence names
+# the cause of what its context describes.
+CAUSE_NOUN_RE = re.compile(r"\b(?:the|a|an|root|main|primary|real|likely|probable)\s+$", re.IGNORECASE)
+# A figure after a name written with a capital ("iOS 16", "Python 3"): a version of that product.
+NAMED_VERSION_RE = re.compile(r"\b([A-Za-z][\w+-]*[A-Z][\w+-]*|[A-Z][\w+-]*)\s+(\d+)\b")
+# Where a causal phrase ends: the next clause break.
+CLAUSE_END_RE = re.compile(r"[,;:]\s|\s--?\s|[—–]|$")
+# Words that refer back to what an earlier sentence names ("This is intended to ...").
+REFERRING_RE = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those)\b", re.IGNORECASE)
+# "What / which <noun> does ...?": the noun names the kind of thing asked for ("What error does the
+# console return?"); a sentence that neither names it nor writes a name in code does not answer.
+ASKED_NOUN_RE = re.compile(
+    r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?([a-z][\w-]*)\s+(?:does|do|did|is|are|was|were|will|would"
+    r"|should|can|could|has|have|must|gets?)\b",
+    re.IGNORECASE,
+)
+NOT_ASKED_NOUNS = frozenset(
+    {"do", "does", "did", "is", "are", "was", "were", "will", "would", "should", "can", "could", "else"}
+    | {"i", "we", "you", "it", "they", "else", "exactly", "then"}
+)
 # A default stated in prose ("by default", "defaults to", "the default is"): answers a default question.
 DEFAULT_STATEMENT_RE = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
+# The "by " of "... by default" (searched up to "default"): the value may stand before it.
+BY_DEFAULT_RE = re.compile(r"\bby\s+$", re.IGNORECASE)
 # A capitalised word after a place preposition ("in Lisbon", "near Porto"): answers "where".
 PLACE_RE = re.compile(r"\b(?:in|at|near|from|outside|inside)\s+(?:the\s+)?([A-Z][\w'-]+)")
 # A capitalised word inside a sentence (not its first word): a name it mentions.

@@ -19,6 +19,7 @@ from rag.answer.answer_types import (
     QUANTITY_KINDS,
     AnswerType,
     answer_type,
+    asked_noun,
     asks_default,
     asks_price,
     code_kind,
@@ -29,16 +30,20 @@ from rag.answer.answer_types import (
     type_match,
     type_terms,
 )
+from rag.answer.binding import bound_values, named_things, names_only_asked
 from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
 from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
+    BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     CAPITALISED_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
+    DEFAULT_STATEMENT_RE,
     DEFAULT_TERMS,
+    FIGURE_RE,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
     LEAD_CLAUSE_RE,
@@ -47,6 +52,7 @@ from rag.lexicon import (
     QUESTION_FILLERS,
     SEE_ALSO_RE,
     SIZE_NOUNS,
+    WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
 from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
@@ -91,6 +97,9 @@ MIN_BINDING = 0.5
 # the same wrong answers on the held-out sets and no right one on any set.
 MIN_TOPIC_COUNT = 0.5
 MAX_SENTENCES = 3
+# A question label (an FAQ heading) binds its sentences only when this share of its own terms are
+# question terms (see `_label_restates`).
+MIN_LABEL_PRECISION = 0.5
 # A further sentence must add a question term, or cover at least this share of what the best one covers.
 EXTRA_RATIO = 0.8
 # Words naming the kind of answer wanted ("limit", "default") weigh this share of their IDF.
@@ -167,6 +176,8 @@ class _Ask:
     yes_no: bool = False
     # the stem of the kind of named thing a "which option / command ..." question asks for
     code_noun: frozenset[str] = frozenset()
+    # the stem of the noun a "what <noun> does ...?" question of no other kind asks for
+    noun: str = ""
 
     @property
     def required(self) -> bool:
@@ -346,6 +357,8 @@ class OfflineGenerator:
         )
 
     def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
+        if not _value_bound(ask, r):
+            return False  # the asked kind of value is there, stated about something else
         if _named_entry(ask, r):
             # the asked identifier names the subject exactly; the sentence states the asked fact
             return _counts_the_measured(ask, r) and not _other_subject(ask, r)
@@ -427,6 +440,7 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         plain=_everyday_absent(question, weights.keys() - typed, blocks),
         yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
         code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
+        noun="" if kind else asked_noun(asking),
     )
 
 
@@ -590,7 +604,7 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             sentence=p,
             pos=pos,
             own=own,
-            label=term_set(p.label) & keys,
+            label=term_set(p.label) & keys if fit >= 1.0 or _label_restates(ask, p.label) else frozenset(),
             entry=term_set(p.entry) & keys if p.field else frozenset(),
             near=_near_terms(
                 sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
@@ -615,10 +629,35 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # no fact of the asked-for kind: at most a neighbour of the answer
     if ask.kind == "code" and fit < 1.0:
         return False  # "which option ...": only a sentence naming one answers
+    if ask.noun and not _names_asked_noun(ask, p):
+        return False  # "What error does ...": a sentence naming no error and no name in code
     if p.field and not ask.required and not term_set(p.field) & keys:
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
     # "Default: 4094" states a default: no answer to "the largest value accepted"
     return not (p.field and not ask.default and states_default(p.field))
+
+
+def _names_asked_noun(ask: _Ask, p: Prose) -> bool:
+    """The sentence (or its label or field) names the noun a "what <noun> ...?" question asks for, or
+    states a figure or names in code something the question does not."""
+    if ask.noun in term_set(f"{p.text} {p.label} {p.field}"):
+        return True
+    said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
+    if any(FIGURE_RE.search(w) and w.lower() not in said for w in WORD_TOKEN_RE.findall(p.text)):
+        return True
+    named = _code_literals(p.text) | identifiers(p.text)
+    return bool(named - _code_literals(ask.question) - identifiers(ask.question))
+
+
+def _label_restates(ask: _Ask, label: str) -> bool:
+    """A label that is a question (an FAQ entry's heading) binds its sentences to the asked subject
+    only when at least half of its own terms are question terms: under "How can I raise the file
+    descriptor limit?" a sentence answers that question, not "how do I change the number of workers".
+    (A sentence carrying the asked kind of value is bound by its value's subject instead.)"""
+    if not label.endswith("?"):
+        return True
+    own = term_set(label) - QUESTION_FILLERS
+    return not own or len(own & ask.weights.keys()) / len(own) >= MIN_LABEL_PRECISION - _EPS
 
 
 def _near_terms(
@@ -692,6 +731,54 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
     )
 
 
+def _value_bound(ask: _Ask, r: _Reading) -> bool:
+    """Where an amount, duration, date or default is asked, some value of that kind in the sentence
+    is stated about the asked subject (`rag.answer.binding`): for a question naming identifiers, the
+    subject of the value's clause (inherited from the clause before, the sentence referred back to,
+    or the label above) is one of them; otherwise the value's clause names nothing the question does
+    not (``attr.ib``'s *metadata* argument is not "an attribute"). A field line is its entry's
+    (see `_field_of_other`)."""
+    p = r.sentence
+    if not ask.required or r.fit <= 0.0 or p.field:
+        return True
+    positions = _value_positions(ask, p.text)
+    if ask.identifiers:
+        return bound_values(
+            p.text, positions, lambda names: _is_asked_id(ask, names), before=r.before, label=p.label
+        )
+    return bound_values(
+        p.text,
+        positions,
+        lambda names: names_only_asked(names, ask.asked),
+        names=named_things,
+        inherit=False,
+    )
+
+
+def _value_positions(ask: _Ask, text: str) -> list[tuple[int, bool]]:
+    """Where the sentence states the asked kind of value, each with whether the names before it in
+    its clause are for certain its subject: a default statement for a default question ("X defaults
+    to V", "the default is V": certain; "X is V by default", "named ``V`` by default": the name may
+    be the value), else the figures the question does not already contain (certain)."""
+    if ask.default:
+        return [
+            (m.start(), not BY_DEFAULT_RE.search(text, 0, m.start()))
+            for m in DEFAULT_STATEMENT_RE.finditer(text)
+        ]
+    said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
+    return [
+        (m.start(), True)
+        for m in WORD_TOKEN_RE.finditer(text)
+        if FIGURE_RE.search(m.group(0)) and m.group(0).lower() not in said
+    ]
+
+
+def _is_asked_id(ask: _Ask, names: frozenset[str]) -> bool:
+    """True when one of `names` is an asked identifier, or its last dotted part (``max_retries`` for
+    `Task.max_retries`), or an asked one is its last part."""
+    return any(n == i or i.endswith(f".{n}") or n.endswith(f".{i}") for n in names for i in ask.identifiers)
+
+
 def _named_entry(ask: _Ask, r: _Reading) -> bool:
     """An amount, duration, date or default is asked about identifiers the question names, and the
     sentence states one in the entry of exactly those identifiers: it names them (or the sentence it
@@ -724,7 +811,7 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
         return False
     p = r.sentence
-    return bool(r.own - ask.typed) or bool(p.field) or p.label.endswith("?") or bool(r.near)
+    return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
 
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
