@@ -63,6 +63,13 @@ LEAD_CLAUSE_RE = re.compile(
     r"will|would|must|may)\b)",
     re.IGNORECASE,
 )
+# A condition trailing the asking sentence ("What happens to my account once I graduate?", "... if I
+# return a book late?"): the answer names it, or it answers another circumstance.
+TRAILING_CONDITION_RE = re.compile(
+    r"(?<=\w )(?:if|when|whenever|once|after|before|until|unless)\s+"
+    r"(?:i|we|you|they|he|she|it|my|our|your|their|someone|somebody|a|an|the)\b([^?,;]*)",
+    re.IGNORECASE,
+)
 # A question asking whether something holds ("Can staff claim ...?", "Is there ...?").
 YES_NO_QUESTION_RE = re.compile(
     r"^\W*(?:can|could|do|does|did|is|are|am|was|were|will|would|should|shall|may|might|must|has|have"

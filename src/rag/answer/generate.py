@@ -52,6 +52,7 @@ from rag.lexicon import (
     QUESTION_FILLERS,
     SEE_ALSO_RE,
     SIZE_NOUNS,
+    TRAILING_CONDITION_RE,
     WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
@@ -178,6 +179,8 @@ class _Ask:
     code_noun: frozenset[str] = frozenset()
     # the stem of the noun a "what <noun> does ...?" question of no other kind asks for
     noun: str = ""
+    # the topic terms of a condition trailing the asking sentence ("... once I graduate?")
+    condition: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -343,7 +346,7 @@ class OfflineGenerator:
                     better = candidate if candidate.rank > prev.rank else prev
                     candidate = replace(better, ns=tuple(sorted({*prev.ns, block.n})))
                 found[candidate.key] = candidate
-        return list(found.values())
+        return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
 
     def _eligible(self, ask: _Ask, r: _Reading, variants: Sequence[tuple[_Ask, bool]] = ()) -> bool:
         """Eligible on the question's weights, or on one of its `variants` (see `_variants`); a
@@ -441,6 +444,15 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
         code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
         noun="" if kind else asked_noun(asking),
+        condition=_condition_terms(asking, weights.keys() - typed),
+    )
+
+
+def _condition_terms(asking: str, topic: Set[str]) -> frozenset[str]:
+    """The topic terms of the conditions trailing the asking sentence ("once I graduate" ->
+    {"graduat"})."""
+    return frozenset(
+        t for m in TRAILING_CONDITION_RE.finditer(asking) for t in terms(m.group(1)) if t in topic
     )
 
 
@@ -808,8 +820,13 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
     topic = (ask.weights.keys() - ask.typed - ask.uncounted) or (ask.weights.keys() - ask.typed)
-    if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
+    named = len(local & topic) / len(topic) if topic else 1.0
+    if named < MIN_TOPIC_COUNT - _EPS:
         return False
+    if ask.yes_no and named <= MIN_TOPIC_COUNT + _EPS:
+        return False  # "Is X a good idea?" asks whether all of it holds: more than half must be named
+    if ask.condition and not ask.condition & (r.own | r.label | r.entry | r.near):
+        return False  # "... once I graduate?": a sentence that never names the circumstance
     p = r.sentence
     return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
 
@@ -925,6 +942,25 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         - (PROPOSAL_PENALTY if is_proposal(text) else 0.0),
         order=(block.n, r.pos),
     )
+
+
+def _shared_across_subjects(
+    ask: _Ask, c: _Candidate, blocks: Sequence[Block], leads: Mapping[int, str]
+) -> bool:
+    """The sentence is written word for word, under the same label, in documents (or sections) about
+    different asked subjects: their titles and sections name different question terms ("Releases in
+    the 5.x series are codenamed after ..." under "Preface" on the 5.6 and the 5.7 page, for "the
+    codename of 5.7"). Boilerplate shared by both says nothing about either one. (A field line under
+    two entries, "Default: 1", is two statements: its labels differ.)"""
+    contexts: dict[str, set[frozenset[str]]] = {}
+    for b in blocks:
+        if c.key not in normalise(b.sent_text):
+            continue
+        place = frozenset(term_set(f"{b.chunk.title} {b.chunk.section}") & ask.weights.keys())
+        for p in prose(b.sent_text, b.chunk.section, leads.get(b.n, "")):
+            if normalise(p.text) == c.key:
+                contexts.setdefault(p.label, set()).add(place)
+    return any(len(places) > 1 for places in contexts.values())
 
 
 def _unsure(ranked: Sequence[_Candidate]) -> bool:
