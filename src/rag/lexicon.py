@@ -253,7 +253,11 @@ MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|u
 NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
 # A question asking for a version ("Which versions were affected?", "in what version"), and a
 # version written as one ("2.5", "21.3.0", "v5", "version 3"): only the second answers the first.
-VERSION_QUESTION_RE = re.compile(r"\b(?:which|what)\s+(?:[\w.-]+\s+){0,2}?versions?\b", re.IGNORECASE)
+VERSION_QUESTION_RE = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:in|of|for|to|on|at|since|from|with|by|is|are|was|were|do|does|did)\b)"
+    r"[\w.-]+\s+){0,2}?versions?\b",
+    re.IGNORECASE,
+)
 VERSION_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+[a-z]*\d*\b|\bv\d+\b|\bversions?\s+\d", re.IGNORECASE)
 # A cause stated as what brings an effect about ("X causes Y", "X led to Y"): the effect follows it;
 # other causal phrases ("because", "due to", "so that") introduce the reason for what the rest says.
