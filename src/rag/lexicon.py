@@ -153,6 +153,8 @@ MEASURED_NOUN_RE = re.compile(
 )
 # A count question ("how many ..."): answered by a figure next to what it counts.
 COUNT_QUESTION_RE = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# "the (maximum) number of <noun>" and the few words after it: a count of that noun stated as a subject.
+NUMBER_OF_RE = re.compile(r"\b(?:number|count|amount)\s+of((?:\W+\w+){1,3})", re.IGNORECASE)
 # A figure and the few words after it ("50 members", "4 of them", "3 guests per paid seat").
 COUNTED_RE = re.compile(
     r"(?<![\w.])(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty"

@@ -36,6 +36,7 @@ from rag.answer.layout import Prose, closing_label, prose
 from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
+    ANSWER_TYPE_TERMS,
     BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     CAPITALISED_RE,
@@ -48,6 +49,7 @@ from rag.lexicon import (
     INLINE_CODE_RE,
     LEAD_CLAUSE_RE,
     NOT_PLACES,
+    NUMBER_OF_RE,
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
@@ -645,8 +647,9 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # "What error does ...": a sentence naming no error and no name in code
     if p.field and not ask.required and not term_set(p.field) & keys:
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
-    # "Default: 4094" states a default: no answer to "the largest value accepted"
-    return not (p.field and not ask.default and states_default(p.field))
+    # "Default: 4094" states a default: no answer to "the largest value accepted"; it is the value in
+    # force, though, for "how many seconds does it wait before giving up"
+    return not (p.field and not ask.default and states_default(p.field) and ask.typed & ANSWER_TYPE_TERMS)
 
 
 def _names_asked_noun(ask: _Ask, p: Prose) -> bool:
@@ -815,6 +818,10 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     and it names something asked itself
     unless it is a field line, leans on a neighbour, or stands under a question heading."""
     local = r.own | r.label | r.entry | r.near | r.title
+    if _carries_kind(ask, r):
+        # a value of the asked kind, bound to its clause's subject, may lean on the whole section
+        # path for its topic: "Default is INFO." under "Init-script: celeryd > Available options"
+        local |= r.broad
     if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
         return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
@@ -909,6 +916,9 @@ def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
         # or, in a sentence referring back ("It is set to 10."), what the sentence before counts
         counted = any(_counts(m.group(1), ask.measured) for m in COUNTED_RE.finditer(p.text))
         counted = counted or bool(ask.measured & term_set(r.before))
+        # or the figure's own clause names what it counts: "the number of revoked tasks ... defaults
+        # to 50000"
+        counted = counted or any(_counts(m.group(1), ask.measured) for m in NUMBER_OF_RE.finditer(p.text))
         return ask.measured if counted else frozenset()
     found = term_set(p.text)
     return found | r.near if PRONOUN_RE.search(p.text) else found
