@@ -452,10 +452,9 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
 
 def _condition_terms(asking: str, topic: Set[str]) -> frozenset[str]:
     """The topic terms of the conditions trailing the asking sentence ("once I graduate" ->
-    {"graduat"})."""
-    return frozenset(
-        t for m in TRAILING_CONDITION_RE.finditer(asking) for t in terms(m.group(1)) if t in topic
-    )
+    {"graduat"}); "if I don't choose one" asks for the default and names no circumstance."""
+    conditions = [m for m in TRAILING_CONDITION_RE.finditer(asking) if not asks_default(m.group(0))]
+    return frozenset(t for m in conditions for t in terms(m.group(1)) if t in topic)
 
 
 def _variants(ask: _Ask) -> list[tuple[_Ask, bool]]:
