@@ -58,7 +58,7 @@ QUESTION_FILLERS = HOW_FORMS | frozenset(
 # words ("If I call it without a name, what ...", "With the default limits, how much ..."): the
 # asker's situation, not what is asked.
 LEAD_CLAUSE_RE = re.compile(
-    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless)\b[^?,]*,\s*"
+    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless|in)\b[^?,]*,\s*"
     r"(?=(?:what|which|how|who|whom|whose|where|when|why|is|are|was|were|can|could|do|does|did|should|"
     r"will|would|must|may)\b)",
     re.IGNORECASE,
@@ -173,6 +173,9 @@ DEFAULT_QUESTION_RE = re.compile(
     r"(?:set|configured|specified|given|provided|passed|chosen)\b",
     re.IGNORECASE,
 )
+# "the default <noun>" in a leading condition ("With the default retry policy, ..."): the setup the
+# question assumes, not a request for a default.
+DEFAULT_SETUP_RE = re.compile(r"\b(?:the|its|their|a)\s+default\s+[a-z]", re.IGNORECASE)
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
 # "Which/what <noun>" asking for a named thing of code or configuration ("Which environment variable
 # ...", "what flag ...", "Which config key ..."): the answer names it, as code or an identifier.

@@ -42,6 +42,7 @@ from rag.lexicon import (
     CAPITALISED_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
+    DEFAULT_SETUP_RE,
     DEFAULT_STATEMENT_RE,
     DEFAULT_TERMS,
     FIGURE_RE,
@@ -410,8 +411,9 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     kind = answer_type(asking) or answer_type(question)
     # a condition leading the asking sentence may ask for the default ("If I call it without a
     # name, what ...?"); statements before it describe the asker's setup ("My default is X.")
-    condition = LEAD_CLAUSE_RE.match(question.strip()) is not None
-    wording = question if condition else asking
+    lead = LEAD_CLAUSE_RE.match(question.strip())
+    # ... but "With the default retry policy, what ...?" describes a setup in force, it asks no default
+    wording = asking if lead is None or DEFAULT_SETUP_RE.search(lead.group(0)) else question
     default = asks_default(wording)
     asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
     typed = (type_terms(asking, kind) | asked_default) & weights.keys()
@@ -756,7 +758,7 @@ def _value_bound(ask: _Ask, r: _Reading) -> bool:
     if not ask.required or r.fit <= 0.0 or p.field:
         return True
     positions = _value_positions(ask, p.text)
-    if ask.identifiers:
+    if ask.bound_ids:
         return bound_values(
             p.text, positions, lambda names: _is_asked_id(ask, names), before=r.before, label=p.label
         )
@@ -790,7 +792,7 @@ def _value_positions(ask: _Ask, text: str) -> list[tuple[int, bool]]:
 def _is_asked_id(ask: _Ask, names: frozenset[str]) -> bool:
     """True when one of `names` is an asked identifier, or its last dotted part (``max_retries`` for
     `Task.max_retries`), or an asked one is its last part."""
-    return any(n == i or i.endswith(f".{n}") or n.endswith(f".{i}") for n in names for i in ask.identifiers)
+    return any(n == i or i.endswith(f".{n}") or n.endswith(f".{i}") for n in names for i in ask.bound_ids)
 
 
 def _named_entry(ask: _Ask, r: _Reading) -> bool:
@@ -831,8 +833,12 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         return False
     if ask.yes_no and named <= MIN_TOPIC_COUNT + _EPS:
         return False  # "Is X a good idea?" asks whether all of it holds: more than half must be named
-    if ask.condition and not ask.condition & (r.own | r.label | r.entry | r.near):
-        return False  # "... once I graduate?": a sentence that never names the circumstance
+    if (
+        ask.condition
+        and not _carries_kind(ask, r)
+        and not ask.condition & (r.own | r.label | r.entry | r.near)
+    ):
+        return False  # "What happens ... once I graduate?": a sentence that never names the circumstance
     p = r.sentence
     return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
 
