@@ -178,3 +178,21 @@ def test_trailing_condition_must_be_named_by_the_answer():
     assert answer(question, [block(1, fields, title="Membership")]) == []
     named = fields + "\nMember email stays active for 30 days once a membership ends.\n"
     assert any("30 days" in s for s in answer(question, [block(1, named, title="Membership")]))
+
+
+def test_yes_no_question_needs_its_rarest_term_named():
+    orders = (
+        "Orders\n------\n\n"
+        "Custom cake orders cancelled late are charged **$10 per cake**, up to a maximum of $30 per order."
+    )
+    blocks = [
+        block(1, orders, title="Bakery orders"),
+        block(
+            2,
+            "Pickup\n------\n\nA cake picked up late can be cancelled and is charged nothing extra.",
+            title="Pickup",
+        ),
+        block(3, "Weddings\n--------\n\nA planning fee applies to wedding tastings.", title="Weddings"),
+    ]
+    # a late charge for cakes is not the asked fee
+    assert answer("Do you charge fees if I cancel a cake late?", blocks) == []

@@ -831,8 +831,10 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     named = len(local & topic) / len(topic) if topic else 1.0
     if named < MIN_TOPIC_COUNT - _EPS:
         return False
-    if ask.yes_no and named <= MIN_TOPIC_COUNT + _EPS:
-        return False  # "Is X a good idea?" asks whether all of it holds: more than half must be named
+    if ask.yes_no and (named <= MIN_TOPIC_COUNT + _EPS or not local & _heaviest(ask, topic)):
+        # "Is X a good idea?" asks whether all of it holds: more than half must be named, and the
+        # rarest of its terms ("Does the library charge fines ...": a late charge is not a fine)
+        return False
     if (
         ask.condition
         and not _carries_kind(ask, r)
@@ -841,6 +843,14 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         return False  # "What happens ... once I graduate?": a sentence that never names the circumstance
     p = r.sentence
     return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
+
+
+def _heaviest(ask: _Ask, topic: Set[str]) -> frozenset[str]:
+    """The topic terms of the greatest weight (all of them when several tie)."""
+    if not topic:
+        return frozenset()
+    top = max(ask.weights[t] for t in topic)
+    return frozenset(t for t in topic if ask.weights[t] >= top - _EPS)
 
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
