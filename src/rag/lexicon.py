@@ -176,6 +176,14 @@ DEFAULT_QUESTION_RE = re.compile(
 # "the default <noun>" in a leading condition ("With the default retry policy, ..."): the setup the
 # question assumes, not a request for a default.
 DEFAULT_SETUP_RE = re.compile(r"\b(?:the|its|their|a)\s+default\s+[a-z]", re.IGNORECASE)
+# A verb of using a thing followed by that thing written as code ("call flash()", "run ``make``",
+# "using `--reload`", "import app.models"): the verb says only that the thing is used.
+CODE_USE_RE = re.compile(
+    r"\b(call|calls|calling|called|use|uses|using|run|runs|running|invoke|invokes|invoking|pass|passes"
+    r"|passing|import|imports|importing)\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?=``?[^`]+`|[A-Za-z_][\w.]*\(\)|--?[A-Za-z]|[A-Za-z]\w*(?:[._]\w+)+)",
+    re.IGNORECASE,
+)
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
 # "Which/what <noun>" asking for a named thing of code or configuration ("Which environment variable
 # ...", "what flag ...", "Which config key ..."): the answer names it, as code or an identifier.

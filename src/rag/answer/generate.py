@@ -40,6 +40,7 @@ from rag.lexicon import (
     BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     CAPITALISED_RE,
+    CODE_USE_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
     DEFAULT_SETUP_RE,
@@ -403,7 +404,8 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     """The question's weighted terms (IDF over the blocks; kind-naming words and words of the
     situation described before the asking sentence discounted), or None when it has no content term
     or there are no blocks. The asked kind is read from the asking sentence."""
-    q_terms = question_terms(question)
+    # the verb of using a named thing ("call flash()", "run ``celery purge``") adds no topic of its own
+    q_terms = [t for t in question_terms(question) if t not in _usage_verbs(question)]
     if not q_terms or not blocks:
         return None
     asking, situation = split_question(question)
@@ -457,6 +459,13 @@ def _condition_terms(asking: str, topic: Set[str]) -> frozenset[str]:
     {"graduat"}); "if I don't choose one" asks for the default and names no circumstance."""
     conditions = [m for m in TRAILING_CONDITION_RE.finditer(asking) if not asks_default(m.group(0))]
     return frozenset(t for m in conditions for t in terms(m.group(1)) if t in topic)
+
+
+@lru_cache(maxsize=4096)
+def _usage_verbs(question: str) -> frozenset[str]:
+    """Stems of the verbs that only say a named code thing is used ("call" in "If I call flash()
+    ...", "run" in "run ``make docs``"): documentation names the thing, not the act of using it."""
+    return frozenset(stem(m.group(1).lower()) for m in CODE_USE_RE.finditer(question))
 
 
 def _variants(ask: _Ask) -> list[tuple[_Ask, bool]]:
