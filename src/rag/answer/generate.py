@@ -102,6 +102,9 @@ MIN_BINDING = 0.5
 # the same wrong answers on the held-out sets and no right one on any set.
 MIN_TOPIC_COUNT = 0.5
 MAX_SENTENCES = 3
+# A field line whose value has at least this many terms is a labelled paragraph ("**Answer:** ..."):
+# its label does not restrict what it answers.
+MIN_PROSE_VALUE_TERMS = 6
 # A question label (an FAQ heading) binds its sentences only when this share of its own terms are
 # question terms (see `_label_restates`).
 MIN_LABEL_PRECISION = 0.5
@@ -655,11 +658,18 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # "which option ...": only a sentence naming one answers
     if ask.noun and not _names_asked_noun(ask, p):
         return False  # "What error does ...": a sentence naming no error and no name in code
-    if p.field and not ask.required and not term_set(p.field) & keys:
+    if p.field and not ask.required and not term_set(p.field) & keys and not _labelled_prose(p):
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
     # "Default: 4094" states a default: no answer to "the largest value accepted"; it is the value in
     # force, though, for "how many seconds does it wait before giving up"
     return not (p.field and not ask.default and states_default(p.field) and ask.typed & ANSWER_TYPE_TERMS)
+
+
+def _labelled_prose(p: Prose) -> bool:
+    """A "field" whose value is a whole sentence ("**Answer:** You can use the ``purge`` command to
+    ..."): a paragraph with a lead-in label, not a field's value."""
+    value = p.text.split(":", 1)[1] if ":" in p.text else ""
+    return len(terms(value)) >= MIN_PROSE_VALUE_TERMS
 
 
 def _names_asked_noun(ask: _Ask, p: Prose) -> bool:
