@@ -7,6 +7,7 @@ from __future__ import annotations
 from rag.answer.answer_types import asked_noun, asks_version, type_match
 from rag.answer.binding import bound_values, clause_spans, code_names, named_things, value_subject
 from rag.answer.generate import OfflineGenerator
+from rag.answer.layout import prose
 from rag.types import Block, Chunk
 
 
@@ -196,3 +197,42 @@ def test_yes_no_question_needs_its_rarest_term_named():
     ]
     # a late charge for cakes is not the asked fee
     assert answer("Do you charge fees if I cancel a cake late?", blocks) == []
+
+
+FLASH = (
+    "Available options\n-----------------\n\n"
+    "* ``FLASH_MODE``\n\n    Flash behaviour when the light is low. Default is AUTO.\n\n"
+    "* ``FLASH_POWER``\n\n    Flash strength as a fraction of full power. Default is 1/2\n\n"
+    "* ``FLASH_SYNC``\n"
+)
+
+
+def test_a_list_item_that_is_one_code_name_labels_its_description():
+    got = {p.text: p.label for p in prose(FLASH)}
+    assert got["Default is AUTO."] == "FLASH_MODE"
+    # a short unpunctuated sentence continuing its paragraph is content, under its own entry
+    assert got["Default is 1/2"] == "FLASH_POWER"
+    assert got["``FLASH_SYNC``"] == "Available options"  # nothing described below it
+
+
+def test_default_is_taken_from_the_asked_entry_of_a_reference_list():
+    blocks = [block(1, FLASH, title="Flash", section="Camera settings > Available options")]
+    assert answer("What flash mode does the camera use by default?", blocks) == ["Default is AUTO."]
+
+
+def test_a_count_stated_as_the_number_of_things_counts_them():
+    text = (
+        "Buffer\n------\n\nThe camera keeps recent shots in a buffer.\n\n"
+        "The maximum number of photos to keep in the buffer can be set with the ``BUFFER_SIZE`` "
+        "variable, which defaults to 40."
+    )
+    got = answer("How many photos does the camera keep in the buffer by default?", [block(1, text)])
+    assert got and "40" in got[0]
+
+
+def test_the_verb_of_using_a_named_thing_is_not_topic():
+    from rag.answer.generate import _usage_verbs
+
+    assert _usage_verbs("If I call flash() without giving a category, what ...?") == {"call"}
+    assert _usage_verbs("How do I run ``make docs``?") == {"run"}
+    assert _usage_verbs("Can I call my mother from the office?") == frozenset()
