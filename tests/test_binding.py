@@ -236,3 +236,11 @@ def test_the_verb_of_using_a_named_thing_is_not_topic():
     assert _usage_verbs("If I call flash() without giving a category, what ...?") == {"call"}
     assert _usage_verbs("How do I run ``make docs``?") == {"run"}
     assert _usage_verbs("Can I call my mother from the office?") == frozenset()
+
+
+def test_a_qualified_name_is_asked_by_its_last_part():
+    from rag.answer.binding import names_only_asked
+
+    asked = frozenset({"default", "timeout"})
+    assert names_only_asked(frozenset({"worker.timeout"}), asked)
+    assert not names_only_asked(frozenset({"graceful_timeout"}), asked)

@@ -146,6 +146,11 @@ def bound_values(
 
 
 def names_only_asked(subject: frozenset[str], question_terms: frozenset[str]) -> bool:
-    """True when some name of `subject` is one the question uses: every term of it is a question term
-    ("the ``timeout`` setting" for "the default timeout"; not ``attr.ib`` for "an attrs attribute")."""
-    return any(term_set(name.replace("_", " ")) <= question_terms for name in subject)
+    """True when some name of `subject` is one the question uses: every term of it, or of its last
+    dotted part, is a question term ("the ``timeout`` setting" and ``Worker.timeout`` for "the
+    default timeout"; not ``graceful_timeout``, not ``attr.ib`` for "an attrs attribute")."""
+    return any(
+        term_set(name.replace("_", " ")) <= question_terms
+        or term_set(name.rsplit(".", 1)[-1].replace("_", " ")) <= question_terms  # Worker.timeout
+        for name in subject
+    )
