@@ -244,3 +244,11 @@ def test_a_qualified_name_is_asked_by_its_last_part():
     asked = frozenset({"default", "timeout"})
     assert names_only_asked(frozenset({"worker.timeout"}), asked)
     assert not names_only_asked(frozenset({"graceful_timeout"}), asked)
+
+
+def test_a_type_noun_that_modifies_another_noun_asks_no_date():
+    assert type_match("Opens at 9:00 am daily.", "date", "What time does the shop open?") == 1.0
+    from rag.answer.answer_types import answer_type
+
+    assert answer_type("What time does the shop open?") == "date"
+    assert answer_type("Which time zone does the camera clock use?") == ""

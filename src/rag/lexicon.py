@@ -120,8 +120,16 @@ TIME_QUESTION_RE = re.compile(
     r"|\bhow\s+far\s+(?:ahead|in\s+advance)\b|\bhow\s+much\s+notice\b",
     re.IGNORECASE,
 )
+# After "what time / which day": the noun is the head of its phrase when an auxiliary, preposition,
+# determiner or pronoun (or the end) follows; "what time zone", "which day pass" ask for a zone, a pass.
+_HEAD_NOUN_END = (
+    r"(?=\s*[?,.]|\s*$|\s+(?:do|does|did|is|are|was|were|will|would|should|can|could|has|have|had|must|may"
+    r"|of|in|on|at|for|to|from|by|the|a|an|my|your|our|their|its|i|we|you|it|they|he|she|this|that)\b)"
+)
 DATE_QUESTION_RE = re.compile(
-    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b|,\s*when\b",
+    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b"
+    + _HEAD_NOUN_END
+    + r"|,\s*when\b",
     re.IGNORECASE,
 )
 NUMBER_QUESTION_RE = re.compile(
@@ -208,7 +216,9 @@ CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"class", "exception"}), re.compile(r"(?:[\w]+\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")),
     (frozenset({"command", "subcommand"}), re.compile(r"/?[a-z][\w.-]*(?: \S+)+")),
 )
-TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
+TYPE_NOUN_RE = re.compile(
+    r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b" + _HEAD_NOUN_END, re.IGNORECASE
+)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.
 _PRICE_WORDS = r"(?:cost|costs|price|prices|priced|fee|fees|charge|charges|charged|pay)"
