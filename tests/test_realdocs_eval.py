@@ -46,12 +46,12 @@ def report4(tmp_path_factory: pytest.TempPathFactory) -> GoldenReport:
 
 
 def test_holdout4_answers_are_right_when_given(report4: GoldenReport) -> None:
-    # 25 of 26 answered right after round 3 (subject binding): a value of the asked kind about the
+    # 26 of 27 answered right after round 3 (subject binding): a value of the asked kind about the
     # asked subject; 0.76 before it
     assert report4.metrics["correct_when_answered"] >= 0.90
 
 
 def test_holdout4_answers_at_least_the_recorded_share_correctly(report4: GoldenReport) -> None:
-    # 25 of 52 recorded after round 3; one question of slack
-    assert report4.metrics["correctness"] >= 24 / 52 - 1e-9
+    # 26 of 52 recorded after round 3; one question of slack
+    assert report4.metrics["correctness"] >= 25 / 52 - 1e-9
     assert report4.metrics["abstention_recall_by_expected"]["abstain/near"] >= 0.90
