@@ -58,9 +58,16 @@ QUESTION_FILLERS = HOW_FORMS | frozenset(
 # words ("If I call it without a name, what ...", "With the default limits, how much ..."): the
 # asker's situation, not what is asked.
 LEAD_CLAUSE_RE = re.compile(
-    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless)\b[^?,]*,\s*"
+    r"^(?:if|when|whenever|with|once|after|before|since|while|given|assuming|unless|in)\b[^?,]*,\s*"
     r"(?=(?:what|which|how|who|whom|whose|where|when|why|is|are|was|were|can|could|do|does|did|should|"
     r"will|would|must|may)\b)",
+    re.IGNORECASE,
+)
+# A condition trailing the asking sentence ("What happens to my account once I graduate?", "... if I
+# return a book late?"): the answer names it, or it answers another circumstance.
+TRAILING_CONDITION_RE = re.compile(
+    r"(?<=\w )(?:if|when|whenever|once|after|before|until|unless)\s+"
+    r"(?:i|we|you|they|he|she|it|my|our|your|their|someone|somebody|a|an|the)\b([^?,;]*)",
     re.IGNORECASE,
 )
 # A question asking whether something holds ("Can staff claim ...?", "Is there ...?").
@@ -113,8 +120,16 @@ TIME_QUESTION_RE = re.compile(
     r"|\bhow\s+far\s+(?:ahead|in\s+advance)\b|\bhow\s+much\s+notice\b",
     re.IGNORECASE,
 )
+# After "what time / which day": the noun is the head of its phrase when an auxiliary, preposition,
+# determiner or pronoun (or the end) follows; "what time zone", "which day pass" ask for a zone, a pass.
+_HEAD_NOUN_END = (
+    r"(?=\s*[?,.]|\s*$|\s+(?:do|does|did|is|are|was|were|will|would|should|can|could|has|have|had|must|may"
+    r"|of|in|on|at|for|to|from|by|the|a|an|my|your|our|their|its|i|we|you|it|they|he|she|this|that)\b)"
+)
 DATE_QUESTION_RE = re.compile(
-    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b|,\s*when\b",
+    r"^\W*when\b|\b(?:until|by|since)\s+when\b|\b(?:what|which)\s+(?:year|date|day|month|time)\b"
+    + _HEAD_NOUN_END
+    + r"|,\s*when\b",
     re.IGNORECASE,
 )
 NUMBER_QUESTION_RE = re.compile(
@@ -146,6 +161,8 @@ MEASURED_NOUN_RE = re.compile(
 )
 # A count question ("how many ..."): answered by a figure next to what it counts.
 COUNT_QUESTION_RE = re.compile(r"\bhow\s+many\b", re.IGNORECASE)
+# "the (maximum) number of <noun>" and the few words after it: a count of that noun stated as a subject.
+NUMBER_OF_RE = re.compile(r"\b(?:number|count|amount)\s+of((?:\W+\w+){1,3})", re.IGNORECASE)
 # A figure and the few words after it ("50 members", "4 of them", "3 guests per paid seat").
 COUNTED_RE = re.compile(
     r"(?<![\w.])(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|fifty"
@@ -158,8 +175,21 @@ DEFAULT_QUESTION_RE = re.compile(
     r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b"
     r"|\bunless\s+(?:i|you|we|one)\s+(?:set|change|configure|specify|pass|give|provide|override)\b"
     r"|\bwithout\s+(?:setting|changing|configuring|specifying|passing|giving|providing|overriding)\b"
-    r"|\bif\s+(?:i|you|we|one)\s+(?:don't|do\s+not|never)\s+(?:set|configure|specify|pass|give|provide)\b"
-    r"|\bif\s+(?:it\s+is|it's)\s+(?:not|never)\s+(?:set|configured|specified|given)\b",
+    r"|\bif\s+(?:i|you|we|one)\s+(?:don't|don’t|do\s+not|never)\s+(?:set|change|configure|specify|pass|give"
+    r"|provide|choose|pick|select|override)\b"
+    r"|\bif\s+(?:it\s+is|it's|[\w.`'-]+\s+(?:is|are))(?:n't\s+|n’t\s+|\s+not\s+|\s+never\s+)"
+    r"(?:set|configured|specified|given|provided|passed|chosen)\b",
+    re.IGNORECASE,
+)
+# "the default <noun>" in a leading condition ("With the default retry policy, ..."): the setup the
+# question assumes, not a request for a default.
+DEFAULT_SETUP_RE = re.compile(r"\b(?:the|its|their|a)\s+default\s+[a-z]", re.IGNORECASE)
+# A verb of using a thing followed by that thing written as code ("call flash()", "run ``make``",
+# "using `--reload`", "import app.models"): the verb says only that the thing is used.
+CODE_USE_RE = re.compile(
+    r"\b(call|calls|calling|called|use|uses|using|run|runs|running|invoke|invokes|invoking|pass|passes"
+    r"|passing|import|imports|importing)\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?=``?[^`]+`|[A-Za-z_][\w.]*\(\)|--?[A-Za-z]|[A-Za-z]\w*(?:[._]\w+)+)",
     re.IGNORECASE,
 )
 # The noun of "what time", "which days", "what year": it names the fact wanted, not the topic.
@@ -186,7 +216,9 @@ CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"class", "exception"}), re.compile(r"(?:[\w]+\.)*[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+")),
     (frozenset({"command", "subcommand"}), re.compile(r"/?[a-z][\w.-]*(?: \S+)+")),
 )
-TYPE_NOUN_RE = re.compile(r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b", re.I)
+TYPE_NOUN_RE = re.compile(
+    r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b" + _HEAD_NOUN_END, re.IGNORECASE
+)
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.
 _PRICE_WORDS = r"(?:cost|costs|price|prices|priced|fee|fees|charge|charges|charged|pay)"
@@ -244,8 +276,41 @@ CAUSE_RE = re.compile(
 # A money amount, and a statement that something costs nothing: answers to a price question.
 MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|usd|eur|gbp|aud|cad)\b", re.I)
 NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
+# A question asking for a version ("Which versions were affected?", "in what version"), and a
+# version written as one ("2.5", "21.3.0", "v5", "version 3"): only the second answers the first.
+VERSION_QUESTION_RE = re.compile(
+    r"\b(?:which|what)\s+(?:(?!(?:in|of|for|to|on|at|since|from|with|by|is|are|was|were|do|does|did)\b)"
+    r"[\w.-]+\s+){0,2}?versions?\b",
+    re.IGNORECASE,
+)
+VERSION_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+[a-z]*\d*\b|\bv\d+\b|\bversions?\s+\d", re.IGNORECASE)
+# A cause stated as what brings an effect about ("X causes Y", "X led to Y"): the effect follows it;
+# other causal phrases ("because", "due to", "so that") introduce the reason for what the rest says.
+CAUSE_FORWARD_RE = re.compile(r"^(?:causes|led\s+to)$", re.IGNORECASE)
+# A cause named as a noun ("was identified as the cause", "the main reason"): the sentence names
+# the cause of what its context describes.
+CAUSE_NOUN_RE = re.compile(r"\b(?:the|a|an|root|main|primary|real|likely|probable)\s+$", re.IGNORECASE)
+# A figure after a name written with a capital ("iOS 16", "Python 3"): a version of that product.
+NAMED_VERSION_RE = re.compile(r"\b([A-Za-z][\w+-]*[A-Z][\w+-]*|[A-Z][\w+-]*)\s+(\d+)\b")
+# Where a causal phrase ends: the next clause break.
+CLAUSE_END_RE = re.compile(r"[,;:]\s|\s--?\s|[—–]|$")
+# Words that refer back to what an earlier sentence names ("This is intended to ...").
+REFERRING_RE = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those)\b", re.IGNORECASE)
+# "What / which <noun> does ...?": the noun names the kind of thing asked for ("What error does the
+# console return?"); a sentence that neither names it nor writes a name in code does not answer.
+ASKED_NOUN_RE = re.compile(
+    r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?([a-z][\w-]*)\s+(?:does|do|did|is|are|was|were|will|would"
+    r"|should|can|could|has|have|must|gets?)\b",
+    re.IGNORECASE,
+)
+NOT_ASKED_NOUNS = frozenset(
+    {"do", "does", "did", "is", "are", "was", "were", "will", "would", "should", "can", "could", "else"}
+    | {"i", "we", "you", "it", "they", "else", "exactly", "then"}
+)
 # A default stated in prose ("by default", "defaults to", "the default is"): answers a default question.
 DEFAULT_STATEMENT_RE = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
+# The "by " of "... by default" (searched up to "default"): the value may stand before it.
+BY_DEFAULT_RE = re.compile(r"\bby\s+$", re.IGNORECASE)
 # A capitalised word after a place preposition ("in Lisbon", "near Porto"): answers "where".
 PLACE_RE = re.compile(r"\b(?:in|at|near|from|outside|inside)\s+(?:the\s+)?([A-Z][\w'-]+)")
 # A capitalised word inside a sentence (not its first word): a name it mentions.

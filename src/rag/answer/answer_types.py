@@ -16,10 +16,14 @@ from typing import Literal
 
 from rag.lexicon import (
     ANSWER_TYPE_TERMS,
+    ASKED_NOUN_RE,
     CALENDAR_DATE_RE,
     CAPITALISED_RE,
+    CAUSE_FORWARD_RE,
+    CAUSE_NOUN_RE,
     CAUSE_QUESTION_RE,
     CAUSE_RE,
+    CLAUSE_END_RE,
     CLOCK_QUESTION_RE,
     CLOCK_RE,
     CODE_FORMS,
@@ -34,7 +38,9 @@ from rag.lexicon import (
     INLINE_CODE_RE,
     MEASURED_NOUN_RE,
     MONEY_RE,
+    NAMED_VERSION_RE,
     NO_CHARGE_RE,
+    NOT_ASKED_NOUNS,
     NOT_PLACES,
     NUMBER_QUESTION_RE,
     PERSON_QUESTION_RE,
@@ -42,9 +48,13 @@ from rag.lexicon import (
     PLACE_RE,
     PRICE_QUESTION_RE,
     PRICE_TERMS,
+    QUESTION_FILLERS,
+    REFERRING_RE,
     TIME_QUESTION_RE,
     TIME_WORD_RE,
     TYPE_NOUN_RE,
+    VERSION_QUESTION_RE,
+    VERSION_RE,
     WORD_TOKEN_RE,
 )
 from rag.text import stem, term_set, terms
@@ -166,8 +176,31 @@ def _new_figures(text: str, asked: set[str]) -> list[str]:
 
 
 def _number(sentence: str, asked: set[str], question: str) -> float:
+    if asks_version(question):
+        # "which versions ...": a version written as one ("2.5", "v3", "iOS 16" for an asked "iOS"),
+        # not any figure ("umask 0")
+        if any(m.group(0).lower() not in asked for m in VERSION_RE.finditer(sentence)):
+            return 1.0
+        named = NAMED_VERSION_RE.finditer(sentence)
+        return 1.0 if any(m.group(1).lower() in asked and m.group(2) not in asked for m in named) else 0.0
     # a date ("3 June", "2026-05-12") is not an amount
     return 1.0 if _new_figures(CALENDAR_DATE_RE.sub(" ", sentence), asked) else 0.0
+
+
+def asks_version(question: str) -> bool:
+    """True for "which / what ... version(s)" questions: the answer is a version number."""
+    return VERSION_QUESTION_RE.search(question) is not None
+
+
+@lru_cache(maxsize=4096)
+def asked_noun(question: str) -> str:
+    """The stem of the noun a "what / which <noun> does ...?" question asks for ("error" in "What
+    error does the console return?"), else ""."""
+    match = ASKED_NOUN_RE.search(question)
+    if match is None or match.group(1).lower() in NOT_ASKED_NOUNS:
+        return ""
+    found = terms(match.group(1))
+    return found[-1] if found else ""
 
 
 def _time(sentence: str, asked: set[str], question: str) -> float:
@@ -225,7 +258,23 @@ def code_kind(question: str) -> str:
 
 
 def _cause(sentence: str, asked: set[str], question: str) -> float:
-    return 1.0 if CAUSE_RE.search(sentence) else 0.0
+    """1.0 when a causal phrase gives the reason for something the question asks about: the rest of
+    the sentence (for "X causes Y", Y) names a question term or opens by referring back ("This is
+    intended to ..."). "Due to how scopes work in Jinja, a macro ... does not override ..." gives
+    the reason for the macro, not for the asked name."""
+    topic = term_set(question) - QUESTION_FILLERS
+    for match in CAUSE_RE.finditer(sentence):
+        if CAUSE_NOUN_RE.search(sentence, 0, match.start()):
+            return 1.0  # "X was identified as the cause": the cause of what the context describes
+        end = CLAUSE_END_RE.search(sentence, match.end())
+        stop = end.start() if end else len(sentence)
+        if CAUSE_FORWARD_RE.match(match.group(0)):
+            effect = sentence[match.end() : stop]
+        else:
+            effect = f"{sentence[: match.start()]} {sentence[stop:]}"
+        if term_set(effect) & topic or REFERRING_RE.match(effect.strip()):
+            return 1.0
+    return 0.0
 
 
 def _place(sentence: str, asked: set[str], question: str) -> float:

@@ -19,6 +19,7 @@ from rag.answer.answer_types import (
     QUANTITY_KINDS,
     AnswerType,
     answer_type,
+    asked_noun,
     asks_default,
     asks_price,
     code_kind,
@@ -29,24 +30,34 @@ from rag.answer.answer_types import (
     type_match,
     type_terms,
 )
+from rag.answer.binding import bound_values, named_things, names_only_asked
 from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
 from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
+    ANSWER_TYPE_TERMS,
+    BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     CAPITALISED_RE,
+    CODE_USE_RE,
     COUNT_QUESTION_RE,
     COUNTED_RE,
+    DEFAULT_SETUP_RE,
+    DEFAULT_STATEMENT_RE,
     DEFAULT_TERMS,
+    FIGURE_RE,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
     LEAD_CLAUSE_RE,
     NOT_PLACES,
+    NUMBER_OF_RE,
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
     SIZE_NOUNS,
+    TRAILING_CONDITION_RE,
+    WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
 from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
@@ -91,6 +102,12 @@ MIN_BINDING = 0.5
 # the same wrong answers on the held-out sets and no right one on any set.
 MIN_TOPIC_COUNT = 0.5
 MAX_SENTENCES = 3
+# A field line whose value has at least this many terms is a labelled paragraph ("**Answer:** ..."):
+# its label does not restrict what it answers.
+MIN_PROSE_VALUE_TERMS = 6
+# A question label (an FAQ heading) binds its sentences only when this share of its own terms are
+# question terms (see `_label_restates`).
+MIN_LABEL_PRECISION = 0.5
 # A further sentence must add a question term, or cover at least this share of what the best one covers.
 EXTRA_RATIO = 0.8
 # Words naming the kind of answer wanted ("limit", "default") weigh this share of their IDF.
@@ -167,6 +184,10 @@ class _Ask:
     yes_no: bool = False
     # the stem of the kind of named thing a "which option / command ..." question asks for
     code_noun: frozenset[str] = frozenset()
+    # the stem of the noun a "what <noun> does ...?" question of no other kind asks for
+    noun: str = ""
+    # the topic terms of a condition trailing the asking sentence ("... once I graduate?")
+    condition: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -332,7 +353,7 @@ class OfflineGenerator:
                     better = candidate if candidate.rank > prev.rank else prev
                     candidate = replace(better, ns=tuple(sorted({*prev.ns, block.n})))
                 found[candidate.key] = candidate
-        return list(found.values())
+        return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
 
     def _eligible(self, ask: _Ask, r: _Reading, variants: Sequence[tuple[_Ask, bool]] = ()) -> bool:
         """Eligible on the question's weights, or on one of its `variants` (see `_variants`); a
@@ -346,6 +367,8 @@ class OfflineGenerator:
         )
 
     def _eligible_on(self, ask: _Ask, r: _Reading) -> bool:
+        if not _value_bound(ask, r):
+            return False  # the asked kind of value is there, stated about something else
         if _named_entry(ask, r):
             # the asked identifier names the subject exactly; the sentence states the asked fact
             return _counts_the_measured(ask, r) and not _other_subject(ask, r)
@@ -384,7 +407,8 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     """The question's weighted terms (IDF over the blocks; kind-naming words and words of the
     situation described before the asking sentence discounted), or None when it has no content term
     or there are no blocks. The asked kind is read from the asking sentence."""
-    q_terms = question_terms(question)
+    # the verb of using a named thing ("call flash()", "run ``celery purge``") adds no topic of its own
+    q_terms = [t for t in question_terms(question) if t not in _usage_verbs(question)]
     if not q_terms or not blocks:
         return None
     asking, situation = split_question(question)
@@ -392,8 +416,9 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
     kind = answer_type(asking) or answer_type(question)
     # a condition leading the asking sentence may ask for the default ("If I call it without a
     # name, what ...?"); statements before it describe the asker's setup ("My default is X.")
-    condition = LEAD_CLAUSE_RE.match(question.strip()) is not None
-    wording = question if condition else asking
+    lead = LEAD_CLAUSE_RE.match(question.strip())
+    # ... but "With the default retry policy, what ...?" describes a setup in force, it asks no default
+    wording = asking if lead is None or DEFAULT_SETUP_RE.search(lead.group(0)) else question
     default = asks_default(wording)
     asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
     typed = (type_terms(asking, kind) | asked_default) & weights.keys()
@@ -427,7 +452,23 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         plain=_everyday_absent(question, weights.keys() - typed, blocks),
         yes_no=YES_NO_QUESTION_RE.match(asking) is not None,
         code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
+        noun="" if kind else asked_noun(asking),
+        condition=_condition_terms(asking, weights.keys() - typed),
     )
+
+
+def _condition_terms(asking: str, topic: Set[str]) -> frozenset[str]:
+    """The topic terms of the conditions trailing the asking sentence ("once I graduate" ->
+    {"graduat"}); "if I don't choose one" asks for the default and names no circumstance."""
+    conditions = [m for m in TRAILING_CONDITION_RE.finditer(asking) if not asks_default(m.group(0))]
+    return frozenset(t for m in conditions for t in terms(m.group(1)) if t in topic)
+
+
+@lru_cache(maxsize=4096)
+def _usage_verbs(question: str) -> frozenset[str]:
+    """Stems of the verbs that only say a named code thing is used ("call" in "If I call flash()
+    ...", "run" in "run ``make docs``"): documentation names the thing, not the act of using it."""
+    return frozenset(stem(m.group(1).lower()) for m in CODE_USE_RE.finditer(question))
 
 
 def _variants(ask: _Ask) -> list[tuple[_Ask, bool]]:
@@ -590,7 +631,7 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             sentence=p,
             pos=pos,
             own=own,
-            label=term_set(p.label) & keys,
+            label=term_set(p.label) & keys if fit >= 1.0 or _label_restates(ask, p.label) else frozenset(),
             entry=term_set(p.entry) & keys if p.field else frozenset(),
             near=_near_terms(
                 sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
@@ -615,10 +656,43 @@ def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
         return False  # no fact of the asked-for kind: at most a neighbour of the answer
     if ask.kind == "code" and fit < 1.0:
         return False  # "which option ...": only a sentence naming one answers
-    if p.field and not ask.required and not term_set(p.field) & keys:
+    if ask.noun and not _names_asked_noun(ask, p):
+        return False  # "What error does ...": a sentence naming no error and no name in code
+    if p.field and not ask.required and not term_set(p.field) & keys and not _labelled_prose(p):
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
-    # "Default: 4094" states a default: no answer to "the largest value accepted"
-    return not (p.field and not ask.default and states_default(p.field))
+    # "Default: 4094" states a default: no answer to "the largest value accepted"; it is the value in
+    # force, though, for "how many seconds does it wait before giving up"
+    return not (p.field and not ask.default and states_default(p.field) and ask.typed & ANSWER_TYPE_TERMS)
+
+
+def _labelled_prose(p: Prose) -> bool:
+    """A "field" whose value is a whole sentence ("**Answer:** You can use the ``purge`` command to
+    ..."): a paragraph with a lead-in label, not a field's value."""
+    value = p.text.split(":", 1)[1] if ":" in p.text else ""
+    return len(terms(value)) >= MIN_PROSE_VALUE_TERMS
+
+
+def _names_asked_noun(ask: _Ask, p: Prose) -> bool:
+    """The sentence (or its label or field) names the noun a "what <noun> ...?" question asks for, or
+    states a figure or names in code something the question does not."""
+    if ask.noun in term_set(f"{p.text} {p.label} {p.field}"):
+        return True
+    said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
+    if any(FIGURE_RE.search(w) and w.lower() not in said for w in WORD_TOKEN_RE.findall(p.text)):
+        return True
+    named = _code_literals(p.text) | identifiers(p.text)
+    return bool(named - _code_literals(ask.question) - identifiers(ask.question))
+
+
+def _label_restates(ask: _Ask, label: str) -> bool:
+    """A label that is a question (an FAQ entry's heading) binds its sentences to the asked subject
+    only when at least half of its own terms are question terms: under "How can I raise the file
+    descriptor limit?" a sentence answers that question, not "how do I change the number of workers".
+    (A sentence carrying the asked kind of value is bound by its value's subject instead.)"""
+    if not label.endswith("?"):
+        return True
+    own = term_set(label) - QUESTION_FILLERS
+    return not own or len(own & ask.weights.keys()) / len(own) >= MIN_LABEL_PRECISION - _EPS
 
 
 def _near_terms(
@@ -692,6 +766,54 @@ def _bound(ask: _Ask, r: _Reading) -> bool:
     )
 
 
+def _value_bound(ask: _Ask, r: _Reading) -> bool:
+    """Where an amount, duration, date or default is asked, some value of that kind in the sentence
+    is stated about the asked subject (`rag.answer.binding`): for a question naming identifiers, the
+    subject of the value's clause (inherited from the clause before, the sentence referred back to,
+    or the label above) is one of them; otherwise the value's clause names nothing the question does
+    not (``attr.ib``'s *metadata* argument is not "an attribute"). A field line is its entry's
+    (see `_field_of_other`)."""
+    p = r.sentence
+    if not ask.required or r.fit <= 0.0 or p.field:
+        return True
+    positions = _value_positions(ask, p.text)
+    if ask.bound_ids:
+        return bound_values(
+            p.text, positions, lambda names: _is_asked_id(ask, names), before=r.before, label=p.label
+        )
+    return bound_values(
+        p.text,
+        positions,
+        lambda names: names_only_asked(names, ask.asked),
+        names=named_things,
+        inherit=False,
+    )
+
+
+def _value_positions(ask: _Ask, text: str) -> list[tuple[int, bool]]:
+    """Where the sentence states the asked kind of value, each with whether the names before it in
+    its clause are for certain its subject: a default statement for a default question ("X defaults
+    to V", "the default is V": certain; "X is V by default", "named ``V`` by default": the name may
+    be the value), else the figures the question does not already contain (certain)."""
+    if ask.default:
+        return [
+            (m.start(), not BY_DEFAULT_RE.search(text, 0, m.start()))
+            for m in DEFAULT_STATEMENT_RE.finditer(text)
+        ]
+    said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
+    return [
+        (m.start(), True)
+        for m in WORD_TOKEN_RE.finditer(text)
+        if FIGURE_RE.search(m.group(0)) and m.group(0).lower() not in said
+    ]
+
+
+def _is_asked_id(ask: _Ask, names: frozenset[str]) -> bool:
+    """True when one of `names` is an asked identifier, or its last dotted part (``max_retries`` for
+    `Task.max_retries`), or an asked one is its last part."""
+    return any(n == i or i.endswith(f".{n}") or n.endswith(f".{i}") for n in names for i in ask.bound_ids)
+
+
 def _named_entry(ask: _Ask, r: _Reading) -> bool:
     """An amount, duration, date or default is asked about identifiers the question names, and the
     sentence states one in the entry of exactly those identifiers: it names them (or the sentence it
@@ -716,15 +838,38 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     and it names something asked itself
     unless it is a field line, leans on a neighbour, or stands under a question heading."""
     local = r.own | r.label | r.entry | r.near | r.title
+    if _carries_kind(ask, r):
+        # a value of the asked kind, bound to its clause's subject, may lean on the whole section
+        # path for its topic: "Default is INFO." under "Init-script: celeryd > Available options"
+        local |= r.broad
     if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
         return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
     topic = (ask.weights.keys() - ask.typed - ask.uncounted) or (ask.weights.keys() - ask.typed)
-    if topic and len(local & topic) / len(topic) < MIN_TOPIC_COUNT - _EPS:
+    named = len(local & topic) / len(topic) if topic else 1.0
+    if named < MIN_TOPIC_COUNT - _EPS:
         return False
+    if ask.yes_no and (named <= MIN_TOPIC_COUNT + _EPS or not local & _heaviest(ask, topic)):
+        # "Is X a good idea?" asks whether all of it holds: more than half must be named, and the
+        # rarest of its terms ("Does the library charge fines ...": a late charge is not a fine)
+        return False
+    if (
+        ask.condition
+        and not _carries_kind(ask, r)
+        and not ask.condition & (r.own | r.label | r.entry | r.near)
+    ):
+        return False  # "What happens ... once I graduate?": a sentence that never names the circumstance
     p = r.sentence
-    return bool(r.own - ask.typed) or bool(p.field) or p.label.endswith("?") or bool(r.near)
+    return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
+
+
+def _heaviest(ask: _Ask, topic: Set[str]) -> frozenset[str]:
+    """The topic terms of the greatest weight (all of them when several tie)."""
+    if not topic:
+        return frozenset()
+    top = max(ask.weights[t] for t in topic)
+    return frozenset(t for t in topic if ask.weights[t] >= top - _EPS)
 
 
 def _counts_the_measured(ask: _Ask, r: _Reading) -> bool:
@@ -805,6 +950,9 @@ def _measured_context(ask: _Ask, r: _Reading) -> frozenset[str]:
         # or, in a sentence referring back ("It is set to 10."), what the sentence before counts
         counted = any(_counts(m.group(1), ask.measured) for m in COUNTED_RE.finditer(p.text))
         counted = counted or bool(ask.measured & term_set(r.before))
+        # or the figure's own clause names what it counts: "the number of revoked tasks ... defaults
+        # to 50000"
+        counted = counted or any(_counts(m.group(1), ask.measured) for m in NUMBER_OF_RE.finditer(p.text))
         return ask.measured if counted else frozenset()
     found = term_set(p.text)
     return found | r.near if PRONOUN_RE.search(p.text) else found
@@ -838,6 +986,25 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         - (PROPOSAL_PENALTY if is_proposal(text) else 0.0),
         order=(block.n, r.pos),
     )
+
+
+def _shared_across_subjects(
+    ask: _Ask, c: _Candidate, blocks: Sequence[Block], leads: Mapping[int, str]
+) -> bool:
+    """The sentence is written word for word, under the same label, in documents (or sections) about
+    different asked subjects: their titles and sections name different question terms ("Releases in
+    the 5.x series are codenamed after ..." under "Preface" on the 5.6 and the 5.7 page, for "the
+    codename of 5.7"). Boilerplate shared by both says nothing about either one. (A field line under
+    two entries, "Default: 1", is two statements: its labels differ.)"""
+    contexts: dict[str, set[frozenset[str]]] = {}
+    for b in blocks:
+        if c.key not in normalise(b.sent_text):
+            continue
+        place = frozenset(term_set(f"{b.chunk.title} {b.chunk.section}") & ask.weights.keys())
+        for p in prose(b.sent_text, b.chunk.section, leads.get(b.n, "")):
+            if normalise(p.text) == c.key:
+                contexts.setdefault(p.label, set()).add(place)
+    return any(len(places) > 1 for places in contexts.values())
 
 
 def _unsure(ranked: Sequence[_Candidate]) -> bool:

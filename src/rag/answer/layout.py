@@ -61,6 +61,8 @@ _LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
 _HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
 # A reST simple table's border: two or more runs of "=" separated by spaces.
 _SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
+# A list item's whole text when it is one inline code literal ("``LOG_LEVEL``", "`--workers`").
+_LONE_LITERAL_RE = re.compile(r"(?::[\w:-]+:)?``([^`]+)``|(?::[\w:-]+:)?`([^`]+)`")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,7 +317,33 @@ def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
         deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
         if deeper and _term_like(here):
             kinds[i] = "heading"
+    for i, line in enumerate(lines):
+        if kinds[i] == "prose" and bullet_term(line) and _described_below(lines, kinds, i):
+            kinds[i] = "heading"
     return kinds
+
+
+def bullet_term(line: str) -> str:
+    """The name a list item consists of, when it is only a name in code ("* ``LOG_LEVEL``",
+    "- `--workers`"): in a reference list such an item names the entry described below it."""
+    bullet = BULLET_RE.match(line)
+    if bullet is None:
+        return ""
+    rest = line[bullet.end() :].strip()
+    literal = _LONE_LITERAL_RE.fullmatch(rest)
+    return (literal.group(1) or literal.group(2)).strip() if literal else ""
+
+
+def _described_below(lines: Sequence[str], kinds: Sequence[LineKind], i: int) -> bool:
+    """The next non-blank line after line `i` is prose indented deeper than the line's text."""
+    bullet = BULLET_RE.match(lines[i])
+    text_indent = bullet.end() if bullet else 0
+    for j in range(i + 1, len(lines)):
+        if kinds[j] == "blank":
+            continue
+        below = lines[j]
+        return kinds[j] == "prose" and len(below) - len(below.lstrip()) >= text_indent
+    return False
 
 
 def _term_like(line: str) -> bool:
@@ -343,7 +371,7 @@ def _labels(lines: Sequence[str], kinds: Sequence[LineKind], first: str) -> list
         while line.strip() and scopes and indent <= scopes[-1][0]:
             current = scopes.pop()[1]
         if kind == "heading":
-            name = entry_name(_restored(line) if i == 0 else line)
+            name = entry_name(_restored(line) if i == 0 else line) or bullet_term(line)
             if name:
                 scopes.append((indent, current))
                 current = name
@@ -408,7 +436,7 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
             continue
         header = None
         sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
-        if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw))):
+        if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw)), continued=not new_unit):
             out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
             new_unit = False
     return out
@@ -426,10 +454,13 @@ def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
     return out
 
 
-def _answer_worthy(sentence: str, *, listed: bool) -> bool:
+def _answer_worthy(sentence: str, *, listed: bool, continued: bool = False) -> bool:
+    """A sentence may answer unless it is a question, or short and unpunctuated where it opens a
+    paragraph (a label); one continuing its paragraph ("Full path. Default is /var/run/x.pid") is
+    content whatever its end."""
     if not sentence or sentence.endswith("?"):
         return False  # a question in the source asks, it does not answer
-    if sentence.rstrip("\"'”’)]")[-1:] in tuple(_END_PUNCT) or listed or field_name(sentence):
+    if sentence.rstrip("\"'”’)]")[-1:] in tuple(_END_PUNCT) or listed or continued or field_name(sentence):
         return True
     n = len(terms(sentence))
     if sentence.endswith(":"):
