@@ -11,10 +11,12 @@ import asyncio
 import math
 import re
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Protocol
 
+from rag.answer import wordnet
 from rag.answer.answer_types import (
     QUANTITY_KINDS,
     AnswerType,
@@ -60,7 +62,7 @@ from rag.lexicon import (
     WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
-from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms
+from rag.text import content_words, is_proposal, normalise, sentence_spans, stem, term_set, terms, tokens
 from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
 
 
@@ -142,6 +144,17 @@ PHRASE_BONUS = 0.2
 # A sentence that proposes or plans ("a proposal to raise the fee to $450") ranks this much lower
 # than one that states what holds.
 PROPOSAL_PENALTY = 0.5
+# Paraphrase: a question word that a sentence or its context does not write counts as covered there
+# when a word it does write is one WordNet link away from it (sharing a sense, a derived form, a
+# direct hypernym: "thrown away" / "discarded", "delete" / "erase"), at this share of the
+# word's weight (an exact match counts fully), with WordNet's data installed (`wordnet.available()`).
+ALIGN_WEIGHT = 0.7
+# Only the first senses of each part of speech are followed (WordNet lists the most used first):
+# "task" as a piece of work, not its rarer senses.
+ALIGN_SENSES = 4
+# ... and never to a word general English uses this often or more (per word of running text: "name",
+# "use", "take", "place", "set" have so many senses that a link to them shows no shared meaning).
+ALIGN_MAX_FREQUENCY = 1e-4
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 _EPS = 1e-9
@@ -151,6 +164,9 @@ _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
 MAX_CHUNK_GAP = 16
 # The markup around an inline code literal (":data:`", "``"): what remains is the literal itself.
 _CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
+
+
+_NO_ALIGNMENT: Mapping[str, frozenset[str]] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -188,6 +204,8 @@ class _Ask:
     noun: str = ""
     # the topic terms of a condition trailing the asking sentence ("... once I graduate?")
     condition: frozenset[str] = frozenset()
+    # question term -> the stems of the words one WordNet link away from it (see ALIGN_WEIGHT)
+    aligned: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def required(self) -> bool:
@@ -222,6 +240,8 @@ class _Reading:
     fit: float
     names_missing: bool
     before: str = ""
+    # the covered question terms its block and context never write, covered by paraphrase only
+    via: frozenset[str] = frozenset()
 
 
 def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[str, float]:
@@ -373,7 +393,7 @@ class OfflineGenerator:
             # the asked identifier names the subject exactly; the sentence states the asked fact
             return _counts_the_measured(ask, r) and not _other_subject(ask, r)
         covered = r.own | r.label | r.entry | r.near | r.broad
-        if _share(ask.weights, covered, ask.total) < self.min_coverage - _EPS:
+        if _share(ask.weights, covered, ask.total, r.via) < self.min_coverage - _EPS:
             return False
         return _bound(ask, r)
 
@@ -454,7 +474,56 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
         noun="" if kind else asked_noun(asking),
         condition=_condition_terms(asking, weights.keys() - typed),
+        aligned=_alignments(question, _unwritten(weights.keys(), blocks)),
     )
+
+
+def _alignments(question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
+    """For each question term, the stems of the words one WordNet link away from its word, or from
+    the phrase it starts ("thrown away" -> "discard", "dispose", ...); empty without WordNet. Numbers
+    and identifiers never align; stop words are no question terms."""
+    if not wordnet.available():
+        return _NO_ALIGNMENT
+    words = tokens(question)
+    found: dict[str, set[str]] = {}
+    for i, word in enumerate(words):
+        t = stem(word)
+        if t not in keys or not word.isalpha():
+            continue
+        lemmas = set(wordnet.related(word, ALIGN_SENSES))
+        for pos in ("verb", "noun"):
+            phrase = wordnet.phrase_lemma(tuple(words[i : i + 2]), pos)
+            if phrase:
+                lemmas |= wordnet.related(phrase, ALIGN_SENSES)
+                if stem(words[i + 1]) in keys:
+                    found.setdefault(stem(words[i + 1]), set()).update(_stems(lemmas))
+        found.setdefault(t, set()).update(_stems(lemmas))
+    return {t: frozenset(s - {t}) for t, s in found.items() if s - {t}}
+
+
+def _unwritten(keys: Set[str], blocks: Sequence[Block]) -> frozenset[str]:
+    """The question terms no block writes (in its text, title or section): the asker's own wording,
+    to be matched by paraphrase; a term some block writes is matched by itself."""
+    written: set[str] = set()
+    for b in blocks:
+        written |= term_set(f"{b.chunk.title} {b.chunk.section} {b.chunk.text}")
+    return frozenset(keys - written)
+
+
+def _stems(lemmas: Set[str]) -> frozenset[str]:
+    """The stems of the one-word lemmas rarer in English than ALIGN_MAX_FREQUENCY, stop words left out."""
+    kept = (w for w in lemmas if " " not in w and "-" not in w and english_frequency(w) < ALIGN_MAX_FREQUENCY)
+    return term_set(" ".join(kept))
+
+
+def _matched(ask: _Ask, found: frozenset[str]) -> frozenset[str]:
+    """The question terms among `found` (a text's terms), with those a word of it paraphrases."""
+    exact = found & ask.weights.keys()
+    if not ask.aligned:
+        return exact
+    # a word that is itself a question term stands for that term only
+    other = found - ask.weights.keys()
+    return exact | {t for t, near in ask.aligned.items() if t not in exact and near & other}
 
 
 def _condition_terms(asking: str, topic: Set[str]) -> frozenset[str]:
@@ -570,7 +639,7 @@ def _spelled(identifier: str) -> str:
 
 def _topic_terms(ask: _Ask, text: str) -> frozenset[str]:
     """The question terms `text` names outside inline code, plus those of code naming an asked identifier."""
-    return term_set(_without_code(text, ask.identifiers, ask.literals)) & ask.weights.keys()
+    return _matched(ask, term_set(_without_code(text, ask.identifiers, ask.literals)))
 
 
 @lru_cache(maxsize=50_000)
@@ -611,8 +680,10 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
     sentences = prose(block.sent_text, block.chunk.section, lead)
     keys = ask.weights.keys()
     sentence_terms = [_topic_terms(ask, p.text) for p in sentences]
-    title = term_set(block.chunk.title) & keys
-    broad = term_set(f"{block.chunk.title} {block.chunk.section}") & keys
+    title = _matched(ask, term_set(block.chunk.title))
+    broad = _matched(ask, term_set(f"{block.chunk.title} {block.chunk.section}"))
+    # the question terms the block's own words name: a term covered but never written is paraphrase
+    written = term_set(f"{block.chunk.title} {block.chunk.section} {lead} {block.sent_text}") & keys
     # the question names a subject (a capitalised name) its block never mentions
     chunk = block.chunk
     names_missing = bool(ask.names - term_set(f"{chunk.title} {chunk.section} {chunk.text}"))
@@ -627,20 +698,26 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             own |= ask.code_noun & keys  # "Which command ...": the literal it names is one
         if ask.measured & SIZE_NOUNS and fit >= 1.0 and BYTE_AMOUNT_RE.search(p.text):
             own |= ask.measured & SIZE_NOUNS  # "500 MB" states the asked space or memory
+        label = (
+            _matched(ask, term_set(p.label)) if fit >= 1.0 or _label_restates(ask, p.label) else frozenset()
+        )
+        entry = _matched(ask, term_set(p.entry)) if p.field else frozenset()
+        near = _near_terms(
+            sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
+        )
         yield _Reading(
             sentence=p,
             pos=pos,
             own=own,
-            label=term_set(p.label) & keys if fit >= 1.0 or _label_restates(ask, p.label) else frozenset(),
-            entry=term_set(p.entry) & keys if p.field else frozenset(),
-            near=_near_terms(
-                sentences, sentence_terms, pos, fit, _topic_terms(ask, before) if before else frozenset()
-            ),
+            label=label,
+            entry=entry,
+            near=near,
             title=title,
             broad=broad,
             fit=fit,
             names_missing=names_missing,
             before=before,
+            via=(own | label | entry | near | broad) - written - ask.typed,
         )
 
 
@@ -842,7 +919,10 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         # a value of the asked kind, bound to its clause's subject, may lean on the whole section
         # path for its topic: "Default is INFO." under "Init-script: celeryd > Available options"
         local |= r.broad
-    if ask.topic_total > 0 and _share(ask.weights, local - ask.typed, ask.topic_total) < MIN_BINDING - _EPS:
+    if (
+        ask.topic_total > 0
+        and _share(ask.weights, local - ask.typed, ask.topic_total, r.via) < MIN_BINDING - _EPS
+    ):
         return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
@@ -850,9 +930,10 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
     named = len(local & topic) / len(topic) if topic else 1.0
     if named < MIN_TOPIC_COUNT - _EPS:
         return False
-    if ask.yes_no and (named <= MIN_TOPIC_COUNT + _EPS or not local & _heaviest(ask, topic)):
+    if ask.yes_no and (named <= MIN_TOPIC_COUNT + _EPS or not (local - r.via) & _heaviest(ask, topic)):
         # "Is X a good idea?" asks whether all of it holds: more than half must be named, and the
-        # rarest of its terms ("Does the library charge fines ...": a late charge is not a fine)
+        # rarest of its terms, by its own word ("Does the library charge fines ...": a late charge
+        # is not a fine, nor is a penalty a paraphrase certain enough for a yes)
         return False
     if (
         ask.condition
@@ -966,10 +1047,10 @@ def _counts(following: str, nouns: frozenset[str]) -> bool:
 def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
     text = r.sentence.text
     covered = r.own | r.label | r.entry | r.near | r.broad
-    coverage = _share(ask.weights, covered, ask.total)
-    own_coverage = _share(ask.weights, r.own, ask.total)
+    coverage = _share(ask.weights, covered, ask.total, r.via)
+    own_coverage = _share(ask.weights, r.own, ask.total, r.via)
     # a field line's entry says what it is about: it ranks as the line's own words
-    bound_coverage = _share(ask.weights, r.own | r.entry, ask.total)
+    bound_coverage = _share(ask.weights, r.own | r.entry, ask.total, r.via)
     return _Candidate(
         text=text,
         key=normalise(text),
@@ -1029,8 +1110,13 @@ def _label_match(ask: _Ask, r: _Reading) -> float:
     return _share(ask.weights, r.label - r.own - r.title, ask.total) * precision
 
 
-def _share(weights: Mapping[str, float], covered: Set[str], total: float) -> float:
-    return sum(weights[t] for t in covered if t in weights) / total if total > 0 else 0.0
+def _share(
+    weights: Mapping[str, float], covered: Set[str], total: float, via: Set[str] = frozenset()
+) -> float:
+    """The share of `total` the `covered` terms weigh, those in `via` (paraphrased) at ALIGN_WEIGHT."""
+    if total <= 0:
+        return 0.0
+    return sum(weights[t] * (ALIGN_WEIGHT if t in via else 1.0) for t in covered if t in weights) / total
 
 
 def _fabrication(kind: Fabrication, blocks: Sequence[Block], used: set[str]) -> Draft | None:

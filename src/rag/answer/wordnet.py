@@ -210,3 +210,45 @@ def antonyms(word: str) -> frozenset[str]:
                 linked = db.synset(tpos, target).lemmas
                 found.update(linked if target_n == 0 else (linked[target_n - 1],))
     return frozenset(w.replace("_", " ") for w in found)
+
+
+def phrase_lemma(words: tuple[str, ...], pos: str) -> str:
+    """The WordNet lemma (spaces between words) the run of `words` writes as a `pos` ("thrown", "away" ->
+    "throw away": the first word in any of its base forms), or "" when WordNet lists none."""
+    db = _db()
+    if db is None or len(words) < 2:
+        return ""
+    rest = "_".join(w.lower() for w in words[1:])
+    for base in (*base_forms(words[0], pos), words[0].lower()):
+        if f"{base}_{rest}" in db.index[pos]:
+            return f"{base} {rest.replace('_', ' ')}"
+    return ""
+
+
+@lru_cache(maxsize=65536)
+def related(word: str, max_senses: int = 0) -> frozenset[str]:
+    """The words one WordNet link away from a noun or verb sense of `word` (a word or a lemma with
+    spaces, "throw away"): those sharing the sense, derived forms ("deletion"), and the direct
+    hypernyms of the sense ("erase" -> "remove"); lowercase, multiword lemmas with spaces.
+    `max_senses` keeps only the first senses of each part of speech (WordNet lists the most used
+    first); 0 keeps all."""
+    db = _db()
+    if db is None:
+        return frozenset()
+    key = word.lower().replace(" ", "_")
+    found: set[str] = set()
+    for pos in ("noun", "verb"):
+        bases = base_forms(key, pos) or ((key,) if key in db.index[pos] else ())
+        for base in bases:
+            offsets = db.index[pos][base]
+            for offset in offsets[:max_senses] if max_senses else offsets:
+                synset = db.synset(pos, offset)
+                found.update(synset.lemmas)
+                number = synset.lemmas.index(base) + 1 if base in synset.lemmas else 0
+                for symbol, target, tpos, source_n, target_n in synset.pointers:
+                    if symbol in ("@", "@i"):
+                        found.update(db.synset(tpos, target).lemmas)
+                    elif symbol == "+" and source_n in (0, number):
+                        linked = db.synset(tpos, target).lemmas
+                        found.update(linked if target_n == 0 else (linked[target_n - 1],))
+    return frozenset(w.replace("_", " ") for w in found)
