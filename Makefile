@@ -8,16 +8,17 @@ PORT ?= 8000
 
 .PHONY: run test install ingest serve lint bench eval clean
 
-# Two installs into one .venv: `make run` needs only the service's own dependencies (plus the
-# `voyage` extra when VOYAGE_API_KEY is set, and the `lexical` and `parse` extras, WordNet and a
-# dependency parser for the support check of Claude's citations, when ANTHROPIC_API_KEY is set);
+# Two installs into one .venv: `make run` needs the service's own dependencies and the `lexical`
+# extra (WordNet: the offline generator matches paraphrase through it, the support check of Claude's
+# citations aligns words through it), plus the `voyage` extra when VOYAGE_API_KEY is set and the
+# `parse` extra (a dependency parser for the support check) when ANTHROPIC_API_KEY is set;
 # `make test`, `make lint` and friends add the test and dev extras. Each stamp records what is
 # installed. `make run` skips byte-compiling every installed file (Python compiles the modules it
 # imports on first use): seconds saved on a fresh clone.
 empty :=
 space := $(empty) $(empty)
 comma := ,
-RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) $(if $(ANTHROPIC_API_KEY),lexical parse))
+RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) lexical $(if $(ANTHROPIC_API_KEY),parse))
 RUN_EXTRAS := $(if $(RUN_EXTRA_NAMES),[$(subst $(space),$(comma),$(RUN_EXTRA_NAMES))],)
 RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$(RUN_EXTRA_NAMES)),)
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
@@ -29,15 +30,15 @@ $(BIN)/python:
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; exit 0; fi; \
 	echo "Installing what the service needs into $(VENV) (no test or dev tools)."; \
-	echo "This takes about 20-40 s with a warm package cache, a few minutes on a first install."; \
+	echo "This takes under a minute with a warm package cache, a few minutes on a first install."; \
 	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && touch $@
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the service with its test and dev extras into $(VENV)"
 	@echo "(about a minute with a warm package cache, several on a first install)."
-	$(PIP) -e '.[test,dev]'
-	@touch $@ $(VENV)/.installed-run $(VENV)/.installed-run-voyage $(VENV)/.installed-run-lexical-parse \
-		$(VENV)/.installed-run-voyage-lexical-parse
+	$(PIP) -e '.[test,dev,lexical]'
+	@touch $@ $(VENV)/.installed-run-lexical $(VENV)/.installed-run-voyage-lexical \
+		$(VENV)/.installed-run-lexical-parse $(VENV)/.installed-run-voyage-lexical-parse
 
 install: $(STAMP)
 

@@ -144,10 +144,12 @@ PHRASE_BONUS = 0.2
 # A sentence that proposes or plans ("a proposal to raise the fee to $450") ranks this much lower
 # than one that states what holds.
 PROPOSAL_PENALTY = 0.5
-# Paraphrase: a question word that a sentence or its context does not write counts as covered there
-# when a word it does write is one WordNet link away from it (sharing a sense, a derived form, a
-# direct hypernym: "thrown away" / "discarded", "delete" / "erase"), at this share of the
-# word's weight (an exact match counts fully), with WordNet's data installed (`wordnet.available()`).
+# Paraphrase: a question word that no issued block writes (the asker's own wording, the heaviest by
+# IDF) counts as covered by a sentence or its context that writes a word one WordNet link away from
+# it (sharing a sense, a derived form, a direct hypernym: "thrown away" / "discarded", "delete" /
+# "erase"), at this share of the word's weight (an exact match counts fully); only with WordNet's
+# data installed (`wordnet.available()`). Aligning words the blocks do write too, or following
+# hyponyms, answered with neighbours of the answer on the held-out sets (docs/eval.md, round 4).
 ALIGN_WEIGHT = 0.7
 # Only the first senses of each part of speech are followed (WordNet lists the most used first):
 # "task" as a piece of work, not its rarer senses.
@@ -295,6 +297,7 @@ class OfflineGenerator:
     the words of a situation stated before the asking sentence (or a condition leading it) at
     SCENARIO_WEIGHT, whose identifiers then need not be named; and, for a sentence carrying the
     asked kind (never for a yes/no question), the everyday English words no block contains at zero.
+    A question word no block writes is covered, at ALIGN_WEIGHT, by a word one WordNet link away.
     Candidates rank by coverage, the asked type, word order and block score. It writes nothing when
     no sentence qualifies, so the grounding gate refuses. `fabricate` adds one bad sentence to first
     drafts, for demonstrations and verifier tests: "nonexistent" cites number n_max + 1, "unrelated"
@@ -924,6 +927,8 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         and _share(ask.weights, local - ask.typed, ask.topic_total, r.via) < MIN_BINDING - _EPS
     ):
         return False
+    if r.via and not _subject_in_own_words(ask, local - r.via):
+        return False
     # and names at least MIN_TOPIC_COUNT of the topic terms, however little each weighs: the words
     # every retrieved block shares weigh almost nothing, yet they are the topic itself
     topic = (ask.weights.keys() - ask.typed - ask.uncounted) or (ask.weights.keys() - ask.typed)
@@ -943,6 +948,16 @@ def _covers_topic(ask: _Ask, r: _Reading) -> bool:
         return False  # "What happens ... once I graduate?": a sentence that never names the circumstance
     p = r.sentence
     return bool(r.own - ask.typed) or bool(p.field) or bool(r.label and p.label.endswith("?")) or bool(r.near)
+
+
+def _subject_in_own_words(ask: _Ask, exact: Set[str]) -> bool:
+    """Paraphrase covers what is said about the subject, never the subject itself: of the topic
+    words the blocks do write, the `exact` context must cover MIN_BINDING of the mass by the words
+    themselves ("How long until cuttings are thrown away?" is not answered by "Seedlings ... are
+    discarded")."""
+    written = ask.weights.keys() - ask.aligned.keys() - ask.typed
+    total = sum(ask.weights[t] for t in written)
+    return total <= 0 or _share(ask.weights, exact & written, total) >= MIN_BINDING - _EPS
 
 
 def _heaviest(ask: _Ask, topic: Set[str]) -> frozenset[str]:
