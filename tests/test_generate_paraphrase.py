@@ -82,3 +82,18 @@ def test_yes_no_question_needs_its_rarest_word_itself() -> None:
 def test_a_link_to_a_common_word_is_no_paraphrase() -> None:
     # "number" and "name" share a sense, but "name" is too common a word to show a shared meaning
     assert answer("How are hives numbered?", APIARY) == []
+
+
+LEDGERS = [
+    block(1, "Ledgers kept for a decade are moved to the cold store in the basement."),
+    block(2, "Invoices are filed by supplier name and month."),
+    block(3, "The archive room is open on weekdays from nine to five."),
+    block(4, "Receipts under five pounds need no signature."),
+]
+
+
+@needs_wordnet
+def test_a_number_word_never_aligns() -> None:
+    # WordNet links "ten" to "decade", "tenner" and "spot": a sense link says nothing about a value,
+    # so a number is matched by itself only
+    assert answer("Where are ledgers moved after ten years?", LEDGERS) == []

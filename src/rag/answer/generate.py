@@ -35,6 +35,7 @@ from rag.answer.answer_types import (
 from rag.answer.binding import bound_values, named_things, names_only_asked
 from rag.answer.injection import is_addressed
 from rag.answer.layout import Prose, closing_label, prose
+from rag.answer.numbers import find_numbers
 from rag.answer.rerank import english_frequency
 from rag.lexicon import (
     ANAPHOR_RE,
@@ -491,8 +492,8 @@ def _alignments(question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
     found: dict[str, set[str]] = {}
     for i, word in enumerate(words):
         t = stem(word)
-        if t not in keys or not word.isalpha():
-            continue
+        if t not in keys or not word.isalpha() or find_numbers(word):
+            continue  # a figure, a number word ("ten", "first") or an identifier's part
         lemmas = set(wordnet.related(word, ALIGN_SENSES))
         for pos in ("verb", "noun"):
             phrase = wordnet.phrase_lemma(tuple(words[i : i + 2]), pos)
