@@ -11,7 +11,6 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -188,17 +187,19 @@ class LexicalReranker:
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
-        weights = term_weights(question, df, n_chunks)
-        total = sum(weights.values())
+        weights = list(term_weights(question, df, n_chunks).items())
+        total = sum(w for _, w in weights)
         best = max((c.lexical for c in candidates), default=0.0)
         out = []
         for cand in candidates:
             chunk = cand.chunk
-            present = CHUNK_TERMS.get(chunk.text) | _term_set(chunk.title) | _term_set(chunk.section)
-            coverage = sum(w for t, w in weights.items() if t in present) / total if total else 0.0
+            # a term counts when the text, title or section holds it (no union set built per chunk)
+            body, title, section = CHUNK_TERMS.get(chunk.text), _term_set(chunk.title), _term_set(chunk.section)
+            covered = sum(w for t, w in weights if t in body or t in title or t in section)
+            coverage = covered / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
-            out.append(replace(cand, score=min(1.0, max(0.0, score)), scorer=self.name))
+            out.append(cand.rescored(min(1.0, max(0.0, score)), self.name))
         return _sorted(out)
 
 
@@ -277,7 +278,7 @@ class VoyageReranker:
             return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
         return _sorted(
             [
-                replace(c, score=min(1.0, max(0.0, scores.get(i, 0.0))), scorer=self.name)
+                c.rescored(min(1.0, max(0.0, scores.get(i, 0.0))), self.name)
                 for i, c in enumerate(candidates)
             ]
         )
