@@ -194,7 +194,11 @@ class LexicalReranker:
         for cand in candidates:
             chunk = cand.chunk
             # a term counts when the text, title or section holds it (no union set built per chunk)
-            body, title, section = CHUNK_TERMS.get(chunk.text), _term_set(chunk.title), _term_set(chunk.section)
+            body, title, section = (
+                CHUNK_TERMS.get(chunk.text),
+                _term_set(chunk.title),
+                _term_set(chunk.section),
+            )
             covered = sum(w for t, w in weights if t in body or t in title or t in section)
             coverage = covered / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
@@ -277,10 +281,7 @@ class VoyageReranker:
             logger.warning("Voyage rerank failed (%s); using the %s reranker", exc, self.fallback.name)
             return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
         return _sorted(
-            [
-                c.rescored(min(1.0, max(0.0, scores.get(i, 0.0))), self.name)
-                for i, c in enumerate(candidates)
-            ]
+            [c.rescored(min(1.0, max(0.0, scores.get(i, 0.0))), self.name) for i, c in enumerate(candidates)]
         )
 
 

@@ -210,7 +210,10 @@ class LexicalCache:
         return found
 
     def chunks(
-        self, snapshot: Snapshot, keys: Sequence[int], load: Callable[[list[int]], Iterable[tuple[int, Chunk]]]
+        self,
+        snapshot: Snapshot,
+        keys: Sequence[int],
+        load: Callable[[list[int]], Iterable[tuple[int, Chunk]]],
     ) -> dict[int, Chunk]:
         """The chunks of `keys` under `snapshot` (key -> Chunk; a key no chunk has is left out), those
         not cached read with `load(missing keys)` as (key, Chunk) pairs. `load` must read the same
