@@ -145,6 +145,15 @@ class ChunkTerms:
             while len(self._sets) > self.size:
                 self._sets.popitem(last=False)
 
+    def get_all(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        """`get` of each text, the known ones looked up under one lock."""
+        with self._lock:
+            found = [self._sets.get(text) for text in texts]
+            for text, stems in zip(texts, found, strict=True):
+                if stems is not None:
+                    self._sets.move_to_end(text)
+        return [self.get(text) if stems is None else stems for text, stems in zip(texts, found, strict=True)]
+
     def get(self, text: str) -> frozenset[str]:
         """`frozenset(terms(text))`, from the cache when known."""
         with self._lock:
@@ -191,15 +200,12 @@ class LexicalReranker:
         total = sum(w for _, w in weights)
         best = max((c.lexical for c in candidates), default=0.0)
         out = []
-        for cand in candidates:
+        bodies = CHUNK_TERMS.get_all([cand.chunk.text for cand in candidates])
+        for cand, body in zip(candidates, bodies, strict=True):
             chunk = cand.chunk
             # a term counts when the text, title or section holds it (no union set built per chunk)
-            body, title, section = (
-                CHUNK_TERMS.get(chunk.text),
-                _term_set(chunk.title),
-                _term_set(chunk.section),
-            )
-            covered = sum(w for t, w in weights if t in body or t in title or t in section)
+            title, section = _term_set(chunk.title), _term_set(chunk.section)
+            covered = sum([w for t, w in weights if t in body or t in title or t in section])
             coverage = covered / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))

@@ -155,7 +155,7 @@ class Snapshot:
         # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
         # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
         for fraction in (0.5, 0.2, 0.05, 0.0):
-            hit = np.flatnonzero(scores > best * fraction)
+            hit = (scores > best * fraction).nonzero()[0]
             if hit.size >= limit:
                 break
         if hit.size > limit:
@@ -164,7 +164,8 @@ class Snapshot:
             hit = hit[values >= kth]
         values = scores[hit]
         order = np.argsort(-values, kind="stable")
-        return [(int(k), float(v)) for k, v in zip(hit[order], values[order], strict=True)]
+        # tolist(): the same Python ints and floats as int() and float() per element, in one call
+        return list(zip(hit[order].tolist(), values[order].tolist(), strict=True))
 
 
 class LexicalCache:
