@@ -19,12 +19,17 @@ import orjson
 
 from rag.types import Answer, Block, Chunk, Citation, Document, Dropped, Sentence, Usage
 
+_SHAPES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
-@lru_cache(maxsize=1024)
+
 def _shape(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """A dataclass's field names and the derived properties (`header`, `ok`) `jsonable` adds."""
-    fields = tuple(f.name for f in dataclasses.fields(cls))
-    return fields, tuple(name for name in ("header", "ok") if isinstance(getattr(cls, name, None), property))
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls))
+        derived = tuple(name for name in ("header", "ok") if isinstance(getattr(cls, name, None), property))
+        shape = _SHAPES[cls] = (fields, derived)
+    return shape
 
 
 def jsonable(value: Any) -> Any:

@@ -388,8 +388,8 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                 return [(int(row[10]), base.chunk_from_row(row)) for row in rows]
 
             # the chunks from this version's cache, read by key (in this snapshot) the first time
-            chunks = self._lexical.chunks(snapshot, [key for key, _ in scored], load)
-        out = [(chunks[key], score) for key, score in scored if key in chunks]
+            by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], load)
+        out = [(by_key[key], score) for key, score in scored if key in by_key]
         out.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return out[:limit]
 
