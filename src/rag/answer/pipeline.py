@@ -45,13 +45,13 @@ from rag.answer.gates import (
 from rag.answer.generate import Generator, OfflineGenerator
 from rag.answer.judge import Judge, fold, pieces_of, run
 from rag.answer.parse import SentenceBuffer
-from rag.answer.rerank import LexicalReranker, Reranker, make_reranker
+from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.answer.verify import feedback_lines
 from rag.config import Settings
 from rag.errors import InvalidQuestion, RagError
 from rag.ingest.embeddings import Embedder, make_embedder
-from rag.store import SqliteStore, Store, open_store
+from rag.store import Store, open_store
 from rag.types import (
     Answer,
     AskRecord,
@@ -143,20 +143,6 @@ class Pipeline:
     def reader(self) -> Reader:
         """Who reads the blocks: Claude (native citations) or the offline extractive generator."""
         return "claude" if self.generator.native_citations else "offline"
-
-    @property
-    def local(self) -> bool:
-        """True when an answer needs nothing but this process's CPU and a local SQLite file: the
-        offline generator, the lexical reranker, no embedder, no model compressor, the SQLite store.
-        Such an answer is about a millisecond of CPU, which the GIL would serialise in any thread, so
-        the API runs it on the event loop (no thread hand-off, `rag.api.app`)."""
-        return (
-            type(self.generator) is OfflineGenerator
-            and type(self.reranker) is LexicalReranker
-            and self.embedder is None
-            and (self.compressor is None or type(self.compressor) is ExtractiveCompressor)
-            and type(self.store) is SqliteStore
-        )
 
     def threshold(self, scorer: str) -> float:
         """The retrieval gate's threshold in [0, 1] for scores from `scorer`: the override (pipeline,

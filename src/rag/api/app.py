@@ -261,11 +261,6 @@ def create_app(
     if pipeline is None:
         built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
-    # An offline answer over a local SQLite file (`Pipeline.local`) is about a millisecond of CPU that
-    # the GIL serialises in any thread: /ask runs it on the event loop, saving the two thread hand-offs
-    # of a worker thread (0.3-0.45 ms of CPU per request, benchmarks/bench_http.py). Everything that
-    # waits on a network (a model, Voyage, PostgreSQL) keeps running in the thread pool.
-    local = isinstance(pipeline, Pipeline) and pipeline.local
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -338,18 +333,13 @@ def create_app(
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        if local:
-            answer = qa.answer(
-                question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
-            )
-        else:
-            answer = await run_in_threadpool(
-                qa.answer,
-                question,
-                top_k=body.top_k,
-                trace_id=_trace_id(request),
-                principal=principal_of(request),
-            )
+        answer = await run_in_threadpool(
+            qa.answer,
+            question,
+            top_k=body.top_k,
+            trace_id=_trace_id(request),
+            principal=principal_of(request),
+        )
         _note_answer(_details(request), answer)
         return json_response(answer_json(answer))
 
