@@ -229,3 +229,25 @@ def test_a_full_term_cache_drops_the_least_recent_terms_and_stays_exact(
     assert snapshot is not None
     assert snapshot.cached == sum(len(p.keys) for p in snapshot.terms.values())
     assert len(snapshot.terms) == 1 or snapshot.cached <= 6
+
+
+def test_a_full_chunk_cache_drops_the_least_recent_chunks_and_reads_only_the_missing_ones(
+    lite: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import rag.store.lexical
+
+    other = ["kilo", "lima", "mike", "oscar"]
+    monkeypatch.setattr(rag.store.lexical, "MAX_CACHED_CHUNKS", 2)
+    replace_corpus(lite, [([f"alpha {w}"], "golf", ()) for w in other])
+    read: list[list[int]] = []
+    load = lite._load_chunks
+    monkeypatch.setattr(lite, "_load_chunks", lambda conn, keys: read.append(list(keys)) or load(conn, keys))
+    for word in other:
+        assert [c.text for c, _ in lite.search(terms(word), 5)] == [f"alpha {word}"]
+    assert len(read) == 4 and all(len(keys) == 1 for keys in read)
+    snapshot = lite._lexical._snapshot
+    assert snapshot is not None and len(snapshot.chunks) == 2
+    assert [c.text for c, _ in lite.search(terms(other[3]), 5)] == [f"alpha {other[3]}"]
+    assert len(read) == 4  # the most recent chunk is still cached
+    assert_search_equals_reference(lite, [["alpha"], terms(f"{other[0]} {other[2]}")])
+    assert len(read[-1]) <= 2  # only what the cache no longer held was read

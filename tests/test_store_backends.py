@@ -194,6 +194,71 @@ def test_store_search_ranks_the_chunk_with_more_query_terms_first(store: Store) 
     assert found[0][1] > found[1][1] > 0
 
 
+def test_store_search_reuses_its_chunks_until_a_write_of_this_store_moves_the_version(store: Store) -> None:
+    """Search keeps the Chunk values it returned for the corpus version it read; an edit or a delete
+    (even one whose new rows take the same row keys) is seen by the next search."""
+    store.upsert_document(*doc_and_chunks("guide", ["The harbour gauge reads quarterly."]))
+    first = store.search(terms("harbour gauge"), 5)
+    again = store.search(terms("harbour gauge"), 5)
+    assert [c.text for c, _ in first] == ["The harbour gauge reads quarterly."]
+    assert again[0][0] is first[0][0]  # served from the cache, not rebuilt from a row
+    for text in ("The harbour gauge reads hourly.", "The harbour gauge reads daily."):
+        store.upsert_document(*doc_and_chunks("guide", [text]))  # delete + insert: keys may be reused
+        found = store.search(terms("harbour gauge"), 5)
+        assert [(c.chunk_id, c.text) for c, _ in found] == [
+            (c.chunk_id, c.text) for c in store.document_chunks("guide")
+        ]
+        assert [c.text for c, _ in found] == [text]
+    store.delete_document("guide")
+    assert store.search(terms("harbour gauge"), 5) == []
+
+
+def test_store_search_chunks_follow_another_replica_and_another_writer_process(
+    backend: str, open_new: StoreFactory, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A replica's cached chunks are dropped when another instance in this process, or `rag ingest`
+    in another process, commits: the corpus version they are keyed by is in the database."""
+    if backend == "postgres":
+        env = {**os.environ, "MOCK": "1", "RAG_DATABASE_URL": request.getfixturevalue("pg_url")}
+    else:
+        env = {**os.environ, "MOCK": "1", "RAG_DB": str(tmp_path / "backend.db")}
+    env.pop("RAG_DATABASE_URL" if backend == "sqlite" else "RAG_DB", None)
+    reader, writer = open_new(), open_new()
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    page = folder / "tide.md"
+
+    def ingest(text: str | None) -> None:
+        if text is None:
+            page.unlink()
+        else:
+            page.write_text(f"# Tide tables\n\n{text}\n")
+        subprocess.run(
+            [sys.executable, "-m", "rag", "ingest", "--prune", str(folder)],
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+
+    def texts() -> list[str]:
+        return [c.text for c, _ in reader.search(terms("harbour gauge"), 5)]
+
+    ingest("The harbour gauge reads hourly.")
+    assert texts() == ["The harbour gauge reads hourly."]
+    assert texts() == ["The harbour gauge reads hourly."]  # cached now
+    ingest("The harbour gauge reads daily.")
+    assert texts() == ["The harbour gauge reads daily."]
+    ingest(None)
+    assert texts() == []
+    writer.upsert_document(*doc_and_chunks("other", ["The harbour gauge reads quarterly."]))
+    assert texts() == ["The harbour gauge reads quarterly."]
+    writer.upsert_document(*doc_and_chunks("other", ["The harbour gauge reads weekly."]))
+    assert texts() == ["The harbour gauge reads weekly."]
+    writer.delete_document("other")
+    assert texts() == []
+
+
 def test_store_search_odd_input_never_raises(store: Store) -> None:
     store.upsert_document(*doc_and_chunks("guide", ["plain text about quotas"]))
     odd = ["'", '"', "a:*", "!x", "&", "|", "(", "o'neil", "\x00", "NEAR", "", "quota", "ünïcode"]

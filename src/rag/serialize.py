@@ -19,14 +19,27 @@ import orjson
 
 from rag.types import Answer, Block, Chunk, Citation, Document, Dropped, Sentence, Usage
 
+_SHAPES: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def _shape(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A dataclass's field names and the derived properties (`header`, `ok`) `jsonable` adds."""
+    shape = _SHAPES.get(cls)
+    if shape is None:
+        fields = tuple(f.name for f in dataclasses.fields(cls))
+        derived = tuple(name for name in ("header", "ok") if isinstance(getattr(cls, name, None), property))
+        shape = _SHAPES[cls] = (fields, derived)
+    return shape
+
 
 def jsonable(value: Any) -> Any:
     """Recursively convert domain dataclasses, tuples and dates to JSON-ready values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        for name in ("header", "ok"):
-            if hasattr(type(value), name) and isinstance(getattr(type(value), name), property):
-                out[name] = getattr(value, name)
+    cls = type(value)
+    if hasattr(cls, "__dataclass_fields__") and not isinstance(value, type):
+        fields, derived = _shape(cls)  # read once per class, not per value
+        out = {name: jsonable(getattr(value, name)) for name in fields}
+        for name in derived:
+            out[name] = getattr(value, name)
         return out
     if isinstance(value, dict):
         return {str(k): jsonable(v) for k, v in value.items()}

@@ -71,6 +71,11 @@ class Scored:
     scorer: str = ""
     dense: float = 0.0  # cosine similarity to the question when dense retrieval found it, else 0
 
+    def rescored(self, score: float, scorer: str) -> Scored:
+        """This candidate with a reranker's `score` and `scorer` (`dataclasses.replace` without its
+        per-call field introspection, which a reranker would pay once per candidate)."""
+        return Scored(chunk=self.chunk, score=score, lexical=self.lexical, scorer=scorer, dense=self.dense)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Block:

@@ -68,6 +68,10 @@ from rag.types import (
 STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify", "regenerate", "total")
 
 
+# code point -> " " for each control character a question may not keep (one `str.translate`)
+_CONTROL_TO_SPACE = {c: " " for c in (*range(32), *range(127, 160)) if chr(c) not in "\t\n\r"}
+
+
 def validate_question(question: str, max_chars: int) -> str:
     """The question stripped of surrounding whitespace, control characters made spaces.
 
@@ -83,7 +87,7 @@ def validate_question(question: str, max_chars: int) -> str:
         ) from None
     # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
     # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
-    text = "".join(" " if (ord(c) < 32 and c not in "\t\n\r") or 127 <= ord(c) <= 159 else c for c in text)
+    text = text.translate(_CONTROL_TO_SPACE)
     text = text.strip()
     if not text:
         raise InvalidQuestion("question is empty")

@@ -11,7 +11,6 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -146,6 +145,15 @@ class ChunkTerms:
             while len(self._sets) > self.size:
                 self._sets.popitem(last=False)
 
+    def get_all(self, texts: Sequence[str]) -> list[frozenset[str]]:
+        """`get` of each text, the known ones looked up under one lock."""
+        with self._lock:
+            found = [self._sets.get(text) for text in texts]
+            for text, stems in zip(texts, found, strict=True):
+                if stems is not None:
+                    self._sets.move_to_end(text)
+        return [self.get(text) if stems is None else stems for text, stems in zip(texts, found, strict=True)]
+
     def get(self, text: str) -> frozenset[str]:
         """`frozenset(terms(text))`, from the cache when known."""
         with self._lock:
@@ -188,17 +196,20 @@ class LexicalReranker:
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
-        weights = term_weights(question, df, n_chunks)
-        total = sum(weights.values())
+        weights = list(term_weights(question, df, n_chunks).items())
+        total = sum(w for _, w in weights)
         best = max((c.lexical for c in candidates), default=0.0)
         out = []
-        for cand in candidates:
+        bodies = CHUNK_TERMS.get_all([cand.chunk.text for cand in candidates])
+        for cand, body in zip(candidates, bodies, strict=True):
             chunk = cand.chunk
-            present = CHUNK_TERMS.get(chunk.text) | _term_set(chunk.title) | _term_set(chunk.section)
-            coverage = sum(w for t, w in weights.items() if t in present) / total if total else 0.0
+            # a term counts when the text, title or section holds it (no union set built per chunk)
+            title, section = _term_set(chunk.title), _term_set(chunk.section)
+            covered = sum([w for t, w in weights if t in body or t in title or t in section])
+            coverage = covered / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
-            out.append(replace(cand, score=min(1.0, max(0.0, score)), scorer=self.name))
+            out.append(cand.rescored(min(1.0, max(0.0, score)), self.name))
         return _sorted(out)
 
 
@@ -276,10 +287,7 @@ class VoyageReranker:
             logger.warning("Voyage rerank failed (%s); using the %s reranker", exc, self.fallback.name)
             return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
         return _sorted(
-            [
-                replace(c, score=min(1.0, max(0.0, scores.get(i, 0.0))), scorer=self.name)
-                for i, c in enumerate(candidates)
-            ]
+            [c.rescored(min(1.0, max(0.0, scores.get(i, 0.0))), self.name) for i, c in enumerate(candidates)]
         )
 
 

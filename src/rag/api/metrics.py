@@ -82,8 +82,17 @@ class Metrics:
     def observe(
         self, *, route: str, method: str, status: int, seconds: float, details: Mapping[str, Any]
     ) -> None:
-        self.requests.labels(route=route, method=method, status=str(status)).inc()
-        self.request_seconds.labels(route=route).observe(seconds)
+        key = (route, method, status)
+        children = self._routes.get(key)
+        if children is None:  # label lookups cost more than the update: once per route, method, status
+            children = (
+                self.requests.labels(route=route, method=method, status=str(status)),
+                (self.request_seconds.labels(route=route)),
+            )
+            if len(self._routes) < 10_000:
+                self._routes[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
         if route in ANSWER_ROUTES:
             self._observe_answer(details)
 

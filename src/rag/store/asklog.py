@@ -1,7 +1,8 @@
 """The ask log and the coverage-gap queue, written off the request path.
 
 A request only appends its row to an in-memory queue (`LogWriter.submit`, microseconds); one
-background thread per store writes what has queued up in batches, one transaction per batch.
+background thread per store writes what has queued up in batches, one transaction per batch. The
+thread is woken by the first row of a batch and then lingers `LINGER` seconds for others.
 So an ask never waits for the database's write lock, and under load many rows share one commit.
 
 Nothing is lost on shutdown: `close()` (called by the store's `close()`) writes every queued row
@@ -107,6 +108,7 @@ class LogWriter:
         self._cond = threading.Condition()
         self._in_flight = 0
         self._closed = False
+        self._idle = False  # the thread waits for a first row (not lingering for more)
         self._thread: threading.Thread | None = None
         self.written = 0  # rows written so far
         self.batches = 0  # transactions so far
@@ -139,7 +141,11 @@ class LogWriter:
                 if self._thread is None or not self._thread.is_alive():  # first row, or a forked child
                     self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
                     self._thread.start()
-                self._cond.notify_all()
+                # wake the thread only when it waits for a first row or a batch is full: a row joining
+                # a batch that lingers waits with it (waking the thread per row cost a transaction,
+                # a thread switch and a GIL hand-over per request)
+                if self._idle or len(self._rows) >= self.max_batch:
+                    self._cond.notify_all()
         if closed:
             self._write_each([row])
 
@@ -153,6 +159,7 @@ class LogWriter:
         """Wait until every row queued so far is written (or given up on); False on timeout."""
         deadline = time.monotonic() + timeout
         with self._cond:
+            self._cond.notify_all()  # a lingering batch is written now
             while self._rows or self._in_flight:
                 left = deadline - time.monotonic()
                 if left <= 0 or self._thread is None or not self._thread.is_alive():
@@ -184,7 +191,9 @@ class LogWriter:
         while True:
             with self._cond:
                 while not self._rows and not self._closed:
+                    self._idle = True
                     self._cond.wait()
+                self._idle = False
                 if not self._rows:
                     return  # closed and drained
                 if self.linger > 0 and len(self._rows) < self.max_batch and not self._closed:

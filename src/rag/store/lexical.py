@@ -14,6 +14,9 @@ query is one `bincount` over its terms' postings into a dense score array, then 
 Everything is keyed by the corpus version (`corpus_counts.version`, moved by every committed
 write, in any process) and the store's file generation: a new version drops the cache, and every
 array is read inside one read transaction, so the arrays always describe one committed state.
+The `Chunk` values a search returns are cached the same way (`LexicalCache.chunks`): a chunk row
+cannot change without the version moving, so under one version a chunk key names one immutable
+`Chunk`, read from the database once instead of on every query that ranks it.
 
 Statistics follow issue 16's contract: the chunk count, the mean length and each term's document
 frequency come from the documents everyone may read (`chunks_fts`); restricted chunks
@@ -27,7 +30,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +38,7 @@ import numpy.typing as npt
 
 from rag.access import EVERYONE, audience_groups
 from rag.store.interface import Groups
+from rag.types import Chunk
 
 # FTS5's bm25() constants.
 BM25_K1 = 1.2
@@ -42,6 +46,9 @@ BM25_B = 0.75
 # The most postings (over all cached terms) one store keeps in memory; past it the terms used least
 # recently are dropped (16 bytes a posting: 512 MB at most, reached past about 500,000 chunks).
 MAX_CACHED_POSTINGS = 32_000_000
+# The most `Chunk` values one store keeps per corpus version (least recently returned dropped first):
+# a chunk is about 2-3 KB with its text, so at most about 50 MB.
+MAX_CACHED_CHUNKS = 20_000
 
 Floats = npt.NDArray[np.float64]
 Keys = npt.NDArray[np.int64]
@@ -76,6 +83,7 @@ class Snapshot:
     terms: OrderedDict[tuple[str, ...], Postings] = field(default_factory=OrderedDict)  # least recent first
     hidden: dict[frozenset[str], Keys] = field(default_factory=dict)
     cached: int = 0
+    chunks: OrderedDict[int, Chunk] = field(default_factory=OrderedDict)  # chunk key -> Chunk, LRU
 
     @classmethod
     def build(cls, version: tuple[int, ...], rows: Sequence[tuple[int, int, str]]) -> Snapshot:
@@ -147,7 +155,7 @@ class Snapshot:
         # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
         # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
         for fraction in (0.5, 0.2, 0.05, 0.0):
-            hit = np.flatnonzero(scores > best * fraction)
+            hit = (scores > best * fraction).nonzero()[0]
             if hit.size >= limit:
                 break
         if hit.size > limit:
@@ -156,7 +164,8 @@ class Snapshot:
             hit = hit[values >= kth]
         values = scores[hit]
         order = np.argsort(-values, kind="stable")
-        return [(int(k), float(v)) for k, v in zip(hit[order], values[order], strict=True)]
+        # tolist(): the same Python ints and floats as int() and float() per element, in one call
+        return list(zip(hit[order].tolist(), values[order].tolist(), strict=True))
 
 
 class LexicalCache:
@@ -199,6 +208,35 @@ class LexicalCache:
             while snapshot.cached > MAX_CACHED_POSTINGS and len(snapshot.terms) > 1:
                 _, dropped = snapshot.terms.popitem(last=False)
                 snapshot.cached -= len(dropped.keys)
+        return found
+
+    def chunks(
+        self,
+        snapshot: Snapshot,
+        keys: Sequence[int],
+        load: Callable[[list[int]], Iterable[tuple[int, Chunk]]],
+    ) -> dict[int, Chunk]:
+        """The chunks of `keys` under `snapshot` (key -> Chunk; a key no chunk has is left out), those
+        not cached read with `load(missing keys)` as (key, Chunk) pairs. `load` must read the same
+        committed state `snapshot` describes (inside the transaction that read its version)."""
+        found: dict[int, Chunk] = {}
+        missing: list[int] = []
+        with self._lock:
+            cached = snapshot.chunks
+            for key in keys:
+                chunk = cached.get(key)
+                if chunk is None:
+                    missing.append(key)
+                else:
+                    cached.move_to_end(key)
+                    found[key] = chunk
+        if missing:
+            loaded = dict(load(missing))
+            found.update(loaded)
+            with self._lock:
+                cached.update(loaded)
+                while len(cached) > MAX_CACHED_CHUNKS:
+                    cached.popitem(last=False)
         return found
 
     def clear(self) -> None:

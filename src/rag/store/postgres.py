@@ -377,13 +377,19 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
 
             snapshot = self._lexical.snapshot((int(version), self._generation), chunks)
             found = [self._lexical.term(snapshot, (lex,), partial(postings, lex)) for lex in lexemes]
-            scores = dict(snapshot.top(found, limit, groups))
-            if not scores:
+            scored = snapshot.top(found, limit, groups)
+            if not scored:
                 return []
-            rows = conn.execute(
-                f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (list(scores),)
-            ).fetchall()
-        out = [(base.chunk_from_row(row), scores[row[10]]) for row in rows]
+
+            def load(keys: list[int]) -> list[tuple[int, Chunk]]:
+                rows = conn.execute(
+                    f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (keys,)
+                ).fetchall()
+                return [(int(row[10]), base.chunk_from_row(row)) for row in rows]
+
+            # the chunks from this version's cache, read by key (in this snapshot) the first time
+            by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], load)
+        out = [(by_key[key], score) for key, score in scored if key in by_key]
         out.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return out[:limit]
 

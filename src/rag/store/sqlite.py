@@ -575,7 +575,7 @@ class SqliteStore(SqlStore[_Connection]):
                 self._lexical.term(snapshot, phrase, partial(self._load_postings, conn, phrase))
                 for phrase in phrases
             ]
-            found = self._chunks_by_key(conn, snapshot.top(postings, limit, groups))
+            found = self._chunks_by_key(conn, snapshot, snapshot.top(postings, limit, groups))
             conn.execute("COMMIT")
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return found[:limit]
@@ -621,16 +621,22 @@ class SqliteStore(SqlStore[_Connection]):
         return keys, tfs
 
     def _chunks_by_key(
-        self, conn: _Connection, scored: Sequence[tuple[int, float]]
+        self, conn: _Connection, snapshot: Snapshot, scored: Sequence[tuple[int, float]]
     ) -> list[tuple[Chunk, float]]:
-        out: list[tuple[Chunk, float]] = []
-        for i in range(0, len(scored), ID_BATCH):
-            batch = dict(scored[i : i + ID_BATCH])
+        """The chunks of (chunk key, score) pairs, from the snapshot's chunk cache or read by key
+        (inside the read transaction that read the snapshot's version)."""
+        chunks = self._lexical.chunks(snapshot, [key for key, _ in scored], partial(self._load_chunks, conn))
+        return [(chunks[key], score) for key, score in scored if key in chunks]
+
+    @staticmethod
+    def _load_chunks(conn: _Connection, keys: Sequence[int]) -> list[tuple[int, Chunk]]:
+        out: list[tuple[int, Chunk]] = []
+        for i in range(0, len(keys), ID_BATCH):
+            batch = keys[i : i + ID_BATCH]
             rows = conn.execute(
-                f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({', '.join('?' * len(batch))})",
-                list(batch),
+                f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({', '.join('?' * len(batch))})", batch
             ).fetchall()
-            out += [(chunk_from_row(row), batch[row[10]]) for row in rows]
+            out += [(row[10], chunk_from_row(row)) for row in rows]
         return out
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
