@@ -210,10 +210,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 def warm_up(qa: QAService) -> None:
     """Load what the first ask would otherwise load lazily (the general-English word list behind the
-    lexical reranker, the store's connection, and, for a generator with native citations, WordNet's
-    index and the dependency parser of the support check when installed), so the first request after
-    start is not the slow one. The support check judges only native citations, so an offline server
-    does not load them (seconds and about 180 MB).
+    lexical reranker, the store's connection, WordNet's index when installed, and, for a generator
+    with native citations, the dependency parser of the support check), so the first request after
+    start is not the slow one. WordNet serves both paths (the support check's alignment and the
+    offline generator's paraphrase alignment); the parser serves only the support check, which judges
+    only native citations, so an offline server does not load it (seconds and about 130 MB).
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
@@ -223,8 +224,8 @@ def warm_up(qa: QAService) -> None:
 
     try:
         english_frequency("the")
+        wordnet_available()
         if qa.generator.native_citations:
-            wordnet_available()
             warm_parser()
         qa.store.stats()
     except Exception as exc:
