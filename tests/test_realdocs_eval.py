@@ -17,11 +17,16 @@ SET = ROOT / "fixtures" / "holdout3"
 SET4 = ROOT / "fixtures" / "holdout4"
 
 
+def _run(tmp_path_factory: pytest.TempPathFactory, folder: Path) -> GoldenReport:
+    """The set in `folder` run offline over its own corpus, in a fresh store."""
+    tmp = tmp_path_factory.mktemp(folder.name)
+    settings = load_settings(db=str(tmp / "rag.db"), mock=True, anthropic_api_key="", voyage_api_key="")
+    return run_golden(settings, folder / "golden.jsonl", corpus=folder / "corpus")
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> GoldenReport:
-    tmp = tmp_path_factory.mktemp("holdout3")
-    settings = load_settings(db=str(tmp / "rag.db"), mock=True, anthropic_api_key="", voyage_api_key="")
-    return run_golden(settings, SET / "golden.jsonl", corpus=SET / "corpus")
+    return _run(tmp_path_factory, SET)
 
 
 def test_holdout3_answers_are_right_when_given(report: GoldenReport) -> None:
@@ -40,9 +45,7 @@ def test_holdout3_near_misses_stay_refused(report: GoldenReport) -> None:
 
 @pytest.fixture(scope="module")
 def report4(tmp_path_factory: pytest.TempPathFactory) -> GoldenReport:
-    tmp = tmp_path_factory.mktemp("holdout4")
-    settings = load_settings(db=str(tmp / "rag.db"), mock=True, anthropic_api_key="", voyage_api_key="")
-    return run_golden(settings, SET4 / "golden.jsonl", corpus=SET4 / "corpus")
+    return _run(tmp_path_factory, SET4)
 
 
 def test_holdout4_answers_are_right_when_given(report4: GoldenReport) -> None:

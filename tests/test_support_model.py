@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import date
 from pathlib import Path
 
 import pytest
@@ -15,20 +14,9 @@ import pytest
 from rag.answer import support_model
 from rag.answer.support import signals
 from rag.answer.support_model import FEATURES, Model, Signals, decide, rules, stored_model, vector
-from rag.types import Block, Chunk
+from tests.blocks import lending_block
 
-
-def _block(text: str) -> Block:
-    chunk = Chunk(
-        chunk_id="lending#c01",
-        doc_id="lending",
-        title="Library lending rules",
-        section="",
-        text=text,
-        updated_at=date(2026, 2, 3),
-        url="/chunks/lending#c01",
-    )
-    return Block(n=1, chunk=chunk, score=0.9, sent_text=text)
+_block = lending_block
 
 
 def _features(s: Signals) -> dict[str, float]:

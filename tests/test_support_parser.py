@@ -7,28 +7,16 @@ test shows what the parser changes and fails if the rule is gone.
 
 from __future__ import annotations
 
-from datetime import date
-
 import pytest
 
 from rag.answer import syntax
 from rag.answer.support import Judgement, judge
-from rag.types import Block, Chunk
+from tests.blocks import lending_block
 
 needs_parser = pytest.mark.skipif(not syntax.available(), reason="the dependency parser is not installed")
 
 
-def _block(text: str) -> Block:
-    chunk = Chunk(
-        chunk_id="lending#c01",
-        doc_id="lending",
-        title="Library lending rules",
-        section="",
-        text=text,
-        updated_at=date(2026, 2, 3),
-        url="/chunks/lending#c01",
-    )
-    return Block(n=1, chunk=chunk, score=0.9, sent_text=text)
+_block = lending_block
 
 
 def _both(monkeypatch: pytest.MonkeyPatch, sentence: str, span: str) -> tuple[Judgement, Judgement]:
