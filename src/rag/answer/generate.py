@@ -1069,7 +1069,7 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
     bound_coverage = _share(ask.weights, r.own | r.entry, ask.total, r.via)
     return _Candidate(
         text=text,
-        key=normalise(text),
+        key=_sentence_key(text),
         ns=(block.n,),
         own=r.own,
         own_coverage=own_coverage,
@@ -1078,9 +1078,9 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         + CONTEXT_WEIGHT * (coverage - bound_coverage)
         + NUMBER_BONUS * r.fit
         + LABEL_WEIGHT * _label_match(ask, r)
-        + PHRASE_BONUS * _phrase_share(ask.pairs, terms(text))
+        + PHRASE_BONUS * _phrase_share(ask.pairs, _sentence_terms(text))
         + BLOCK_WEIGHT * block.score
-        - (PROPOSAL_PENALTY if is_proposal(text) else 0.0),
+        - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
     )
 
@@ -1095,13 +1095,38 @@ def _shared_across_subjects(
     two entries, "Default: 1", is two statements: its labels differ.)"""
     contexts: dict[str, set[frozenset[str]]] = {}
     for b in blocks:
-        if c.key not in normalise(b.sent_text):
+        if c.key not in _block_key(b.sent_text):
             continue
         place = frozenset(term_set(f"{b.chunk.title} {b.chunk.section}") & ask.weights.keys())
         for p in prose(b.sent_text, b.chunk.section, leads.get(b.n, "")):
-            if normalise(p.text) == c.key:
+            if _sentence_key(p.text) == c.key:
                 contexts.setdefault(p.label, set()).add(place)
     return any(len(places) > 1 for places in contexts.values())
+
+
+# Analyses that depend on a text alone, cached by the text itself (the same chunks and sentences
+# are read question after question); bounded, and each returns an immutable value.
+@lru_cache(maxsize=50_000)
+def _sentence_key(sentence: str) -> str:
+    """The sentence's normalised form: the key that finds it again in any block."""
+    return normalise(sentence)
+
+
+@lru_cache(maxsize=4096)
+def _block_key(text: str) -> str:
+    """A block's normalised text (a chunk: fewer and longer than its sentences)."""
+    return normalise(text)
+
+
+@lru_cache(maxsize=50_000)
+def _sentence_terms(sentence: str) -> tuple[str, ...]:
+    """The sentence's content terms in order (see `terms`)."""
+    return tuple(terms(sentence))
+
+
+@lru_cache(maxsize=50_000)
+def _proposes(sentence: str) -> bool:
+    return is_proposal(sentence)
 
 
 def _unsure(ranked: Sequence[_Candidate]) -> bool:
