@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Literal
 
@@ -166,16 +167,27 @@ def type_match(sentence: str, kind: AnswerType, question: str) -> float:
     0.5 (a bare figure for a "time" or "date" question) or 0.0."""
     if not kind:
         return 0.0
-    asked = {t.lower() for t in WORD_TOKEN_RE.findall(question)}
-    return _MATCHERS[kind](sentence, asked, question)
+    return _MATCHERS[kind](sentence, _asked_words(question), question)
 
 
-def _new_figures(text: str, asked: set[str]) -> list[str]:
+@lru_cache(maxsize=4096)
+def _asked_words(question: str) -> frozenset[str]:
+    """The question's words, lowercased."""
+    return frozenset(t.lower() for t in WORD_TOKEN_RE.findall(question))
+
+
+def _new_figures(text: str, asked: AbstractSet[str]) -> list[str]:
     """The figure-bearing words of `text` the question does not already contain."""
-    return [w for w in WORD_TOKEN_RE.findall(text) if w.lower() not in asked and FIGURE_RE.search(w)]
+    return [w for w in _figure_words(text) if w.lower() not in asked]
 
 
-def _number(sentence: str, asked: set[str], question: str) -> float:
+@lru_cache(maxsize=50_000)
+def _figure_words(text: str) -> tuple[str, ...]:
+    """The figure-bearing words of `text`, in order (cached by the text: sentences recur)."""
+    return tuple(w for w in WORD_TOKEN_RE.findall(text) if FIGURE_RE.search(w))
+
+
+def _number(sentence: str, asked: AbstractSet[str], question: str) -> float:
     if asks_version(question):
         # "which versions ...": a version written as one ("2.5", "v3", "iOS 16" for an asked "iOS"),
         # not any figure ("umask 0")
@@ -203,14 +215,14 @@ def asked_noun(question: str) -> str:
     return found[-1] if found else ""
 
 
-def _time(sentence: str, asked: set[str], question: str) -> float:
+def _time(sentence: str, asked: AbstractSet[str], question: str) -> float:
     figures = _new_figures(sentence, asked)
     if figures and TIME_WORD_RE.search(sentence):
         return 1.0
     return 0.5 if figures else 0.0
 
 
-def _date(sentence: str, asked: set[str], question: str) -> float:
+def _date(sentence: str, asked: AbstractSet[str], question: str) -> float:
     if CLOCK_QUESTION_RE.search(question):
         return 1.0 if CLOCK_RE.search(sentence) else 0.0
     if any(m.group(0).lower() not in asked for m in DATE_RE.finditer(sentence)):
@@ -218,7 +230,7 @@ def _date(sentence: str, asked: set[str], question: str) -> float:
     return _time(sentence, asked, question)
 
 
-def _code(sentence: str, asked: set[str], question: str) -> float:
+def _code(sentence: str, asked: AbstractSet[str], question: str) -> float:
     """1.0 when the sentence names as code (an inline literal or an identifier) a thing the question
     does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
     ``APP_DEBUG`` environment variable", "the option is ``--quiet``") or writes it in that kind's
@@ -257,7 +269,7 @@ def code_kind(question: str) -> str:
     return match.group(1).lower() if match else ""
 
 
-def _cause(sentence: str, asked: set[str], question: str) -> float:
+def _cause(sentence: str, asked: AbstractSet[str], question: str) -> float:
     """1.0 when a causal phrase gives the reason for something the question asks about: the rest of
     the sentence (for "X causes Y", Y) names a question term or opens by referring back ("This is
     intended to ..."). "Due to how scopes work in Jinja, a macro ... does not override ..." gives
@@ -277,15 +289,15 @@ def _cause(sentence: str, asked: set[str], question: str) -> float:
     return 0.0
 
 
-def _place(sentence: str, asked: set[str], question: str) -> float:
+def _place(sentence: str, asked: AbstractSet[str], question: str) -> float:
     return 1.0 if any(w.lower() not in asked | NOT_PLACES for w in PLACE_RE.findall(sentence)) else 0.0
 
 
-def _person(sentence: str, asked: set[str], question: str) -> float:
+def _person(sentence: str, asked: AbstractSet[str], question: str) -> float:
     return 1.0 if any(w.lower() not in asked | NOT_PLACES for w in CAPITALISED_RE.findall(sentence)) else 0.0
 
 
-_MATCHERS: dict[AnswerType, Callable[[str, set[str], str], float]] = {
+_MATCHERS: dict[AnswerType, Callable[[str, AbstractSet[str], str], float]] = {
     "number": _number,
     "time": _time,
     "date": _date,

@@ -257,7 +257,7 @@ def idf_weights(question_terms: Sequence[str], blocks: Sequence[Block]) -> dict[
 def question_terms(question: str) -> list[str]:
     """The question's distinct content terms in order, interrogative fillers removed."""
     out: list[str] = []
-    for t in terms(question):
+    for t in _sentence_terms(question):
         if t not in QUESTION_FILLERS and t not in out:
             out.append(t)
     return out
@@ -488,7 +488,7 @@ def _alignments(question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
     and identifiers never align; stop words are no question terms."""
     if not wordnet.available():
         return _NO_ALIGNMENT
-    words = tokens(question)
+    words = _tokens(question)
     found: dict[str, set[str]] = {}
     for i, word in enumerate(words):
         t = stem(word)
@@ -510,7 +510,7 @@ def _unwritten(keys: Set[str], blocks: Sequence[Block]) -> frozenset[str]:
     to be matched by paraphrase; a term some block writes is matched by itself."""
     written: set[str] = set()
     for b in blocks:
-        written |= term_set(f"{b.chunk.title} {b.chunk.section} {b.chunk.text}")
+        written |= _joined_terms(b.chunk.title, b.chunk.section, b.chunk.text)
     return frozenset(keys - written)
 
 
@@ -578,7 +578,7 @@ def _everyday_absent(question: str, candidates: Set[str], blocks: Sequence[Block
     where a term rare in English ("timeout", "refund") is a subject the blocks do not cover."""
     texts = [term_set(b.chunk.text) for b in blocks]
     surface: dict[str, float] = {}
-    for word in content_words(question):
+    for word in _content_words(question):
         t = stem(word)
         if t in candidates and not any(t in ts for ts in texts):
             surface[t] = max(surface.get(t, 0.0), english_frequency(word))
@@ -687,10 +687,10 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
     title = _matched(ask, term_set(block.chunk.title))
     broad = _matched(ask, term_set(f"{block.chunk.title} {block.chunk.section}"))
     # the question terms the block's own words name: a term covered but never written is paraphrase
-    written = term_set(f"{block.chunk.title} {block.chunk.section} {lead} {block.sent_text}") & keys
+    written = _joined_terms(block.chunk.title, block.chunk.section, lead, block.sent_text) & keys
     # the question names a subject (a capitalised name) its block never mentions
     chunk = block.chunk
-    names_missing = bool(ask.names - term_set(f"{chunk.title} {chunk.section} {chunk.text}"))
+    names_missing = bool(ask.names - _joined_terms(chunk.title, chunk.section, chunk.text))
     for pos, p in enumerate(sentences):
         fit = _fit(ask, p.text)
         if not _answer_worthy(ask, p, fit):
@@ -750,7 +750,7 @@ def _labelled_prose(p: Prose) -> bool:
     """A "field" whose value is a whole sentence ("**Answer:** You can use the ``purge`` command to
     ..."): a paragraph with a lead-in label, not a field's value."""
     value = p.text.split(":", 1)[1] if ":" in p.text else ""
-    return len(terms(value)) >= MIN_PROSE_VALUE_TERMS
+    return len(_sentence_terms(value)) >= MIN_PROSE_VALUE_TERMS
 
 
 def _names_asked_noun(ask: _Ask, p: Prose) -> bool:
@@ -1069,7 +1069,7 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
     bound_coverage = _share(ask.weights, r.own | r.entry, ask.total, r.via)
     return _Candidate(
         text=text,
-        key=normalise(text),
+        key=_sentence_key(text),
         ns=(block.n,),
         own=r.own,
         own_coverage=own_coverage,
@@ -1078,9 +1078,9 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         + CONTEXT_WEIGHT * (coverage - bound_coverage)
         + NUMBER_BONUS * r.fit
         + LABEL_WEIGHT * _label_match(ask, r)
-        + PHRASE_BONUS * _phrase_share(ask.pairs, terms(text))
+        + PHRASE_BONUS * _phrase_share(ask.pairs, _sentence_terms(text))
         + BLOCK_WEIGHT * block.score
-        - (PROPOSAL_PENALTY if is_proposal(text) else 0.0),
+        - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
     )
 
@@ -1095,13 +1095,57 @@ def _shared_across_subjects(
     two entries, "Default: 1", is two statements: its labels differ.)"""
     contexts: dict[str, set[frozenset[str]]] = {}
     for b in blocks:
-        if c.key not in normalise(b.sent_text):
+        if c.key not in _block_key(b.sent_text):
             continue
         place = frozenset(term_set(f"{b.chunk.title} {b.chunk.section}") & ask.weights.keys())
         for p in prose(b.sent_text, b.chunk.section, leads.get(b.n, "")):
-            if normalise(p.text) == c.key:
+            if _sentence_key(p.text) == c.key:
                 contexts.setdefault(p.label, set()).add(place)
     return any(len(places) > 1 for places in contexts.values())
+
+
+# Analyses that depend on a text alone, cached by the text itself (the same chunks and sentences
+# are read question after question); bounded, and each returns an immutable value.
+@lru_cache(maxsize=50_000)
+def _sentence_key(sentence: str) -> str:
+    """The sentence's normalised form: the key that finds it again in any block."""
+    return normalise(sentence)
+
+
+@lru_cache(maxsize=4096)
+def _block_key(text: str) -> str:
+    """A block's normalised text (a chunk: fewer and longer than its sentences)."""
+    return normalise(text)
+
+
+@lru_cache(maxsize=50_000)
+def _sentence_terms(sentence: str) -> tuple[str, ...]:
+    """The sentence's content terms in order (see `terms`)."""
+    return tuple(terms(sentence))
+
+
+@lru_cache(maxsize=4096)
+def _joined_terms(*parts: str) -> frozenset[str]:
+    """The terms of the parts joined by spaces (a block's title, section and text): cached by the
+    parts, so a long chunk text is not copied into a new string to look its terms up."""
+    return term_set(" ".join(parts))
+
+
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The word tokens of a question (see `tokens`)."""
+    return tuple(tokens(text))
+
+
+@lru_cache(maxsize=4096)
+def _content_words(text: str) -> tuple[str, ...]:
+    """The content words of a question (see `content_words`)."""
+    return tuple(content_words(text))
+
+
+@lru_cache(maxsize=50_000)
+def _proposes(sentence: str) -> bool:
+    return is_proposal(sentence)
 
 
 def _unsure(ranked: Sequence[_Candidate]) -> bool:
