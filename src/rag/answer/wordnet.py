@@ -175,6 +175,18 @@ def _senses(word: str) -> list[tuple[str, str, int]]:
     return [(pos, base, off) for pos in _POS for base in base_forms(word, pos) for off in db.index[pos][base]]
 
 
+def _reached(db: _Database, pos: str, offset: int, word_n: int) -> tuple[str, ...]:
+    """The lemmas a pointer reaches: the whole target synset (a semantic pointer, `word_n` 0) or the
+    one word of it the pointer names (a lexical pointer, 1-based)."""
+    lemmas = db.synset(pos, offset).lemmas
+    return lemmas if word_n == 0 else (lemmas[word_n - 1],)
+
+
+def _sense_number(lemmas: tuple[str, ...], base: str) -> int:
+    """`base`'s 1-based place among a synset's lemmas (what a lexical pointer's source names), else 0."""
+    return lemmas.index(base) + 1 if base in lemmas else 0
+
+
 @lru_cache(maxsize=65536)
 def synonyms(word: str) -> frozenset[str]:
     """Every word that shares a sense with `word` (any part of speech), its derived forms ("deletion" for
@@ -186,11 +198,11 @@ def synonyms(word: str) -> frozenset[str]:
     for pos, base, offset in _senses(word):
         synset = db.synset(pos, offset)
         found.update(synset.lemmas)
-        number = synset.lemmas.index(base) + 1 if base in synset.lemmas else 0
+        number = _sense_number(synset.lemmas, base)
         for symbol, target, tpos, source_n, target_n in synset.pointers:
             if symbol == "&" or (symbol in ("+", "\\", "<", "^") and source_n in (0, number)):
-                linked = db.synset(tpos, target).lemmas
-                found.update(linked if symbol == "&" or target_n == 0 else (linked[target_n - 1],))
+                # a similar adjective counts whole, whatever word the pointer names
+                found.update(_reached(db, tpos, target, 0 if symbol == "&" else target_n))
     return frozenset(w.replace("_", " ") for w in found)
 
 
@@ -204,11 +216,10 @@ def antonyms(word: str) -> frozenset[str]:
     found: set[str] = set()
     for pos, base, offset in _senses(word):
         synset = db.synset(pos, offset)
-        number = synset.lemmas.index(base) + 1 if base in synset.lemmas else 0
+        number = _sense_number(synset.lemmas, base)
         for symbol, target, tpos, source_n, target_n in synset.pointers:
             if symbol == "!" and source_n in (0, number):
-                linked = db.synset(tpos, target).lemmas
-                found.update(linked if target_n == 0 else (linked[target_n - 1],))
+                found.update(_reached(db, tpos, target, target_n))
     return frozenset(w.replace("_", " ") for w in found)
 
 
@@ -244,11 +255,10 @@ def related(word: str, max_senses: int = 0) -> frozenset[str]:
             for offset in offsets[:max_senses] if max_senses else offsets:
                 synset = db.synset(pos, offset)
                 found.update(synset.lemmas)
-                number = synset.lemmas.index(base) + 1 if base in synset.lemmas else 0
+                number = _sense_number(synset.lemmas, base)
                 for symbol, target, tpos, source_n, target_n in synset.pointers:
                     if symbol in ("@", "@i"):
-                        found.update(db.synset(tpos, target).lemmas)
+                        found.update(_reached(db, tpos, target, 0))
                     elif symbol == "+" and source_n in (0, number):
-                        linked = db.synset(tpos, target).lemmas
-                        found.update(linked if target_n == 0 else (linked[target_n - 1],))
+                        found.update(_reached(db, tpos, target, target_n))
     return frozenset(w.replace("_", " ") for w in found)

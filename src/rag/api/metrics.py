@@ -87,7 +87,7 @@ class Metrics:
         if children is None:  # label lookups cost more than the update: once per route, method, status
             children = (
                 self.requests.labels(route=route, method=method, status=str(status)),
-                (self.request_seconds.labels(route=route)),
+                self.request_seconds.labels(route=route),
             )
             if len(self._routes) < 10_000:
                 self._routes[key] = children
