@@ -37,15 +37,22 @@ _VALUE_LITERAL_RE = re.compile(
 _EMPHASIS_RE = re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])|(?<![\w_])_([^_\s][^_]*?)_(?![\w_])")
 
 
-def clause_spans(text: str) -> list[tuple[int, int]]:
-    """The (start, end) of each clause of `text`, in order, covering it without gaps."""
+@lru_cache(maxsize=50_000)
+def clause_spans(text: str) -> tuple[tuple[int, int], ...]:
+    """The (start, end) of each clause of `text`, in order, covering it without gaps (cached by the
+    text: each value of a sentence looks its clause up)."""
     bounds = [0]
     for m in _CLAUSE_BREAK_RE.finditer(text):
         if _inside_code(text, m.start()):
             continue
         bounds.append(m.end())
     bounds.append(len(text))
-    return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+    return tuple((a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a)
+
+
+def _clause_start(text: str, at: int) -> int:
+    """Where the clause holding position `at` of `text` begins."""
+    return next((a for a, b in clause_spans(text) if a <= at < b), 0)
 
 
 def _inside_code(text: str, at: int) -> bool:
@@ -102,12 +109,11 @@ def value_subject(
     clause before it that names any, of `before` (the sentence a pronoun-led one refers back to), of
     `label`. Empty when nothing names a subject. With `own` False the value's own clause is skipped
     (in "``X`` is used by default" the name before the value may be the value)."""
-    spans = clause_spans(text)
-    start = next((a for a, b in spans if a <= at < b), 0)
+    start = _clause_start(text, at)
     found = names(text[start:at]) if own else frozenset()
     if found or not inherit:
         return found
-    for a, b in reversed(spans):
+    for a, b in reversed(clause_spans(text)):
         if b <= start and (found := names(text[a:b])):
             return found
     return names(before) or names(label)
@@ -132,9 +138,7 @@ def bound_values(
         return True
     for at, certain in positions:
         if not certain:
-            spans = clause_spans(text)
-            start = next((a for a, b in spans if a <= at < b), 0)
-            mine = names(text[start:at])
+            mine = names(text[_clause_start(text, at) : at])
             if (mine and asked(mine)) or not inherit:
                 return True  # without an inherited subject to judge by, the name may be the value
         subject = value_subject(
