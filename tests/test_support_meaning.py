@@ -86,8 +86,9 @@ def test_aligned_by_meaning_a_paraphrase_is_kept_and_another_entity_withheld(
 
 @needs_both
 def test_meaning_signals_measure_the_sentence_against_its_span() -> None:
-    same = signals(SPAN, [SPAN], [_block(SPAN)])
-    other = signals(SPAN.replace("luggage", "bikes"), [SPAN], [_block(SPAN)])
+    same = signals(SPAN, [SPAN], [_block(SPAN)], with_meaning=True)
+    other = signals(SPAN.replace("luggage", "bikes"), [SPAN], [_block(SPAN)], with_meaning=True)
+    assert signals(SPAN, [SPAN], [_block(SPAN)]).meaning == 0.0  # the rules decide: nothing encoded
     assert same.meaning > 0.99 and same.word_meaning == 1.0
     assert other.meaning < same.meaning and other.word_meaning < 0.7
 
@@ -96,12 +97,12 @@ def test_without_the_encoder_the_signals_and_verdicts_are_unchanged(monkeypatch:
     monkeypatch.setenv("RAG_SUPPORT_WORD_SIMILARITY", "0.7")
     sentences = [SPAN, SPAN.replace("luggage", "bags"), SPAN.replace("Guests", "Staff")]
     monkeypatch.setattr(meaning, "available", lambda: False)
-    off = [signals(s, [SPAN], [_block(SPAN)]) for s in sentences]
+    off = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True) for s in sentences]
     assert all(s.meaning == 0.0 and s.word_meaning == 1.0 for s in off)
     monkeypatch.delenv("RAG_SUPPORT_WORD_SIMILARITY")
     monkeypatch.setattr(meaning, "available", lambda: True)
     if encoder() is not None:
-        on = [signals(s, [SPAN], [_block(SPAN)]) for s in sentences]
+        on = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True) for s in sentences]
         strip = {"meaning": 0.0, "word_meaning": 1.0}
         assert [support.Signals(**{**_fields(s), **strip}) for s in on] == off
 

@@ -31,7 +31,7 @@ def available() -> bool:
 def _sentence_vector(text: str) -> Matrix:
     model = encoder()
     assert model is not None
-    return model.encode([text])[0]
+    return np.asarray(model.encode([text])[0], dtype=np.float32)
 
 
 @lru_cache(maxsize=2048)

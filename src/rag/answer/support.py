@@ -46,7 +46,7 @@ from rag.answer import meaning, syntax, wordnet
 from rag.answer.figures import missing_figures
 from rag.answer.numbers import find_numbers
 from rag.answer.quantities import find_quantities
-from rag.answer.support_model import Judgement, Signals, decide
+from rag.answer.support_model import Judgement, Signals, decide, uses_model
 from rag.lexicon import (
     COMPOUND_PREPOSITION_HEADS,
     COMPOUND_PREPOSITION_TAILS,
@@ -162,10 +162,17 @@ def judge(
 
 
 def signals(
-    sentence: str, spans: Sequence[str], blocks: Sequence[Block], *, common: frozenset[str] = frozenset()
+    sentence: str,
+    spans: Sequence[str],
+    blocks: Sequence[Block],
+    *,
+    common: frozenset[str] = frozenset(),
+    with_meaning: bool | None = None,
 ) -> Signals:
     """Every signal of the check for `sentence` against `spans` (no rule stops the others, except a
-    lead-in naming another document and a sentence with nothing to judge, which need no more)."""
+    lead-in naming another document and a sentence with nothing to judge, which need no more).
+    `with_meaning`: measure the encoder's `meaning` and `word_meaning` (only the calibrated model reads
+    them; by default, only when `decide` will use it, so the rules' path encodes nothing for them)."""
     core = sentence
     for block in blocks:
         core = strip_attribution(core, block)
@@ -189,6 +196,8 @@ def signals(
         and _other_kinds(substituted[0], core, substituted[1], evidence)
     ):
         substituted, vetoed = None, True  # the parser tags the two words as different kinds, or both as verbs
+    wanted_meaning = uses_model() if with_meaning is None else with_meaning
+    measured_meaning = _meaning_signals(core, evidence, context) if wanted_meaning else (0.0, 1.0)
     return Signals(
         core=core,
         lead_in=core != sentence,
@@ -208,27 +217,27 @@ def signals(
         swapped=_swapped(core, evidence),
         frames=_frame_conflicts(core, evidence, context | common),
         missing_figures=len(missing_figures(core, [evidence])),
-        **_meaning_signals(core, evidence, context),
+        meaning=measured_meaning[0],
+        word_meaning=measured_meaning[1],
     )
 
 
-def _meaning_signals(sentence: str, evidence: str, context: frozenset[str]) -> dict[str, float]:
-    """`meaning` and `word_meaning` of `Signals` (their defaults without the encoder or WordNet)."""
+def _meaning_signals(sentence: str, evidence: str, context: frozenset[str]) -> tuple[float, float]:
+    """`meaning` and `word_meaning` of `Signals` (their defaults, 0.0 and 1.0, without the encoder; the
+    second also without WordNet, which decides the words left unaligned)."""
     whole = meaning.similarity(sentence, evidence)
     if whole is None:
-        return {}
-    out = {"meaning": whole}
+        return 0.0, 1.0
     if not wordnet.available():
-        return out
+        return whole, 1.0
     a = _alignment(sentence, evidence, context)
     loose = [w for w, ok in zip(a.said, a.said_aligned, strict=True) if not ok]
-    if loose and a.source:
-        sims = meaning.word_similarities(
-            sentence, [(w.start, w.end) for w in loose], evidence, [(w.start, w.end) for w in a.source]
-        )
-        if sims is not None:
-            out["word_meaning"] = float(sims.max(axis=1).min())
-    return out
+    if not loose or not a.source:
+        return whole, 1.0
+    sims = meaning.word_similarities(
+        sentence, [(w.start, w.end) for w in loose], evidence, [(w.start, w.end) for w in a.source]
+    )
+    return whole, float(sims.max(axis=1).min()) if sims is not None else 1.0
 
 
 def _capitalised(text: str) -> str:
