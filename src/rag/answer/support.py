@@ -29,6 +29,10 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    owner" / "organisation owner"). The parser also vetoes a substitution of (4) between words it tags
    as a verb and a word of another part of speech ("in a row" / "is disabled"), or as two verbs.
    Without the parser, (5) is skipped and the check runs as before.
+6. meaning (with the sentence encoder installed, `meaning.available()`): words left unaligned by (4) may
+   align by their contextual vectors (`MIN_WORD_SIMILARITY`, off: on dev a sibling in a word's place is
+   as alike as a paraphrase), and the sentence-to-span similarities are signals for the calibrated model
+   (measured only when it decides). Without the encoder, or with `RAG_ENCODER=off`, nothing changes.
 `signals` measures all of the above for one sentence (no rule stops the others); `support_model.decide`
 turns the measurements into the verdict (the hand rules, in the order above, or a calibrated model).
 """
