@@ -513,7 +513,8 @@ def _alignment(sentence: str, evidence: str, context: frozenset[str]) -> _Alignm
 
 # Contextual similarity at which two words left unaligned by stem and WordNet align by meaning (the
 # encoder's token vectors). Off by default: on dev no threshold separates a faithful paraphrase from a
-# sibling put in its place ("SMS" / "text message" 0.77, "October" / "September" 0.75), so every value
+# sibling put in its place (faithful "newer" / "higher" 0.59; harmful "newest" / "oldest" and "email" /
+# "message" 0.66; names, left out anyway, "SMS" / "text" 0.77, "October" / "September" 0.75), so every value
 # tried traded faithful kept for harmful shown one for one or worse (docs/eval.md, fifth round).
 # `RAG_SUPPORT_WORD_SIMILARITY=0.7` turns it on for a measurement.
 MIN_WORD_SIMILARITY: float | None = None
