@@ -30,7 +30,8 @@ def test_signals_of_a_verbatim_sentence_fire_nothing() -> None:
     measured = signals(SPAN, [SPAN], [_block(SPAN)])
     assert measured.coverage == 1.0 and measured.span_coverage == 1.0 and measured.unfound == 0
     fired = {k: v for k, v in _features(measured).items() if v and k not in {"coverage", "stem_coverage"}}
-    assert set(fired) <= {"aligned_share", "span_coverage", "terms"}
+    # word_meaning is a similarity: 1.0 when every word aligned (or nothing was encoded)
+    assert set(fired) <= {"aligned_share", "span_coverage", "terms", "word_meaning"}
     assert rules(measured, 1, min_coverage=0.5).issue is None
 
 

@@ -29,23 +29,28 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    owner" / "organisation owner"). The parser also vetoes a substitution of (4) between words it tags
    as a verb and a word of another part of speech ("in a row" / "is disabled"), or as two verbs.
    Without the parser, (5) is skipped and the check runs as before.
+6. meaning (with the sentence encoder installed, `meaning.available()`): words left unaligned by (4) may
+   align by their contextual vectors (`MIN_WORD_SIMILARITY`, off: on dev a sibling in a word's place is
+   as alike as a paraphrase), and the sentence-to-span similarities are signals for the calibrated model
+   (measured only when it decides). Without the encoder, or with `RAG_ENCODER=off`, nothing changes.
 `signals` measures all of the above for one sentence (no rule stops the others); `support_model.decide`
 turns the measurements into the verdict (the hand rules, in the order above, or a calibrated model).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from rag.answer import syntax, wordnet
+from rag.answer import meaning, syntax, wordnet
 from rag.answer.figures import missing_figures
 from rag.answer.numbers import find_numbers
 from rag.answer.quantities import find_quantities
-from rag.answer.support_model import Judgement, Signals, decide
+from rag.answer.support_model import Judgement, Signals, decide, uses_model
 from rag.lexicon import (
     COMPOUND_PREPOSITION_HEADS,
     COMPOUND_PREPOSITION_TAILS,
@@ -161,10 +166,17 @@ def judge(
 
 
 def signals(
-    sentence: str, spans: Sequence[str], blocks: Sequence[Block], *, common: frozenset[str] = frozenset()
+    sentence: str,
+    spans: Sequence[str],
+    blocks: Sequence[Block],
+    *,
+    common: frozenset[str] = frozenset(),
+    with_meaning: bool | None = None,
 ) -> Signals:
     """Every signal of the check for `sentence` against `spans` (no rule stops the others, except a
-    lead-in naming another document and a sentence with nothing to judge, which need no more)."""
+    lead-in naming another document and a sentence with nothing to judge, which need no more).
+    `with_meaning`: measure the encoder's `meaning` and `word_meaning` (only the calibrated model reads
+    them; by default, only when `decide` will use it, so the rules' path encodes nothing for them)."""
     core = sentence
     for block in blocks:
         core = strip_attribution(core, block)
@@ -188,6 +200,8 @@ def signals(
         and _other_kinds(substituted[0], core, substituted[1], evidence)
     ):
         substituted, vetoed = None, True  # the parser tags the two words as different kinds, or both as verbs
+    wanted_meaning = uses_model() if with_meaning is None else with_meaning
+    measured_meaning = _meaning_signals(core, evidence, context) if wanted_meaning else (0.0, 1.0)
     return Signals(
         core=core,
         lead_in=core != sentence,
@@ -207,7 +221,27 @@ def signals(
         swapped=_swapped(core, evidence),
         frames=_frame_conflicts(core, evidence, context | common),
         missing_figures=len(missing_figures(core, [evidence])),
+        meaning=measured_meaning[0],
+        word_meaning=measured_meaning[1],
     )
+
+
+def _meaning_signals(sentence: str, evidence: str, context: frozenset[str]) -> tuple[float, float]:
+    """`meaning` and `word_meaning` of `Signals` (their defaults, 0.0 and 1.0, without the encoder; the
+    second also without WordNet, which decides the words left unaligned)."""
+    whole = meaning.similarity(sentence, evidence)
+    if whole is None:
+        return 0.0, 1.0
+    if not wordnet.available():
+        return whole, 1.0
+    a = _alignment(sentence, evidence, context)
+    loose = [w for w, ok in zip(a.said, a.said_aligned, strict=True) if not ok]
+    if not loose or not a.source:
+        return whole, 1.0
+    sims = meaning.word_similarities(
+        sentence, [(w.start, w.end) for w in loose], evidence, [(w.start, w.end) for w in a.source]
+    )
+    return whole, float(sims.max(axis=1).min()) if sims is not None else 1.0
 
 
 def _capitalised(text: str) -> str:
@@ -398,6 +432,8 @@ class _Word:
     lower: str
     stem: str
     capital: bool  # capitalised inside its sentence: a name
+    start: int = 0  # character offsets in its text (for the encoder's token vectors)
+    end: int = 0
 
 
 def _align_words(text: str) -> list[_Word]:
@@ -421,7 +457,7 @@ def _align_words(text: str) -> list[_Word]:
         after = words[i + 1].group().lower() if i + 1 < len(words) else ""
         if before in COMPOUND_PREPOSITION_HEADS and after in COMPOUND_PREPOSITION_TAILS:
             continue
-        out.append(_Word(lower, stem(lower), capital))
+        out.append(_Word(lower, stem(lower), capital, match.start(), match.end()))
     return out
 
 
@@ -471,7 +507,64 @@ def _alignment(sentence: str, evidence: str, context: frozenset[str]) -> _Alignm
     said_senses = frozenset().union(*(_sense_stems(w.lower) for w in said)) if said else frozenset()
     said_aligned = [_aligns(w, source_stems | context, source_senses, _initials(evidence)) for w in said]
     source_aligned = [_aligns(w, said_stems, said_senses, _initials(sentence)) for w in source]
+    _align_by_meaning(sentence, said, said_aligned, evidence, source, source_aligned)
     return _Alignment(said, source, said_aligned, source_aligned)
+
+
+# Contextual similarity at which two words left unaligned by stem and WordNet align by meaning (the
+# encoder's token vectors). Off by default: on dev no threshold separates a faithful paraphrase from a
+# sibling put in its place (faithful "newer" / "higher" 0.59; harmful "newest" / "oldest" and "email" /
+# "message" 0.66; names, left out anyway, "SMS" / "text" 0.77, "October" / "September" 0.75), so every value
+# tried traded faithful kept for harmful shown one for one or worse (docs/eval.md, fifth round).
+# `RAG_SUPPORT_WORD_SIMILARITY=0.7` turns it on for a measurement.
+MIN_WORD_SIMILARITY: float | None = None
+
+
+def _min_word_similarity() -> float | None:
+    setting = os.environ.get("RAG_SUPPORT_WORD_SIMILARITY", "")
+    return float(setting) if setting else MIN_WORD_SIMILARITY
+
+
+def _align_by_meaning(
+    sentence: str,
+    said: list[_Word],
+    said_aligned: list[bool],
+    evidence: str,
+    source: list[_Word],
+    source_aligned: list[bool],
+) -> None:
+    """Align, in place, the sentence words still unaligned to unaligned span words whose contextual
+    vectors are at least `MIN_WORD_SIMILARITY` alike, greedily, most similar pair first, one to one.
+    Names are left out (a name for another name is another entity, however alike their vectors)."""
+    threshold = _min_word_similarity()
+    if threshold is None or not meaning.available():
+        return
+    mine = [i for i, w in enumerate(said) if not said_aligned[i] and not w.capital]
+    theirs = [j for j, w in enumerate(source) if not source_aligned[j] and not w.capital]
+    if not mine or not theirs:
+        return
+    sims = meaning.word_similarities(
+        sentence,
+        [(said[i].start, said[i].end) for i in mine],
+        evidence,
+        [(source[j].start, source[j].end) for j in theirs],
+    )
+    if sims is None:
+        return
+    pairs = sorted(
+        ((float(sims[a, b]), a, b) for a in range(len(mine)) for b in range(len(theirs))), reverse=True
+    )
+    used_a: set[int] = set()
+    used_b: set[int] = set()
+    for sim, a, b in pairs:
+        if sim < threshold:
+            break
+        if a in used_a or b in used_b:
+            continue
+        used_a.add(a)
+        used_b.add(b)
+        said_aligned[mine[a]] = True
+        source_aligned[theirs[b]] = True
 
 
 MAX_ACRONYM = 6

@@ -71,6 +71,11 @@ class Signals:
     swapped: tuple[str, str] | None = None
     frames: tuple[tuple[str, str, str], ...] = ()  # (kind in FRAME_KINDS, sentence's, span's), in order
     missing_figures: int = 0  # figures of the sentence its spans do not state (verify withholds those)
+    # with the sentence encoder (`meaning.available()`; else these defaults): the cosine of the sentence's
+    # and its spans' sentence vectors, and the lowest best contextual similarity of a sentence word
+    # left unaligned by stem and WordNet to any span word (1.0 when every word aligned)
+    meaning: float = 0.0
+    word_meaning: float = 1.0
 
 
 FEATURES = (
@@ -92,6 +97,8 @@ FEATURES = (
     "swapped",
     *(f"frame_{k}" for k in FRAME_KINDS),
     "missing_figures",
+    "meaning",
+    "word_meaning",
 )
 MAX_TERMS = 20
 MAX_NEW = 5
@@ -123,6 +130,8 @@ def vector(s: Signals, *, min_coverage: float) -> list[float]:
         "swapped": float(s.swapped is not None),
         **{f"frame_{k}": float(k in kinds) for k in FRAME_KINDS},
         "missing_figures": float(s.missing_figures > 0),
+        "meaning": s.meaning,
+        "word_meaning": s.word_meaning,
     }
     return [values[name] for name in FEATURES]
 
@@ -251,11 +260,17 @@ def stored_model() -> Model | None:
     return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
 
 
+def uses_model() -> bool:
+    """Whether `decide` will use the stored model (so the signals only it reads are worth measuring)."""
+    setting = os.environ.get("RAG_SUPPORT_MODEL", "")
+    model = stored_model() if setting != "off" else None
+    return model is not None and (model.adopted or setting == "on")
+
+
 def decide(s: Signals, n: int, *, min_coverage: float) -> Judgement:
     """The verdict: the stored model when it was adopted and not turned off (`RAG_SUPPORT_MODEL=off`),
     else the rules; `RAG_SUPPORT_MODEL=on` uses the stored model even when not adopted (for measuring)."""
-    setting = os.environ.get("RAG_SUPPORT_MODEL", "")
-    model = stored_model() if setting != "off" else None
-    if model is not None and (model.adopted or setting == "on"):
+    model = stored_model()
+    if model is not None and uses_model():
         return model.judge(s, n, min_coverage=min_coverage)
     return rules(s, n, min_coverage=min_coverage)

@@ -69,7 +69,7 @@ def measure(case: SupportCase, corpus: str) -> Row:
     sentence = drafts[0].text if drafts else case.sentence
     cited = blocks[: len(claims)]
     spans = [c.cited_text or "" for c in claims]
-    measured = signals(sentence, spans, cited, common=common_terms(blocks))
+    measured = signals(sentence, spans, cited, common=common_terms(blocks), with_meaning=True)
     return Row(case, measured, vector(measured, min_coverage=MIN_COVERAGE))
 
 

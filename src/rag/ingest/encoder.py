@@ -152,7 +152,34 @@ class Encoder:
             out[rows] = self._forward([ids[i] for i in rows])
         return out
 
+    def tokens(self, text: str) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """The contextual vector of each word piece of `text` (the last layer, unit length; [CLS] and
+        [SEP] left out) and its character offsets in `text`, for aligning words by meaning."""
+        with self._lock:
+            encoding = self._tokenizer.encode(text)
+        ids, offsets = encoding.ids, encoding.offsets
+        hidden = self._hidden([ids])[0]
+        keep = [i for i, (start, end) in enumerate(offsets) if end > start]
+        vectors = hidden[keep]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        unit = np.asarray(vectors / np.maximum(norms, 1e-12), dtype=np.float32)
+        return unit, [(int(offsets[i][0]), int(offsets[i][1])) for i in keep]
+
     def _forward(self, ids: list[list[int]]) -> np.ndarray:
+        x, mask = self._hidden(ids), self._mask(ids)
+        pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+
+    @staticmethod
+    def _mask(ids: list[list[int]]) -> np.ndarray:
+        mask = np.zeros((len(ids), max(len(x) for x in ids)), dtype=np.float32)
+        for i, row in enumerate(ids):
+            mask[i, : len(row)] = 1.0
+        return mask
+
+    def _hidden(self, ids: list[list[int]]) -> np.ndarray:
+        """The last layer's vector of every token (batch x length x 384; padding rows are meaningless)."""
         w = self._w
         n, length = len(ids), max(len(x) for x in ids)
         tokens = np.zeros((n, length), dtype=np.int64)
@@ -182,9 +209,7 @@ class Encoder:
             hidden = x @ i_w + i_b
             hidden = 0.5 * hidden * (1.0 + _erf(hidden / np.float32(np.sqrt(2.0))))
             x = _layer_norm(hidden @ f_w + f_b + x, ln2_w, ln2_b, self.eps)
-        pooled = (x * mask[:, :, None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return np.asarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
+        return x
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
