@@ -126,7 +126,9 @@ def test_the_stored_model_keeps_a_direct_answer(store: SqliteStore, monkeypatch:
     assert verdict is not None and verdict.keep, verdict
 
 
-def test_gate_off_gives_exactly_the_ungated_answers(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gate_off_gives_exactly_the_ungated_answers(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
     questions = [CONFIDENT, WEAK, "What does a jar of spring honey cost?", "When are hives inspected?"]
     _use(monkeypatch, _model(2.0, coverage=1.0), setting="off")  # would refuse everything if it ran
     gated_off = [_pipeline(store).answer(q) for q in questions]
@@ -183,5 +185,30 @@ def test_choose_threshold_is_the_lowest_reaching_the_target() -> None:
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.5])
     y = np.array([0.0, 1.0, 0.0, 1.0, 1.0])
     assert answer_fit.choose_threshold(p, y, 0.9) == pytest.approx(0.4)
-    assert answer_fit.choose_threshold(p, y, 0.6) == pytest.approx(0.2)
+    assert answer_fit.choose_threshold(p, y, 0.7) == pytest.approx(0.2)
     assert answer_fit.choose_threshold(p, np.zeros(5), 0.9) == 1.0
+    # judged per set: set "b" keeps a wrong answer above 0.2, so only 0.5 reaches 0.9 in both
+    groups = np.array(["a", "a", "b", "b", "a"])
+    y2 = np.array([0.0, 1.0, 0.0, 1.0, 1.0])
+    p2 = np.array([0.1, 0.3, 0.4, 0.2, 0.5])
+    assert answer_fit.choose_threshold(p2, y2, 0.9, groups) == pytest.approx(0.5)
+    assert answer_fit.choose_threshold(p2, y2, 0.7) == pytest.approx(0.2)
+
+
+def test_the_stream_refuses_as_the_whole_answer_does(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from rag.answer.events import RefusalEvent, SentenceEvent
+
+    _use(monkeypatch, _model(0.999, meaning=1.0))
+    pipeline = _pipeline(store)
+
+    async def collect() -> list[object]:
+        return [e async for e in pipeline.answer_stream(CONFIDENT)]
+
+    seen = asyncio.run(collect())
+    refusals = [e for e in seen if isinstance(e, RefusalEvent)]
+    assert not any(isinstance(e, SentenceEvent) for e in seen)
+    assert refusals and refusals[0].reason == "no_citations" and refusals[0].closest

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -83,6 +83,7 @@ class Chosen(Protocol):
     def rank(self) -> float: ...
 
 
+@runtime_checkable
 class Ranking(Protocol):
     """A generator that can show its eligible candidates, best first (`OfflineGenerator.ranked`)."""
 

@@ -29,7 +29,7 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
-from rag.answer.confidence import active_model, judge_answer
+from rag.answer.confidence import Ranking, active_model, judge_answer
 from rag.answer.conflicts import detect_conflict
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
@@ -282,14 +282,15 @@ class Pipeline:
         calibrated model finds the chosen sentence unlikely to answer the question, the plan refuses
         with `no_citations`, the closest passages and the reason. Only the offline path is gated (with
         Claude the support check judges each sentence); `RAG_ANSWER_GATE=off` turns it off."""
-        if plan.refusal is not None or self.reader != "offline" or not hasattr(self.generator, "ranked"):
+        generator = self.generator
+        if plan.refusal is not None or self.reader != "offline" or not isinstance(generator, Ranking):
             return
         model = active_model()
         if model is None:
             return
         with _timed(plan.timings, "generate"):
             drafts = self.generator.generate(plan.question, plan.blocks).drafts
-            verdict = judge_answer(self.generator, plan.question, plan.blocks, [d.text for d in drafts], model)
+            verdict = judge_answer(generator, plan.question, plan.blocks, [d.text for d in drafts], model)
         if verdict is not None and not verdict.keep:
             plan.refusal = self._refusal(plan, "no_citations", f"{NO_CITATIONS_MESSAGE} {verdict.reason}")
 
