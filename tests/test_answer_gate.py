@@ -169,7 +169,11 @@ def test_fit_on_synthetic_rows_reaches_the_precision_rule_and_writes_weights(
     monkeypatch.setattr(answer_fit, "TARGETS", (0.9,))
     target = tmp_path / "weights.json"
     monkeypatch.setattr(answer_fit, "WEIGHTS_FILE", target)
-    report = answer_fit.run(_synthetic(), write=True)
+    # other candidates (chosen=False) train the model but are never judged as decisions
+    others = [Row(r.group, r.case_id, r.answerable, r.correct, r.x, chosen=False) for r in _synthetic(seed=5)]
+    report = answer_fit.run([*_synthetic(), *others], write=True)
+    assert report["rows"] == 90 and report["other_candidate_rows"] == 90
+    assert report["no_gate"]["answered_before"] == 90
     pooled = report["leave_one_set_out"]["pooled"]
     assert pooled["precision_after"] >= 0.9 and pooled["correct_kept"] >= 40
     assert set(report["leave_one_set_out"]["per_set"]) == {"a", "b", "c"}

@@ -70,13 +70,19 @@ class Row:
     answerable: bool
     correct: bool
     x: dict[str, float]
+    # False: another eligible candidate of the question, measured as if chosen (training data only;
+    # the decisions judged are the generator's own choices)
+    chosen: bool = True
 
 
-def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS) -> list[Row]:
-    """Every answered question of `sets`, run offline with the gate off, with its features and label."""
+def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0) -> list[Row]:
+    """Every answered question of `sets`, run offline with the gate off, with its features and label;
+    with `others`, also up to that many other eligible candidates of every question that reached the
+    generator (answered or not), each labelled by whether it states the expected fact."""
     from rag.answer.pipeline import build_pipeline
     from rag.config import load_settings
     from rag.evals.datasets import load_golden, repo_root
+    from rag.evals.metrics import contains_fact
     from rag.evals.runner import corpus_store, outcome_of
 
     os.environ["RAG_ANSWER_GATE"] = "off"
@@ -91,6 +97,14 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS) -> list[Row]:
                 raise TypeError(f"{type(generator).__name__} does not show its ranked candidates")
             for case in cases:
                 answer = pipeline.answer(case.question)
+                if others and answer.blocks:
+                    ranked = generator.ranked(answer.question, answer.blocks)
+                    skip = answer.sentences[0].text if not answer.abstained and answer.sentences else None
+                    picked = [c for c in ranked if c.text != skip][:others]
+                    for c in picked:
+                        right = case.label == "answer" and contains_fact(c.text, case.expect)
+                        x = measure(answer.question, answer.blocks, ranked, c, 1)
+                        rows.append(Row(name, case.id, case.label == "answer", right, x, chosen=False))
                 if answer.abstained:
                     continue
                 outcome = outcome_of(case, answer, latency_ms=0.0, store=store)
@@ -102,7 +116,7 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS) -> list[Row]:
                 x = measure(answer.question, answer.blocks, ranked, chosen, len(texts))
                 label = case.label == "answer" and outcome.correct_answer
                 rows.append(Row(name, case.id, case.label == "answer", label, x))
-        log.info("%s: %d answered", name, sum(r.group == name for r in rows))
+        log.info("%s: %d answered", name, sum(r.group == name and r.chosen for r in rows))
     return rows
 
 
@@ -191,7 +205,8 @@ def choose_threshold(p: Array, y: Array, target: float, groups: npt.NDArray[np.s
 
 
 def _grouped_oof(x: Array, y: Array, groups: npt.NDArray[np.str_], l2: float, size: int) -> Array:
-    """Leave-one-group-out probabilities: each group's rows scored by a model fitted on the others."""
+    """Leave-one-group-out probabilities: each group's rows scored by a model fitted on the others'
+    rows (their other candidates included)."""
     p = np.zeros(len(y))
     for g in np.unique(groups):
         held = groups == g
@@ -200,10 +215,18 @@ def _grouped_oof(x: Array, y: Array, groups: npt.NDArray[np.str_], l2: float, si
 
 
 def _fit_with_threshold(
-    x: Array, y: Array, groups: npt.NDArray[np.str_], l2: float, size: int, target: float
+    x: Array,
+    y: Array,
+    groups: npt.NDArray[np.str_],
+    chosen: npt.NDArray[np.bool_],
+    l2: float,
+    size: int,
+    target: float,
 ) -> tuple[Fitted, float]:
-    """A model fitted on all of (x, y) and the threshold chosen on its leave-one-group-out probabilities."""
-    threshold = choose_threshold(_grouped_oof(x, y, groups, l2, size), y, target, groups)
+    """A model fitted on all of (x, y) and the threshold chosen on its leave-one-group-out probabilities
+    of the `chosen` rows (the generator's own choices, the decisions the gate makes)."""
+    p = _grouped_oof(x, y, groups, l2, size)
+    threshold = choose_threshold(p[chosen], y[chosen], target, groups[chosen])
     return _fit(x, y, l2, size), threshold
 
 
@@ -220,20 +243,32 @@ def _figures(kept: npt.NDArray[np.bool_], y: Array, before_answered: int) -> dic
     }
 
 
-def leave_one_set_out(rows: Sequence[Row], l2: float, size: int, target: float) -> dict[str, Any]:
-    """Held-out figures of one configuration: each set kept or refused by a model and threshold fitted
-    on the other sets only (the threshold from their own inner leave-one-set-out probabilities)."""
+def _arrays(rows: Sequence[Row]) -> tuple[Array, Array, npt.NDArray[np.str_], npt.NDArray[np.bool_]]:
     x = _matrix(rows)
     y = np.array([r.correct for r in rows], dtype=np.float64)
-    groups = np.array([r.group for r in rows])
+    return x, y, np.array([r.group for r in rows]), np.array([r.chosen for r in rows])
+
+
+def leave_one_set_out(rows: Sequence[Row], l2: float, size: int, target: float) -> dict[str, Any]:
+    """Held-out figures of one configuration: each set's chosen answers kept or refused by a model and
+    threshold fitted on the other sets only (the threshold from their own inner leave-one-set-out
+    probabilities)."""
+    x, y, groups, chosen = _arrays(rows)
     kept = np.zeros(len(rows), dtype=bool)
     per_set = {}
     for g in dict.fromkeys(r.group for r in rows):
         held = groups == g
-        model, threshold = _fit_with_threshold(x[~held], y[~held], groups[~held], l2, size, target)
-        kept[held] = model.p(x[held]) >= threshold
-        per_set[str(g)] = {"threshold": round(threshold, 4), **_figures(kept[held], y[held], int(held.sum()))}
-    return {"pooled": _summary(kept, y, groups), "per_set": per_set}
+        train = ~held
+        model, threshold = _fit_with_threshold(
+            x[train], y[train], groups[train], chosen[train], l2, size, target
+        )
+        judged = held & chosen
+        kept[judged] = model.p(x[judged]) >= threshold
+        per_set[str(g)] = {
+            "threshold": round(threshold, 4),
+            **_figures(kept[judged], y[judged], int(judged.sum())),
+        }
+    return {"pooled": _summary(kept[chosen], y[chosen], groups[chosen]), "per_set": per_set}
 
 
 def _summary(kept: npt.NDArray[np.bool_], y: Array, groups: npt.NDArray[np.str_]) -> dict[str, Any]:
@@ -242,9 +277,8 @@ def _summary(kept: npt.NDArray[np.bool_], y: Array, groups: npt.NDArray[np.str_]
 
 
 def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
-    y = np.array([r.correct for r in rows], dtype=np.float64)
-    groups = np.array([r.group for r in rows])
-    baseline = _summary(np.ones(len(rows), dtype=bool), y, groups)
+    x, y, groups, chosen = _arrays(rows)
+    baseline = _summary(np.ones(int(chosen.sum()), dtype=bool), y[chosen], groups[chosen])
     results = []
     for l2 in L2_GRID:
         for size in SIZES:
@@ -254,7 +288,7 @@ def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
                 log.info("l2=%s size=%s target=%s %s", l2, size, target, cv["pooled"])
     # the rule: held-out precision when answered reaches PRECISION on every set that kept an answer;
     # among those, the most correct answers kept (ties: the smaller model, the lower target)
-    floor = MIN_KEPT * float(y.sum())
+    floor = MIN_KEPT * float(y[chosen].sum())
     eligible = [
         r
         for r in results
@@ -268,22 +302,22 @@ def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
         key=lambda r: (r["pooled"]["correct_kept"], -(r["size"] or 99), -r["target"]),
     )
     meets = bool(eligible)
-    x = _matrix(rows)
-    model, threshold = _fit_with_threshold(x, y, groups, best["l2"], best["size"], best["target"])
+    model, threshold = _fit_with_threshold(x, y, groups, chosen, best["l2"], best["size"], best["target"])
     threshold_from = "leave-one-set-out probabilities of the training sets"
     if not meets:
         # for a measurement only (not adopted): the in-sample threshold, optimistic by construction
-        threshold = choose_threshold(model.p(x), y, PRECISION, groups)
+        threshold = choose_threshold(model.p(x[chosen]), y[chosen], PRECISION, groups[chosen])
         threshold_from = "in-sample probabilities (no configuration met the rule; for measuring only)"
-    kept_all = model.p(x) >= threshold
-    in_sample = _summary(kept_all, y, groups)
+    kept_all = (model.p(x) >= threshold) & chosen
+    in_sample = _summary(kept_all[chosen], y[chosen], groups[chosen])
     per_set_in_sample = {
         g: {"kept": int(kept_all[groups == g].sum()), "correct_kept": int(y[kept_all & (groups == g)].sum())}
         for g in dict.fromkeys(r.group for r in rows)
     }
     report = {
         "fitted_on": [name for name, _, _ in DEV_SETS if any(r.group == name for r in rows)],
-        "rows": len(rows),
+        "rows": int(chosen.sum()),
+        "other_candidate_rows": int((~chosen).sum()),
         "rule": (
             f"leave-one-set-out precision when answered >= {PRECISION} on every held-out set that "
             f"kept an answer, keeping >= {MIN_KEPT} of the correct answers; then the most correct kept"
@@ -351,7 +385,14 @@ def load_rows(path: Path) -> list[Row]:
 
 def save_rows(path: Path, rows: Sequence[Row]) -> None:
     data = [
-        {"group": r.group, "case_id": r.case_id, "answerable": r.answerable, "correct": r.correct, "x": r.x}
+        {
+            "group": r.group,
+            "case_id": r.case_id,
+            "answerable": r.answerable,
+            "correct": r.correct,
+            "x": r.x,
+            "chosen": r.chosen,
+        }
         for r in rows
     ]
     path.write_text(json.dumps(data) + "\n", encoding="utf-8")
@@ -362,6 +403,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--write", action="store_true", help="store the chosen model in answer_weights.json")
     parser.add_argument("--rows", type=Path, help="save the measured rows here; reuse them when present")
     parser.add_argument("--fresh", action="store_true", help="measure again even when --rows exists")
+    parser.add_argument(
+        "--others", type=int, default=0, help="also train on up to N other eligible candidates per question"
+    )
     parser.add_argument(
         "--measure",
         metavar="DIR",
@@ -380,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.rows is not None and args.rows.is_file() and not args.fresh:
         rows = load_rows(args.rows)
     else:
-        rows = collect()
+        rows = collect(others=args.others)
         if args.rows is not None:
             save_rows(args.rows, rows)
     report = run(rows, args.write)
