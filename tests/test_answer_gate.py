@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from rag.answer import confidence
-from rag.answer.confidence import FEATURES, Model, choice, judge_answer, measure
+from rag.answer.confidence import FEATURES, Model, choice, measure
 from rag.answer.generate import OfflineGenerator
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import load_settings
@@ -49,6 +49,8 @@ A 450 gram jar of spring honey sells for 7 euros.
 
 CONFIDENT = "How many hives can each member keep at the shared apiary?"
 WEAK = "Which month does the association stop selling at the market?"
+NEIGHBOUR = "When are hives inspected?"
+PRICE = "What does a jar of spring honey cost?"
 
 
 @pytest.fixture(scope="module")
@@ -113,23 +115,32 @@ def test_a_confident_answer_is_kept(store: SqliteStore, monkeypatch: pytest.Monk
     assert not answer.abstained and "three hives" in answer.text
 
 
-def test_the_stored_model_keeps_a_direct_answer(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    model = confidence.stored_model()
-    if model is None:
+def test_the_stored_model_refuses_a_neighbouring_sentence_and_keeps_a_direct_answer(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fitted weights (forced on: they are not adopted) on documents of another domain: the
+    generator answers "when are hives inspected?" with the sentence next to the answer (the fee for
+    missing an inspection), far in meaning and leaning on its section for coverage; the gate refuses
+    it, and keeps the direct answers."""
+    if confidence.stored_model() is None:
         pytest.skip("no answer_weights.json")
+    monkeypatch.setenv("RAG_ANSWER_GATE", "off")
+    ungated = _pipeline(store).answer(NEIGHBOUR)
+    assert not ungated.abstained and "fee" in ungated.text  # the generator's wrong choice
     monkeypatch.setenv("RAG_ANSWER_GATE", "on")
     pipeline = _pipeline(store)
-    plan = pipeline.plan(CONFIDENT)
-    generator = OfflineGenerator()
-    texts = [d.text for d in generator.drafts(CONFIDENT, plan.blocks)]
-    verdict = judge_answer(generator, CONFIDENT, plan.blocks, texts, model)
-    assert verdict is not None and verdict.keep, verdict
+    refused = pipeline.answer(NEIGHBOUR)
+    assert refused.abstained and refused.reason == "no_citations" and refused.closest
+    assert "not confident enough" in refused.message
+    for question, fact in ((CONFIDENT, "three hives"), (PRICE, "7 euros")):
+        kept = pipeline.answer(question)
+        assert not kept.abstained and fact in kept.text, question
 
 
 def test_gate_off_gives_exactly_the_ungated_answers(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    questions = [CONFIDENT, WEAK, "What does a jar of spring honey cost?", "When are hives inspected?"]
+    questions = [CONFIDENT, WEAK, PRICE, NEIGHBOUR]
     _use(monkeypatch, _model(2.0, coverage=1.0), setting="off")  # would refuse everything if it ran
     gated_off = [_pipeline(store).answer(q) for q in questions]
     _use(monkeypatch, None)

@@ -13,7 +13,7 @@ retrieved blocks), and a small logistic model turns them into a probability of b
 The weights and the threshold are fitted on the development sets by `rag.evals.answer_fit` (threshold
 chosen by cross-validation grouped by set, so that precision when answered reaches 0.90 on a set the
 fit never saw) and stored in `answer_weights.json`. Below the threshold the pipeline refuses with
-`no_citations` and the closest passages (`Pipeline._unconfident`). `RAG_ANSWER_GATE=off` turns the
+`no_citations` and the closest passages (`Pipeline._gate_answer`). `RAG_ANSWER_GATE=off` turns the
 gate off (exactly the generator's answers), `=on` applies the stored model even when not adopted.
 
 Only the offline path is gated: with Claude, the support check judges every sentence against its
