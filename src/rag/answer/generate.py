@@ -401,9 +401,15 @@ class OfflineGenerator:
             return False
         return _bound(ask, r)
 
-    def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+    def ranked(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+        """Every eligible sentence, best first: what `_choose` picks from, and what the answer gate
+        (`rag.answer.confidence`) reads the choice's margins from."""
         eligible = self._candidates(question, blocks)
         eligible.sort(key=lambda c: (-c.rank, -c.own_coverage, c.order))
+        return eligible
+
+    def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
+        eligible = self.ranked(question, blocks)
         if _unsure(eligible):
             return []
         chosen: list[_Candidate] = []

@@ -29,6 +29,7 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
+from rag.answer.confidence import Ranking, active_model, judge_answer
 from rag.answer.conflicts import detect_conflict
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
@@ -276,6 +277,23 @@ class Pipeline:
             min_score=plan.threshold,
         )
 
+    def _gate_answer(self, plan: Plan) -> None:
+        """The answer gate (`rag.answer.confidence`) on the offline generator's choice: when the
+        calibrated model finds the chosen sentence unlikely to answer the question, the plan refuses
+        with `no_citations`, the closest passages and the reason. Only the offline path is gated (with
+        Claude the support check judges each sentence); `RAG_ANSWER_GATE=off` turns it off."""
+        generator = self.generator
+        if plan.refusal is not None or self.reader != "offline" or not isinstance(generator, Ranking):
+            return
+        model = active_model()
+        if model is None:
+            return
+        with _timed(plan.timings, "generate"):
+            drafts = self.generator.generate(plan.question, plan.blocks).drafts
+            verdict = judge_answer(generator, plan.question, plan.blocks, [d.text for d in drafts], model)
+        if verdict is not None and not verdict.keep:
+            plan.refusal = self._refusal(plan, "no_citations", f"{NO_CITATIONS_MESSAGE} {verdict.reason}")
+
     # the answer core, run whole (/ask) or streamed (/ask/stream)
 
     def _meta(self, plan: Plan) -> MetaEvent:
@@ -390,6 +408,7 @@ class Pipeline:
         UpstreamUnavailable when the model call fails and no verified sentence exists.
         """
         plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        self._gate_answer(plan)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
         kept, events, drafts = self._longer(plan, *self._draft(plan, "draft 1"))
@@ -463,6 +482,7 @@ class Pipeline:
         plan = await anyio.to_thread.run_sync(
             lambda: self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
         )
+        await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
         judge = self._judge(plan, "stream")
         try:

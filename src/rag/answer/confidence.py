@@ -1,0 +1,288 @@
+"""The answer gate: a calibrated answer-or-refuse decision on the offline generator's chosen sentence.
+
+The extractive generator's eligibility rules are lexical: a true sentence of the retrieved blocks that
+covers enough of the question's words is copied as the answer, and the verifier passes it because it is
+in its source. On unseen documentation about 4 in 10 such answers were wrong (the option next to the
+asked one, a "see also" line, the definition of something else). The rules cannot say how sure they
+are; this module measures, for the chosen sentence, what tells a right choice from a wrong one (how
+much of the question it covers alone and with its section, its margin over the best candidate from
+another block, the retrieval scores, whether it carries the asked kind of value and names the asked
+identifier, and how close its meaning is to the question's next to the other sentences of the
+retrieved blocks), and a small logistic model turns them into a probability of being right.
+
+The weights and the threshold are fitted on the development sets by `rag.evals.answer_fit` (threshold
+chosen by cross-validation grouped by set, so that precision when answered reaches 0.90 on a set the
+fit never saw) and stored in `answer_weights.json`. Below the threshold the pipeline refuses with
+`no_citations` and the closest passages (`Pipeline._gate_answer`). `RAG_ANSWER_GATE=off` turns the
+gate off (exactly the generator's answers), `=on` applies the stored model even when not adopted.
+
+Only the offline path is gated: with Claude, the support check judges every sentence against its
+cited span, and the generator is not extractive, so these features do not describe its answers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from rag.answer.answer_types import answer_type, type_match
+from rag.lexicon import IDENTIFIER_RE
+from rag.text import normalise, split_sentences
+from rag.types import Block
+
+WEIGHTS_FILE = Path(__file__).with_name("answer_weights.json")
+# The sentences a meaning margin is measured against: those of the best-scored retrieved blocks, a
+# bounded number (the encoder runs about 150 short sentences a second on a small machine).
+MEANING_BLOCKS = 4
+MEANING_SENTENCES = 12
+_MAX_SENTENCE_CHARS = 400
+
+FEATURES: tuple[str, ...] = (
+    "own_coverage",  # question IDF mass the sentence covers alone (the generator's figure)
+    "coverage",  # ... with its title, section, label and neighbours
+    "context_share",  # coverage - own_coverage: how much the answer leans on its context
+    "rank_margin",  # the generator's rank over the best candidate from another block (1.0 when none)
+    "alone",  # no eligible candidate in another block
+    "candidates",  # log(1 + number of eligible candidates)
+    "top_score",  # the best retrieval score
+    "score_margin",  # best minus second retrieval score
+    "block_share",  # the chosen block's retrieval score over the best
+    "asks_kind",  # the question asks a typed value (a figure, date, code name, place ...)
+    "kind_fit",  # the sentence's match to that kind (answer_types.type_match; 0 when none asked)
+    "asks_id",  # the question names a code identifier
+    "names_id",  # ... and the sentence with its section names every such identifier
+    "meaning",  # cosine(question, section + sentence) by the local sentence encoder
+    "meaning_margin",  # meaning minus the best other sentence of the best retrieved blocks
+    "meaning_rank",  # 1 when no other such sentence is closer in meaning, else 0
+    "sentences",  # how many sentences the answer has
+)
+
+
+class Chosen(Protocol):
+    """What the gate reads of a generator candidate (`generate._Candidate`)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def key(self) -> str: ...
+    @property
+    def ns(self) -> tuple[int, ...]: ...
+    @property
+    def own_coverage(self) -> float: ...
+    @property
+    def coverage(self) -> float: ...
+    @property
+    def rank(self) -> float: ...
+
+
+@runtime_checkable
+class Ranking(Protocol):
+    """A generator that can show its eligible candidates, best first (`OfflineGenerator.ranked`)."""
+
+    def ranked(self, question: str, blocks: Sequence[Block]) -> Sequence[Chosen]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The gate's decision on one answer: keep it or not, with the probability and the threshold."""
+
+    keep: bool
+    probability: float
+    threshold: float
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"The best candidate answer was not confident enough to give (estimated {self.probability:.2f} "
+            f"chance of being right; the calibrated threshold is {self.threshold:.2f})."
+        )
+
+
+def _identifiers(text: str) -> frozenset[str]:
+    return frozenset(m.lower().lstrip("-").replace("-", "_") for m in IDENTIFIER_RE.findall(text))
+
+
+def _labelled(block: Block, sentence: str) -> str:
+    """The sentence as a reader sees it: under its section (or the document title)."""
+    where = block.chunk.section or block.chunk.title
+    return f"{where}: {sentence}" if where else sentence
+
+
+_VECTORS: dict[str, np.ndarray] = {}
+_MAX_CACHED = 20_000
+
+
+def _encode(texts: Sequence[str]) -> list[np.ndarray] | None:
+    """Unit vectors of `texts`, encoding in one batch only those not cached yet (the same block
+    sentences recur across questions); None when the encoder is not installed."""
+    from rag.ingest.encoder import encoder
+
+    model = encoder()
+    if model is None:
+        return None
+    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
+    if missing:
+        if len(_VECTORS) + len(missing) > _MAX_CACHED:
+            _VECTORS.clear()
+        encoded = model.encode([t[:_MAX_SENTENCE_CHARS] for t in missing])
+        for text, vec in zip(missing, encoded, strict=True):
+            _VECTORS[text] = np.asarray(vec, dtype=np.float32)
+    return [_VECTORS[t] for t in texts]
+
+
+def _meaning(question: str, chosen: str, others: Sequence[str]) -> tuple[float, float, float]:
+    """(cosine to the chosen sentence, its margin over the closest other sentence, 1 when none is closer);
+    (0, 0, 0) when the encoder is not installed."""
+    vectors = _encode([question, chosen, *others])
+    if vectors is None:
+        return 0.0, 0.0, 0.0
+    q = vectors[0]
+    own = float(vectors[1] @ q)
+    best_other = max((float(v @ q) for v in vectors[2:]), default=-1.0)
+    margin = own - best_other if others else 1.0 - own
+    return own, margin, float(own >= best_other)
+
+
+def _other_sentences(blocks: Sequence[Block], chosen_key: str) -> list[str]:
+    """The sentences of the best-scored blocks (with their sections) other than the chosen one."""
+    out: list[str] = []
+    for block in sorted(blocks, key=lambda b: -b.score)[:MEANING_BLOCKS]:
+        for sentence in split_sentences(block.chunk.text)[:MEANING_SENTENCES]:
+            if len(sentence.split()) < 3 or normalise(sentence) == chosen_key:
+                continue
+            out.append(_labelled(block, sentence))
+    return out
+
+
+def measure(
+    question: str, blocks: Sequence[Block], ranked: Sequence[Chosen], chosen: Chosen, sentences: int = 1
+) -> dict[str, float]:
+    """Every feature of FEATURES for the answer whose first sentence is `chosen` (one of `ranked`)."""
+    by_n = {b.n: b for b in blocks}
+    scores = sorted((b.score for b in blocks), reverse=True)
+    top = scores[0] if scores else 0.0
+    others = [c for c in ranked if not set(c.ns) & set(chosen.ns) and c.key != chosen.key]
+    margin = chosen.rank - max(c.rank for c in others) if others else 1.0
+    home = [by_n[n] for n in chosen.ns if n in by_n]
+    block = max(home, key=lambda b: b.score) if home else None
+    kind = answer_type(question)
+    asked_ids = _identifiers(question)
+    where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
+    labelled = _labelled(block, chosen.text) if block is not None else chosen.text
+    meaning, meaning_margin, meaning_rank = _meaning(
+        question, labelled, _other_sentences(blocks, normalise(chosen.text))
+    )
+    return {
+        "own_coverage": chosen.own_coverage,
+        "coverage": chosen.coverage,
+        "context_share": max(0.0, chosen.coverage - chosen.own_coverage),
+        "rank_margin": max(-1.0, min(1.0, margin)),
+        "alone": float(not others),
+        "candidates": math.log1p(len(ranked)),
+        "top_score": top,
+        "score_margin": top - scores[1] if len(scores) > 1 else top,
+        "block_share": (block.score / top) if block is not None and top > 0 else 0.0,
+        "asks_kind": float(bool(kind)),
+        "kind_fit": type_match(chosen.text, kind, question) if kind else 0.0,
+        "asks_id": float(bool(asked_ids)),
+        "names_id": float(bool(asked_ids) and asked_ids <= _identifiers(f"{chosen.text} {where}")),
+        "meaning": meaning,
+        "meaning_margin": meaning_margin,
+        "meaning_rank": meaning_rank,
+        "sentences": float(sentences),
+    }
+
+
+def choice(
+    generator: Ranking, question: str, blocks: Sequence[Block], answer: Sequence[str]
+) -> tuple[Sequence[Chosen], Chosen] | None:
+    """(every eligible candidate, the one the answer starts with), or None when it answered nothing."""
+    if not answer:
+        return None
+    ranked = generator.ranked(question, blocks)
+    first = normalise(answer[0])
+    chosen = next((c for c in ranked if normalise(c.text) == first), None)
+    if chosen is None:
+        chosen = ranked[0] if ranked else None
+    return (ranked, chosen) if chosen is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Model:
+    """A logistic model over standardised features: p = sigmoid(bias + sum w_f (x_f - mean_f) / scale_f)."""
+
+    weights: Mapping[str, float]
+    means: Mapping[str, float]
+    scales: Mapping[str, float]
+    bias: float
+    threshold: float
+    adopted: bool = False
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        z = self.bias + sum(
+            w * (features.get(f, 0.0) - self.means.get(f, 0.0)) / (self.scales.get(f, 1.0) or 1.0)
+            for f, w in self.weights.items()
+        )
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def judge(self, features: Mapping[str, float]) -> Verdict:
+        p = self.probability(features)
+        return Verdict(keep=p >= self.threshold, probability=p, threshold=self.threshold)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Model:
+        return cls(
+            weights={str(k): float(v) for k, v in data["weights"].items()},
+            means={str(k): float(v) for k, v in data.get("means", {}).items()},
+            scales={str(k): float(v) for k, v in data.get("scales", {}).items()},
+            bias=float(data["bias"]),
+            threshold=float(data["threshold"]),
+            adopted=data.get("adopted") is True,
+        )
+
+
+@lru_cache(maxsize=1)
+def stored_model() -> Model | None:
+    """The model in `answer_weights.json`, None when the file is absent."""
+    if not WEIGHTS_FILE.is_file():
+        return None
+    return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
+
+
+def active_model() -> Model | None:
+    """The model the pipeline applies: the stored one when adopted, unless `RAG_ANSWER_GATE=off`;
+    `RAG_ANSWER_GATE=on` applies it even when not adopted (for measuring)."""
+    setting = os.environ.get("RAG_ANSWER_GATE", "").strip().lower()
+    if setting == "off":
+        return None
+    model = stored_model()
+    if model is not None and (model.adopted or setting == "on"):
+        return model
+    return None
+
+
+def judge_answer(
+    generator: Ranking,
+    question: str,
+    blocks: Sequence[Block],
+    answer: Sequence[str],
+    model: Model | None = None,
+) -> Verdict | None:
+    """The verdict on an offline answer whose sentences are `answer`; None when nothing is judged (no
+    model active, or no answer)."""
+    model = model if model is not None else active_model()
+    if model is None:
+        return None
+    found = choice(generator, question, blocks, answer)
+    if found is None:
+        return None
+    ranked, chosen = found
+    return model.judge(measure(question, blocks, ranked, chosen, len(answer)))
