@@ -163,9 +163,12 @@ ALIGN_MAX_FREQUENCY = 1e-4
 # question words it does not write as paraphrased; its similarity adds MEANING_WEIGHT times itself
 # to its rank.
 MIN_MEANING = 0.6
-MEANING_MARGIN = 0.05
+MEANING_MARGIN = 0.1
 MEANING_WEIGHT = 1.0
 NOUN_REACH = 3
+# A sentence chosen on words for a question of no particular kind ("How do I ...?", "What does X
+# mean?") whose meaning is this far from the question (cosine) matched its words by coincidence.
+MIN_RELATED = 0.25
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 _EPS = 1e-9
@@ -236,6 +239,8 @@ class _Candidate:
     coverage: float
     rank: float
     order: tuple[int, int]
+    # the sentence under its label, as the encoder reads it (see `_meaning_text`)
+    said: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -378,12 +383,14 @@ class OfflineGenerator:
         leads = _leads(blocks)
         variants = _variants(ask)
         read = [(block, r) for block in blocks for r in _readings(ask, block, leads.get(block.n, ""))]
-        found = self._collect(ask, [(b, r, 0.0) for b, r in read], variants)
-        if not found and read:
+        found = _related(ask, self._collect(ask, [(b, r, 0.0) for b, r in read], variants))
+        unwritten = _unwritten(ask.weights.keys(), blocks)
+        if not found and read and not _foreign_names(question, unwritten - ask.typed):
             # the words no block writes are the asker's own: the subject is what the blocks do write
-            unwritten = _unwritten(ask.weights.keys(), blocks)
             meant = replace(ask, aligned={**{t: frozenset() for t in unwritten}, **ask.aligned})
             found = self._collect(meant, _by_meaning(meant, read), _variants(meant))
+            if _meanings_tie(question, found):
+                return []
         return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
 
     def _collect(
@@ -433,7 +440,7 @@ class OfflineGenerator:
 
     def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
         eligible = self._candidates(question, blocks)
-        eligible.sort(key=lambda c: (-c.rank, -c.own_coverage, c.order))
+        eligible.sort(key=_rank_key)
         if _unsure(eligible):
             return []
         chosen: list[_Candidate] = []
@@ -780,6 +787,54 @@ def _by_meaning(ask: _Ask, read: Sequence[tuple[Block, _Reading]]) -> list[tuple
     return out
 
 
+def _related(ask: _Ask, found: dict[str, _Candidate]) -> dict[str, _Candidate]:
+    """`found`, or nothing when the question asks no kind of value and not whether something holds,
+    and the best-ranked candidate is less than MIN_RELATED close to it in meaning: a description
+    chosen because its words happen to be the question's ("support for measuring processes started
+    by the multiprocessing module" for "how do I tell the command to use another config file")
+    answers nothing, and the sentences ranked below it on words are no better. A typed answer
+    ("Default: 2") says too little for its meaning to be judged; without the encoder `found` stays."""
+    if not found or ask.kind or ask.required or ask.yes_no:
+        return found
+    best = min(found.values(), key=_rank_key)
+    sims = meaning.similarities(ask.question, [best.said])
+    if sims is None or float(sims[0]) >= MIN_RELATED:
+        return found
+    return {}
+
+
+def _rank_key(c: _Candidate) -> tuple[float, float, tuple[int, int]]:
+    """The order candidates are chosen in: rank, then own coverage, then position."""
+    return (-c.rank, -c.own_coverage, c.order)
+
+
+def _meanings_tie(question: str, found: Mapping[str, _Candidate]) -> bool:
+    """Two different sentences matched by meaning are within UNSURE_MARGIN of each other in meaning
+    (two permits' prices for "the fine for parking without one"): neither is the answer."""
+    if len(found) < 2:
+        return False
+    sims = meaning.similarities(question, [c.said for c in found.values()])
+    if sims is None:
+        return False
+    top = sorted((float(x) for x in sims), reverse=True)
+    return top[0] - top[1] < UNSURE_MARGIN
+
+
+def _foreign_names(question: str, unwritten: Set[str]) -> frozenset[str]:
+    """The question words no block writes that general English rarely uses (below EVERYDAY_FREQUENCY)
+    and WordNet does not know ("telnet", "CVE"): names of things the blocks do not cover, not the
+    asker's wording of what they say; meaning must not stand for them. Without WordNet every rare
+    unwritten word counts."""
+    return frozenset(
+        word
+        for word in _content_words(question)
+        if stem(word) in unwritten
+        and word.isalpha()
+        and english_frequency(word) < EVERYDAY_FREQUENCY
+        and not wordnet.parts_of_speech(word)
+    )
+
+
 def _tells_something(ask: _Ask, p: Prose, fit: float) -> bool:
     """Closeness in meaning shows a sentence is about the question, not that it answers it: the
     sentence that restates the asker's problem ("individual data files are deleted after combining")
@@ -791,7 +846,8 @@ def _tells_something(ask: _Ask, p: Prose, fit: float) -> bool:
     if ask.yes_no:
         return False
     if ask.required:
-        return fit >= 1.0
+        # a default is not the asked limit or amount ("It is set to 40 by default." for "the largest")
+        return fit >= 1.0 and (ask.default or not states_default(p.text))
     if ask.noun and ask.noun not in term_set(f"{p.text} {p.label} {p.field}"):
         return False
     return bool(_new_code_names(ask, p.text)) or (bool(ask.noun) and _figure_after_noun(ask, p.text))
@@ -1186,6 +1242,7 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         + BLOCK_WEIGHT * block.score
         - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
+        said=_meaning_text(r.sentence),
     )
 
 
