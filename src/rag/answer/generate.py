@@ -767,7 +767,7 @@ def _by_meaning(ask: _Ask, read: Sequence[tuple[Block, _Reading]]) -> list[tuple
     to the question and at least MIN_MEANING close, each with the topic words its context does not
     write counted as covered by paraphrase (`via`: ALIGN_WEIGHT, and never the subject itself, see
     `_subject_in_own_words`); empty without the encoder. The binding rules then decide as for words."""
-    texts = [_meaning_text(r.sentence) for _, r in read]
+    texts = [_meaning_text(r.sentence, b.chunk.title) for b, r in read]
     sims = meaning.similarities(ask.question, texts)
     if sims is None or not len(sims):
         return []
@@ -880,9 +880,12 @@ def _new_code_names(ask: _Ask, text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def _meaning_text(p: Prose) -> str:
-    """What the encoder reads of a sentence: its label first, as a reader sees it under its heading."""
-    return f"{p.label}: {p.text}" if p.label else p.text
+def _meaning_text(p: Prose, title: str) -> str:
+    """What the encoder reads of a sentence: its label first, as a reader sees it under its heading,
+    or the document's title when it has none ("They stay in the bin for 45 days." in a page titled
+    "Invoices" is about invoices)."""
+    context = p.label or title
+    return f"{context}: {p.text}" if context else p.text
 
 
 def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
@@ -1242,7 +1245,7 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         + BLOCK_WEIGHT * block.score
         - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
-        said=_meaning_text(r.sentence),
+        said=_meaning_text(r.sentence, block.chunk.title),
     )
 
 
