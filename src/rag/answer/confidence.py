@@ -33,6 +33,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from rag.answer import meaning
 from rag.answer.answer_types import answer_type, type_match
 from rag.lexicon import IDENTIFIER_RE
 from rag.text import normalise, split_sentences
@@ -116,26 +117,10 @@ def _labelled(block: Block, sentence: str) -> str:
     return f"{where}: {sentence}" if where else sentence
 
 
-_VECTORS: dict[str, np.ndarray] = {}
-_MAX_CACHED = 20_000
-
-
 def _encode(texts: Sequence[str]) -> list[np.ndarray] | None:
-    """Unit vectors of `texts`, encoding in one batch only those not cached yet (the same block
-    sentences recur across questions); None when the encoder is not installed."""
-    from rag.ingest.encoder import encoder
-
-    model = encoder()
-    if model is None:
-        return None
-    missing = [t for t in dict.fromkeys(texts) if t not in _VECTORS]
-    if missing:
-        if len(_VECTORS) + len(missing) > _MAX_CACHED:
-            _VECTORS.clear()
-        encoded = model.encode([t[:_MAX_SENTENCE_CHARS] for t in missing])
-        for text, vec in zip(missing, encoded, strict=True):
-            _VECTORS[text] = np.asarray(vec, dtype=np.float32)
-    return [_VECTORS[t] for t in texts]
+    """Unit vectors of `texts` (each cut to `_MAX_SENTENCE_CHARS`), through the shared cache of
+    `rag.answer.meaning`; None when the encoder is not installed."""
+    return meaning.vectors([t[:_MAX_SENTENCE_CHARS] for t in texts])
 
 
 def _meaning(question: str, chosen: str, others: Sequence[str]) -> tuple[float, float, float]:

@@ -16,7 +16,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import Protocol
 
-from rag.answer import wordnet
+from rag.answer import meaning, wordnet
 from rag.answer.answer_types import (
     QUANTITY_KINDS,
     AnswerType,
@@ -158,6 +158,17 @@ ALIGN_SENSES = 4
 # ... and never to a word general English uses this often or more (per word of running text: "name",
 # "use", "take", "place", "set" have so many senses that a link to them shows no shared meaning).
 ALIGN_MAX_FREQUENCY = 1e-4
+# Meaning (`rag.answer.meaning`), tried only when no sentence answers on words: a sentence at least
+# MIN_MEANING close to the question (cosine), and within MEANING_MARGIN of the closest, may count the
+# question words it does not write as paraphrased; its similarity adds MEANING_WEIGHT times itself
+# to its rank.
+MIN_MEANING = 0.6
+MEANING_MARGIN = 0.1
+MEANING_WEIGHT = 1.0
+NOUN_REACH = 3
+# A sentence chosen on words for a question of no particular kind ("How do I ...?", "What does X
+# mean?") whose meaning is this far from the question (cosine) matched its words by coincidence.
+MIN_RELATED = 0.25
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
 _EPS = 1e-9
@@ -167,6 +178,8 @@ _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
 MAX_CHUNK_GAP = 16
 # The markup around an inline code literal (":data:`", "``"): what remains is the literal itself.
 _CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
+# a reST role that points elsewhere (":ref:`combine <cmd_combine>`"): a link, not a named thing
+_POINTER_ROLE_RE = re.compile(r":(?:ref|doc|numref|any|download):`")
 
 
 _NO_ALIGNMENT: Mapping[str, frozenset[str]] = MappingProxyType({})
@@ -226,6 +239,8 @@ class _Candidate:
     coverage: float
     rank: float
     order: tuple[int, int]
+    # the sentence under its label, as the encoder reads it (see `_meaning_text`)
+    said: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -315,10 +330,14 @@ class OfflineGenerator:
         *,
         min_coverage: float = MIN_COVERAGE,
         max_sentences: int = MAX_SENTENCES,
+        meaning: bool = False,
     ) -> None:
         self.fabricate: Fabrication = fabricate
         self.min_coverage = min_coverage
         self.max_sentences = max_sentences
+        # the meaning pass and the relatedness veto (`_by_meaning`, `_related`; the local sentence
+        # encoder): off unless asked for, see `Settings.offline_meaning`
+        self.meaning = meaning
 
     def generate(
         self,
@@ -359,25 +378,50 @@ class OfflineGenerator:
         return tuple(out)
 
     def _candidates(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
-        """Every distinct block sentence that answers the question (see the class doc), scored."""
+        """Every distinct block sentence that answers the question (see the class doc), scored. When
+        no sentence answers on words, the sentences closest to the question in meaning are tried
+        again with the question words they do not write counted as paraphrased (see `_by_meaning`)."""
         ask = _read_question(question, blocks)
         if ask is None:
             return []
-        found: dict[str, _Candidate] = {}
         leads = _leads(blocks)
         variants = _variants(ask)
-        for block in blocks:
-            for reading in _readings(ask, block, leads.get(block.n, "")):
-                if not self._eligible(ask, reading, variants):
-                    continue
-                candidate = _score(ask, block, reading)
-                prev = found.get(candidate.key)
-                if prev is not None:
-                    # the same sentence in several blocks: cite them all, keep the better-ranked copy
-                    better = candidate if candidate.rank > prev.rank else prev
-                    candidate = replace(better, ns=tuple(sorted({*prev.ns, block.n})))
-                found[candidate.key] = candidate
+        read = [(block, r) for block in blocks for r in _readings(ask, block, leads.get(block.n, ""))]
+        found = self._collect(ask, [(b, r, 0.0) for b, r in read], variants)
+        if not self.meaning:
+            return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
+        found = _related(ask, found)
+        unwritten = _unwritten(ask.weights.keys(), blocks)
+        if not found and read and not _foreign_names(question, unwritten - ask.typed):
+            # the words no block writes are the asker's own: the subject is what the blocks do write
+            meant = replace(ask, aligned={**{t: frozenset() for t in unwritten}, **ask.aligned})
+            found = self._collect(meant, _by_meaning(meant, read), _variants(meant))
+            if _meanings_tie(question, found):
+                return []
         return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
+
+    def _collect(
+        self,
+        ask: _Ask,
+        read: Sequence[tuple[Block, _Reading, float]],
+        variants: Sequence[tuple[_Ask, bool]],
+    ) -> dict[str, _Candidate]:
+        """The eligible readings as candidates by sentence key, each ranked with MEANING_WEIGHT times
+        its similarity added; a sentence in several blocks cites them all."""
+        found: dict[str, _Candidate] = {}
+        for block, reading, similarity in read:
+            if not self._eligible(ask, reading, variants):
+                continue
+            candidate = _score(ask, block, reading)
+            if similarity:
+                candidate = replace(candidate, rank=candidate.rank + MEANING_WEIGHT * similarity)
+            prev = found.get(candidate.key)
+            if prev is not None:
+                # the same sentence in several blocks: cite them all, keep the better-ranked copy
+                better = candidate if candidate.rank > prev.rank else prev
+                candidate = replace(better, ns=tuple(sorted({*prev.ns, block.n})))
+            found[candidate.key] = candidate
+        return found
 
     def _eligible(self, ask: _Ask, r: _Reading, variants: Sequence[tuple[_Ask, bool]] = ()) -> bool:
         """Eligible on the question's weights, or on one of its `variants` (see `_variants`); a
@@ -405,7 +449,7 @@ class OfflineGenerator:
         """Every eligible sentence, best first: what `_choose` picks from, and what the answer gate
         (`rag.answer.confidence`) reads the choice's margins from."""
         eligible = self._candidates(question, blocks)
-        eligible.sort(key=lambda c: (-c.rank, -c.own_coverage, c.order))
+        eligible.sort(key=_rank_key)
         return eligible
 
     def _choose(self, question: str, blocks: Sequence[Block]) -> list[_Candidate]:
@@ -729,6 +773,132 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
             before=before,
             via=(own | label | entry | near | broad) - written - ask.typed,
         )
+
+
+def _by_meaning(ask: _Ask, read: Sequence[tuple[Block, _Reading]]) -> list[tuple[Block, _Reading, float]]:
+    """The readings whose sentence (with its label) is within MEANING_MARGIN of the closest in meaning
+    to the question and at least MIN_MEANING close, each with the topic words its context does not
+    write counted as covered by paraphrase (`via`: ALIGN_WEIGHT, and never the subject itself, see
+    `_subject_in_own_words`); empty without the encoder. The binding rules then decide as for words."""
+    texts = [_meaning_text(r.sentence, b.chunk.title) for b, r in read]
+    sims = meaning.similarities(ask.question, texts)
+    if sims is None or not len(sims):
+        return []
+    best = float(sims.max())
+    if best < MIN_MEANING:
+        return []
+    topic = ask.weights.keys() - ask.typed
+    out = []
+    for (block, r), similarity in zip(read, sims.tolist(), strict=True):
+        if similarity < MIN_MEANING or similarity < best - MEANING_MARGIN:
+            continue
+        if not _tells_something(ask, r.sentence, r.fit):
+            continue
+        covered = r.own | r.label | r.entry | r.near | r.broad
+        meant = frozenset(topic - covered)
+        out.append((block, replace(r, own=r.own | meant, via=r.via | meant), similarity))
+    return out
+
+
+def _related(ask: _Ask, found: dict[str, _Candidate]) -> dict[str, _Candidate]:
+    """`found`, or nothing when the question asks no kind of value and not whether something holds,
+    and the best-ranked candidate is less than MIN_RELATED close to it in meaning: a description
+    chosen because its words happen to be the question's ("support for measuring processes started
+    by the multiprocessing module" for "how do I tell the command to use another config file")
+    answers nothing, and the sentences ranked below it on words are no better. A typed answer
+    ("Default: 2") says too little for its meaning to be judged; without the encoder `found` stays."""
+    if not found or ask.kind or ask.required or ask.yes_no:
+        return found
+    best = min(found.values(), key=_rank_key)
+    sims = meaning.similarities(ask.question, [best.said])
+    if sims is None or float(sims[0]) >= MIN_RELATED:
+        return found
+    return {}
+
+
+def _rank_key(c: _Candidate) -> tuple[float, float, tuple[int, int]]:
+    """The order candidates are chosen in: rank, then own coverage, then position."""
+    return (-c.rank, -c.own_coverage, c.order)
+
+
+def _meanings_tie(question: str, found: Mapping[str, _Candidate]) -> bool:
+    """Two different sentences matched by meaning are within UNSURE_MARGIN of each other in meaning
+    (two permits' prices for "the fine for parking without one"): neither is the answer."""
+    if len(found) < 2:
+        return False
+    sims = meaning.similarities(question, [c.said for c in found.values()])
+    if sims is None:
+        return False
+    top = sorted((float(x) for x in sims), reverse=True)
+    return top[0] - top[1] < UNSURE_MARGIN
+
+
+def _foreign_names(question: str, unwritten: Set[str]) -> frozenset[str]:
+    """The question words no block writes that general English rarely uses (below EVERYDAY_FREQUENCY)
+    and WordNet does not know ("telnet", "CVE"): names of things the blocks do not cover, not the
+    asker's wording of what they say; meaning must not stand for them. Without WordNet every rare
+    unwritten word counts."""
+    return frozenset(
+        word
+        for word in _content_words(question)
+        if stem(word) in unwritten
+        and word.isalpha()
+        and english_frequency(word) < EVERYDAY_FREQUENCY
+        and not wordnet.parts_of_speech(word)
+    )
+
+
+def _tells_something(ask: _Ask, p: Prose, fit: float) -> bool:
+    """Closeness in meaning shows a sentence is about the question, not that it answers it: the
+    sentence that restates the asker's problem ("individual data files are deleted after combining")
+    is the closest of all. So a sentence matched by meaning must state what the question lacks: the
+    asked kind of value, or else a name in code the question does not write (a command, option or
+    setting; a cross-reference is a pointer, not a name), with the noun a "what <noun> ...?"
+    question asks for ("the real id" beside a version number is no asked id). Whether something
+    holds ("Can I ...?") is never read from meaning alone."""
+    if ask.yes_no:
+        return False
+    if ask.required:
+        # a default is not the asked limit or amount ("It is set to 40 by default." for "the largest")
+        return fit >= 1.0 and (ask.default or not states_default(p.text))
+    if ask.noun and ask.noun not in term_set(f"{p.text} {p.label} {p.field}"):
+        return False
+    return bool(_new_code_names(ask, p.text)) or (bool(ask.noun) and _figure_after_noun(ask, p.text))
+
+
+def _figure_after_noun(ask: _Ask, text: str) -> bool:
+    """A figure the question does not write follows the asked noun within NOUN_REACH words ("exit
+    with a status code of 2" for "what exit code ...?")."""
+    said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
+    words = WORD_TOKEN_RE.findall(text)
+    for i, word in enumerate(words):
+        if stem(word.lower()) != ask.noun:
+            continue
+        if any(FIGURE_RE.search(w) and w.lower() not in said for w in words[i + 1 : i + 1 + NOUN_REACH]):
+            return True
+    return False
+
+
+def _new_code_names(ask: _Ask, text: str) -> frozenset[str]:
+    """The inline code names of `text` that the question does not write, cross-references left out."""
+    asked = ask.literals.replace("-", "_")
+    out = set()
+    for m in INLINE_CODE_RE.finditer(text):
+        if _POINTER_ROLE_RE.match(m.group(0)):
+            continue
+        name = _CODE_LITERAL_RE.sub("", m.group(0)).strip().lower().lstrip("-").replace("-", "_")
+        name = name.removesuffix("()")
+        if name and name not in asked:
+            out.add(name)
+    return frozenset(out)
+
+
+def _meaning_text(p: Prose, title: str) -> str:
+    """What the encoder reads of a sentence: its label first, as a reader sees it under its heading,
+    or the document's title when it has none ("They stay in the bin for 45 days." in a page titled
+    "Invoices" is about invoices)."""
+    context = p.label or title
+    return f"{context}: {p.text}" if context else p.text
 
 
 def _answer_worthy(ask: _Ask, p: Prose, fit: float) -> bool:
@@ -1088,6 +1258,7 @@ def _score(ask: _Ask, block: Block, r: _Reading) -> _Candidate:
         + BLOCK_WEIGHT * block.score
         - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
+        said=_meaning_text(r.sentence, block.chunk.title),
     )
 
 

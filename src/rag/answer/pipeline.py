@@ -591,7 +591,7 @@ def build_pipeline(
 
             generator = ClaudeGenerator(settings)
         else:
-            generator = OfflineGenerator(settings.fabricate)
+            generator = OfflineGenerator(settings.fabricate, meaning=settings.offline_meaning)
     compressor: Compressor | None = None
     if settings.compress:
         if settings.use_claude:

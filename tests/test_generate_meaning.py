@@ -1,0 +1,211 @@
+"""The offline generator's match by meaning (rag.answer.meaning, the local sentence encoder): tried only
+when no sentence answers on words; the binding rules and the "tells something new" check still decide,
+and without the encoder the generator gives exactly its lexical answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+from rag.answer import generate, meaning
+from rag.answer.generate import OfflineGenerator
+from rag.ingest.encoder import encoder
+from rag.types import Block, Chunk
+
+needs_encoder = pytest.mark.skipif(not meaning.available(), reason="the sentence encoder is not installed")
+
+
+def block(n: int, text: str, section: str) -> Block:
+    chunk = Chunk(
+        chunk_id=f"doc-{n:03d}#c01",
+        doc_id=f"doc-{n:03d}",
+        title="Observatory handbook",
+        section=section,
+        text=text,
+    )
+    return Block(n=n, chunk=chunk, score=0.5, sent_text=text)
+
+
+OBSERVATORY = [
+    block(
+        1,
+        "Telescope images are saved under the folder named by the ``FRAME_STORE`` variable. Calibration "
+        "frames go to ``CALIB_STORE``.",
+        "Observing > Image storage",
+    ),
+    block(
+        2,
+        "The dome closes automatically when wind exceeds 40 km/h. Observers log every session in the "
+        "night book.",
+        "Observing > Safety",
+    ),
+    block(
+        3,
+        "Raw frames older than 90 days are removed from the archive. Reduced frames are kept for ten years.",
+        "Archive > Retention",
+    ),
+    block(
+        4,
+        "After stacking, the individual exposures are deleted. Use the ``--keep-subs`` flag to keep them "
+        "instead.",
+        "Processing > Stacking",
+    ),
+]
+FRAME_STORE = "Telescope images are saved under the folder named by the ``FRAME_STORE`` variable."
+RAW_FRAMES = "Raw frames older than 90 days are removed from the archive."
+KEEP_SUBS = "Use the ``--keep-subs`` flag to keep them instead."
+# paraphrase: none of the answer's words but the asked kind ("environment variable", "how long")
+WHERE_PICTURES = "Which environment variable decides where the pictures from the telescope end up?"
+UNPROCESSED = "How long are the unprocessed pictures kept before they get thrown out?"
+
+
+def answer(question: str, blocks: Sequence[Block] = OBSERVATORY) -> list[str]:
+    return [d.text for d in OfflineGenerator(meaning=True).generate(question, blocks).drafts]
+
+
+@pytest.fixture
+def no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(generate.meaning, "similarities", lambda question, texts: None)
+
+
+@needs_encoder
+def test_paraphrased_question_is_answered_through_meaning() -> None:
+    assert answer(WHERE_PICTURES) == [FRAME_STORE]
+    assert answer(UNPROCESSED) == [RAW_FRAMES]
+
+
+@needs_encoder
+def test_the_neighbour_of_the_asked_subject_is_still_refused() -> None:
+    # calibration frames have their own variable, the next sentence; the closest in meaning is not it
+    assert answer("Which environment variable decides where the dark and flat pictures end up?") == []
+    # the asked subject is written nowhere: the retention of another kind of frame is no answer
+    assert answer("How long are the spectra kept before they are thrown out?") == []
+
+
+@needs_encoder
+def test_the_asker_s_problem_restated_is_no_answer() -> None:
+    # the closest sentence in meaning says what the asker already said; it names nothing new
+    assert answer("How can I stop my single exposures from vanishing once stacking finishes?") == []
+    # the sentence naming the flag does answer
+    assert answer("Which flag keeps the single exposures once stacking finishes?") == [KEEP_SUBS]
+
+
+def test_without_the_encoder_the_lexical_answers_stand(no_encoder: None) -> None:
+    assert answer(WHERE_PICTURES) == []
+    assert answer(UNPROCESSED) == []
+    assert answer("How long are raw frames kept in the archive?") == [RAW_FRAMES]
+
+
+def test_rag_encoder_off_switches_meaning_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_ENCODER", "off")
+    encoder.cache_clear()
+    try:
+        assert not meaning.available()
+        assert answer(WHERE_PICTURES) == []
+    finally:
+        monkeypatch.delenv("RAG_ENCODER")
+        encoder.cache_clear()
+
+
+def test_a_question_answered_on_words_never_asks_the_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(question: str, texts: Sequence[str]) -> None:
+        raise AssertionError("the encoder was asked about a question the words answer")
+
+    monkeypatch.setattr(generate.meaning, "similarities", refuse)
+    assert answer("Where are telescope images saved?") == [FRAME_STORE]
+
+
+class CountingEncoder:
+    dim = 3
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.seen += texts
+        rows = [[1.0, float(len(t)), 0.0] for t in texts]
+        return np.asarray([r / np.linalg.norm(r) for r in np.asarray(rows)], dtype=np.float32)
+
+
+def test_similarities_encode_each_text_once_and_forget_the_oldest(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = CountingEncoder()
+    monkeypatch.setattr(meaning, "encoder", lambda: fake)
+    monkeypatch.setattr(meaning, "CACHE_SIZE", 3)
+    meaning.clear()
+    try:
+        first = meaning.similarities("q", ["a", "bb"])
+        again = meaning.similarities("q", ["bb", "a"])
+        assert first is not None and again is not None
+        assert fake.seen == ["q", "a", "bb"]  # the second call encodes nothing
+        np.testing.assert_allclose(again, first[::-1])
+        meaning.similarities("q", ["ccc"])  # "bb" is now the least recently used: dropped
+        meaning.similarities("q", ["a", "bb"])
+        assert fake.seen == ["q", "a", "bb", "ccc", "bb"]
+    finally:
+        meaning.clear()
+
+
+def test_similarities_without_the_encoder_are_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(meaning, "encoder", lambda: None)
+    assert meaning.similarities("q", ["a"]) is None
+    assert not meaning.available()
+
+
+MARINA = [
+    block(
+        1,
+        "Seasonal berth: Price $900; Valid April to October. Winter berth: Price $400; Valid November "
+        "to March.",
+        "Berths > Prices",
+    ),
+    block(2, "Boats must carry a working VHF radio. The harbour master answers on channel 12.", "Safety"),
+    block(
+        3,
+        "Experimental: support for tracking engine hours exported from the logbook module.",
+        "Changes > 2.0",
+    ),
+    block(4, "To change the logbook export folder, edit the export path in the settings file.", "Logbook"),
+]
+SEASONAL = "Seasonal berth: Price $900; Valid April to October."
+FINE = "How much is the fine for mooring without a berth?"
+
+
+def similar(monkeypatch: pytest.MonkeyPatch, closeness: Callable[[str], float]) -> None:
+    """Replace the encoder's similarities by `closeness` of each text (the question ignored)."""
+
+    def fake(question: str, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray([closeness(t) for t in texts], dtype=np.float32)
+
+    monkeypatch.setattr(generate.meaning, "similarities", fake)
+
+
+def test_two_sentences_equally_close_in_meaning_answer_neither(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nothing answers the fine on words; both prices bind to "berth" and carry the asked kind
+    similar(monkeypatch, lambda text: 0.8)
+    assert answer(FINE, MARINA) == []
+    similar(monkeypatch, lambda text: 0.8 if "Seasonal" in text else 0.7)
+    assert answer(FINE, MARINA) == [SEASONAL]
+
+
+def test_a_description_matched_on_words_but_not_in_meaning_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    question = "How do I make the logbook module track support for exported engines?"
+    similar(monkeypatch, lambda text: 0.9)
+    assert answer(question, MARINA) == [
+        "Experimental: support for tracking engine hours exported from the logbook module."
+    ]
+    similar(monkeypatch, lambda text: 0.1)
+    assert answer(question, MARINA) == []
+    # a typed answer ("Price $900") says too little for its meaning to be judged: it stays
+    assert answer("How much does a seasonal berth cost?", MARINA) == [SEASONAL]
+
+
+def test_off_unless_asked_for_the_encoder_is_never_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(question: str, texts: Sequence[str]) -> None:
+        raise AssertionError("the meaning pass ran without being switched on")
+
+    monkeypatch.setattr(generate.meaning, "similarities", refuse)
+    assert OfflineGenerator().generate(WHERE_PICTURES, OBSERVATORY).drafts == ()
