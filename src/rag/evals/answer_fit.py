@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.answer.confidence import FEATURES, WEIGHTS_FILE, Model, Ranking, choice, measure, stored_model
-from rag.evals.support_fit import fit_logistic
+from rag.evals.support_fit import class_weight, fit_logistic, forward_select, probabilities
 
 log = logging.getLogger(__name__)
 
@@ -130,38 +130,6 @@ def _standardise(x: Array) -> tuple[Array, Array]:
     return mean, np.where(scale > 1e-9, scale, 1.0)
 
 
-def _class_weight(y: Array) -> Array:
-    pos = max(float(y.sum()), 1.0)
-    neg = max(float(len(y) - y.sum()), 1.0)
-    return np.where(y > 0, len(y) / (2 * pos), len(y) / (2 * neg))
-
-
-def _probabilities(z: Array, w: Array, b: float) -> Array:
-    return np.asarray(1.0 / (1.0 + np.exp(-np.clip(z @ w + b, -60, 60))), dtype=np.float64)
-
-
-def _select(z: Array, y: Array, weight: Array, l2: float, size: int) -> list[int]:
-    """The `size` columns that, added one at a time, most lower the weighted in-sample log-loss."""
-    if not size:
-        return list(range(z.shape[1]))
-    chosen: list[int] = []
-    while len(chosen) < size:
-        best, best_loss = -1, float("inf")
-        for j in range(z.shape[1]):
-            if j in chosen:
-                continue
-            cols = [*chosen, j]
-            w, b = fit_logistic(z[:, cols], y, weight, l2)
-            p = np.clip(_probabilities(z[:, cols], w, b), 1e-9, 1 - 1e-9)
-            loss = float(-(weight * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum())
-            if loss < best_loss - 1e-9:
-                best, best_loss = j, loss
-        if best < 0:
-            break
-        chosen.append(best)
-    return chosen
-
-
 @dataclass(frozen=True, slots=True)
 class Fitted:
     cols: list[int]
@@ -171,14 +139,14 @@ class Fitted:
     scale: Array
 
     def p(self, x: Array) -> Array:
-        return _probabilities(((x - self.mean) / self.scale)[:, self.cols], self.w, self.b)
+        return probabilities(((x - self.mean) / self.scale)[:, self.cols], self.w, self.b)
 
 
 def _fit(x: Array, y: Array, l2: float, size: int) -> Fitted:
     mean, scale = _standardise(x)
     z = (x - mean) / scale
-    weight = _class_weight(y)
-    cols = _select(z, y, weight, l2, size)
+    weight = class_weight(y)
+    cols = forward_select(z, y, weight, l2, size) if size else list(range(z.shape[1]))
     w, b = fit_logistic(z[:, cols], y, weight, l2)
     return Fitted(cols, w, b, mean, scale)
 

@@ -97,7 +97,7 @@ def fit_logistic(x: Array, y: Array, weight: Array, l2: float, *, steps: int = 5
     return theta[:-1], float(theta[-1])
 
 
-def _probabilities(x: Array, w: Array, b: float) -> Array:
+def probabilities(x: Array, w: Array, b: float) -> Array:
     return np.asarray(1.0 / (1.0 + np.exp(-np.clip(x @ w + b, -60, 60))), dtype=np.float64)
 
 
@@ -135,7 +135,7 @@ def forward_select(x: Array, y: Array, weight: Array, l2: float, size: int) -> l
                 continue
             cols = [*chosen, j]
             w, b = fit_logistic(x[:, cols], y, weight, l2)
-            p = np.clip(_probabilities(x[:, cols], w, b), 1e-9, 1 - 1e-9)
+            p = np.clip(probabilities(x[:, cols], w, b), 1e-9, 1 - 1e-9)
             loss = float(-(weight * (y * np.log(p) + (1 - y) * np.log(1 - p))).sum())
             if loss < best_loss - 1e-9:
                 best, best_loss = j, loss
@@ -156,7 +156,7 @@ def _folds(faithful: npt.NDArray[np.bool_], seed: int) -> list[npt.NDArray[np.in
     return [np.array(sorted(f), dtype=np.int_) for f in folds]
 
 
-def _class_weight(y: Array) -> Array:
+def class_weight(y: Array) -> Array:
     """Balanced: each class weighs as much in total."""
     pos = max(float(y.sum()), 1.0)
     neg = max(float(len(y) - y.sum()), 1.0)
@@ -180,7 +180,7 @@ def cross_validate(rows: Sequence[Row], l2: float, size: int, floor: float) -> d
             threshold, cols, w, b = _fit_config(
                 x[train], y[train], faithful[train], soft[train], l2, size, floor
             )
-            p = _probabilities(x[held][:, cols], w, b)
+            p = probabilities(x[held][:, cols], w, b)
             kept[held] = (p >= threshold) & soft[held]
         figures.append(rates(kept, faithful))
     mean = np.array(figures).mean(axis=0)
@@ -203,14 +203,14 @@ def _fit_config(
     """Features, weights and a threshold fitted on one training set (soft rows only); the threshold from
     an inner 5-fold split's out-of-fold probabilities."""
     xs, ys, fs = x[soft], y[soft], faithful[soft]
-    weight = _class_weight(ys)
+    weight = class_weight(ys)
     picked = forward_select(xs[:, FITTED], ys, weight, l2, size) if size else list(range(len(FITTED)))
     cols = [FITTED[j] for j in picked]
     inner = np.zeros(len(ys))
     for held in _folds(fs, 99):
         train = np.setdiff1d(np.arange(len(ys)), held)
         w, b = fit_logistic(xs[train][:, cols], ys[train], weight[train], l2)
-        inner[held] = _probabilities(xs[held][:, cols], w, b)
+        inner[held] = probabilities(xs[held][:, cols], w, b)
     p_all = np.zeros(len(y))
     p_all[soft] = inner
     threshold = choose_threshold(p_all, faithful, soft, floor)
@@ -241,7 +241,7 @@ def run(write: bool) -> dict[str, Any]:
     threshold, cols, w, b = _fit_config(
         x, faithful.astype(np.float64), faithful, soft, best["l2"], best["size"], floor
     )
-    p = _probabilities(x[:, cols], w, b)
+    p = probabilities(x[:, cols], w, b)
     dev_fk, dev_hw, dev_acc = rates((p >= threshold) & soft, faithful)
     report = {
         "fitted_on": "fixtures/support/claims.jsonl, split dev only",
