@@ -99,7 +99,10 @@ def test_missing_figures_withholds_a_number_word_that_changes_the_value() -> Non
         ("It is locked for two hours.", "It is locked for 150 minutes.", ["two"]),
         ("The fee is twelve dollars.", "The fee is $12 per seat.", []),
         ("The fee is $9.99.", "The fee is $10.", ["9.99"]),
-        ("A quarter of seats are free.", "25% of seats are free.", ["A quarter"]),
+        ("A quarter of seats are free.", "25% of seats are free.", []),
+        ("A third of seats are free.", "25% of seats are free.", ["A third"]),
+        ("Weeks 50% over capacity are red.", "Weeks over capacity by more than half are red.", []),
+        ("Weeks 40% over capacity are red.", "Weeks over capacity by more than half are red.", ["40"]),
         ("Twenty-five percent of seats are free.", "25% of seats are free.", []),
         ("The third reminder is final.", "The 3rd reminder is final.", []),
         ("The fourth reminder is final.", "The 3rd reminder is final.", ["fourth"]),
@@ -158,3 +161,31 @@ def test_missing_figures_reads_halves_in_every_spelling(whole: int, data: st.Dat
     evidence = f"Exports finish within {data.draw(st.sampled_from(forms))}."
     assert missing_figures(f"An export takes up to {data.draw(st.sampled_from(forms))}.", [evidence]) == []
     assert missing_figures(f"An export takes up to {whole + 1} hours.", [evidence]) != []
+
+
+# (percent, the share in words): every spelling of one share must pass, another share must fail
+_SHARES = [
+    (50, ["half", "one half"]),
+    (25, ["a quarter", "one quarter"]),
+    (75, ["three quarters", "three-quarters"]),
+    (20, ["a fifth", "one fifth"]),
+    (60, ["three fifths", "three-fifths"]),
+    (33, ["a third", "one third"]),
+    (67, ["two thirds", "two-thirds"]),
+    (10, ["a tenth", "one tenth"]),
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(share=st.sampled_from(_SHARES), other=st.sampled_from(_SHARES), data=st.data())
+def test_missing_figures_reads_a_share_as_a_percentage_or_in_words(
+    share: tuple[int, list[str]], other: tuple[int, list[str]], data: st.DataObject
+) -> None:
+    percent, words = share
+    forms = [f"{percent}%", f"{percent} percent", *words]
+    evidence = f"Refunds are paid for {data.draw(st.sampled_from(forms))} of the unused seats."
+    sentence_form = data.draw(st.sampled_from(forms))
+    assert missing_figures(f"You get back {sentence_form} of the unused seats.", [evidence]) == []
+    if other[0] != percent:
+        other_form = data.draw(st.sampled_from([f"{other[0]}%", *other[1]]))
+        assert missing_figures(f"You get back {other_form} of the unused seats.", [evidence]) != []

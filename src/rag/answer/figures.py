@@ -8,6 +8,9 @@ A figure is matched when
 - it belongs to a quantity with a unit (duration, bytes, percent, money, rate): the evidence states an
   equal quantity (same unit: the same number; another unit: equal after conversion, "30 days" =
   "1 month"); only when the evidence states no quantity of that dimension at all, the bare value will do;
+- a proportion (a percentage, or a spoken fraction below one: "a quarter of", "two thirds", "half"):
+  the evidence states the same share either way ("25%" = "a quarter"; "two thirds" = "67%", to the
+  whole percent); a percentage against evidence with other percentages is judged as a quantity;
 - an ordinal: the evidence has the same ordinal ("3rd" = "third");
 - otherwise (counts, bare numbers): the evidence has the same value in any spelling, or as a part of a
   digit run ("2026" in "2026-03-18", "3" in "v2.3").
@@ -30,11 +33,16 @@ _THOUSANDS_RE = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _NOUN_AFTER_RE = re.compile(r"[ \u00a0-]([a-z][a-z-]*)")
 _WORD_BEFORE_RE = re.compile(r"([A-Za-z]+)[ \u00a0]+$")
 _DETERMINERS = frozenset("the a an its your their our his her each every this that these those my".split())
+# "half" alone ("more than half", "half of the seats"): a share the number reader leaves out (it
+# reads "half an hour" and "half a dozen" as amounts)
+_HALF_RE = re.compile(r"\bhalf\b", re.IGNORECASE)
+# two shares are the same when they agree to the whole percent ("two thirds" = "67%", not "66%")
+_PERCENT_TOLERANCE = 0.5
 
 
 def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
     """The figures of `sentence` (as written) that no text in `evidence` states; [] when all are there."""
-    stated = [n for n in find_numbers(sentence) if _is_figure(sentence, n)]
+    stated = [n for n in _numbers(sentence) if _is_figure(sentence, n)]
     if not stated:
         return []
     quantities = find_quantities(sentence)
@@ -49,6 +57,16 @@ def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
         if written not in missing:
             missing.append(written)
     return missing
+
+
+def _numbers(text: str) -> list[Number]:
+    """The numbers of `text`, with "half" alone ("half of the seats", "more than half") as the share
+    0.5 where no number the reader found covers it ("half an hour" is an amount already)."""
+    found = find_numbers(text)
+    for m in _HALF_RE.finditer(text):
+        if not any(n.start <= m.start() < n.end for n in found):
+            found.append(Number(value=0.5, start=m.start(), end=m.end(), text=m.group(), spelled=True))
+    return sorted(found, key=lambda n: n.start)
 
 
 def _holder(quantities: Sequence[Quantity], number: Number) -> Quantity | None:
@@ -72,14 +90,19 @@ def _is_figure(sentence: str, number: Number) -> bool:
 class _Evidence:
     """The numbers, ordinals and quantities one evidence text states."""
 
-    __slots__ = ("ordinals", "quantities", "values")
+    __slots__ = ("ordinals", "proportions", "quantities", "values")
 
     def __init__(
-        self, values: frozenset[float], ordinals: frozenset[float], quantities: tuple[Quantity, ...]
+        self,
+        values: frozenset[float],
+        ordinals: frozenset[float],
+        quantities: tuple[Quantity, ...],
+        proportions: frozenset[float] = frozenset(),
     ):
         self.values = values
         self.ordinals = ordinals
         self.quantities = quantities
+        self.proportions = proportions  # shares it states, in percent: "25%", "a quarter", "half"
 
     @staticmethod
     def of(text: str) -> _Evidence:
@@ -92,12 +115,19 @@ class _Evidence:
             same_dimension = [q for q in self.quantities if q.dimension == holder.dimension]
             if same_dimension:
                 return any(same_value(holder, q, strict=True) for q in same_dimension)
+            if holder.dimension == "percent" and self._states_share(holder.value):
+                return True
+        elif _is_share(number) and self._states_share(number.value * 100):
+            return True
         return _has(self.values, number.value)
+
+    def _states_share(self, percent: float) -> bool:
+        return any(abs(percent - p) <= _PERCENT_TOLERANCE + 1e-9 for p in self.proportions)
 
 
 @lru_cache(maxsize=4096)
 def _evidence(text: str) -> _Evidence:
-    numbers = find_numbers(text)
+    numbers = _numbers(text)
     values = {n.value for n in numbers if not n.ordinal}
     ordinals = {n.value for n in numbers if n.ordinal}
     for match in _SOURCE_NUMBER_RE.finditer(text):
@@ -108,7 +138,15 @@ def _evidence(text: str) -> _Evidence:
         pieces = re.split(r"[.,]", raw)
         for part in pieces + [f"{a}.{b}" for a, b in zip(pieces, pieces[1:], strict=False)]:
             values.add(float(part))
-    return _Evidence(frozenset(values), frozenset(ordinals), tuple(find_quantities(text)))
+    quantities = tuple(find_quantities(text))
+    shares = {q.value for q in quantities if q.dimension == "percent"}
+    shares |= {n.value * 100 for n in numbers if _is_share(n)}
+    return _Evidence(frozenset(values), frozenset(ordinals), quantities, frozenset(shares))
+
+
+def _is_share(number: Number) -> bool:
+    """A spoken fraction below one ("a quarter", "two thirds"): a share of something."""
+    return number.spelled and not number.ordinal and 0 < number.value < 1
 
 
 def _has(values: frozenset[float], value: float) -> bool:
