@@ -210,13 +210,30 @@ class SqliteStore(SqlStore[_Connection]):
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA temp_store = MEMORY")
             if prepare:
-                conn.execute("PRAGMA journal_mode = WAL")
+                self._use_wal(conn)
                 migrate(conn)
         except BaseException:
             conn.close()
             raise
         conn.epoch = self._epoch
         return conn
+
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Put the file in WAL mode (it stays so). SQLite answers "database is locked" at once, without
+        waiting for its busy timeout, when another connection holds a lock while the mode changes, as
+        when several stores open a new file together: wait and look again, up to the busy timeout."""
+        deadline = time.monotonic() + self.busy_timeout
+        pause = 0.005
+        while True:
+            try:
+                if str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
     def _stat(self) -> tuple[int, int] | None:
         """The database file's (device, inode), or None when it is missing."""
