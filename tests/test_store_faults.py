@@ -513,9 +513,9 @@ def test_stores_opening_a_new_file_together_all_open(tmp_path: Path) -> None:
     # busy timeout for it) while another connection holds a lock: four stores opening one new file
     # at the same moment failed about one time in ten before the switch waited and looked again.
     for attempt in range(30):
-        path = str(tmp_path / f"new-{attempt}.db")
+        paths = [str(tmp_path / f"new-{attempt}.db")] * 4
         with ThreadPoolExecutor(4) as pool:
-            stores = list(pool.map(lambda _: SqliteStore(path), range(4)))
+            stores = list(pool.map(SqliteStore, paths))
         for store in stores:
             assert store.stats().chunks == 0
             store.close()
