@@ -388,17 +388,28 @@ class OfflineGenerator:
         variants = _variants(ask)
         read = [(block, r) for block in blocks for r in _readings(ask, block, leads.get(block.n, ""))]
         found = self._collect(ask, [(b, r, 0.0) for b, r in read], variants)
-        if not self.meaning:
-            return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
-        found = _related(ask, found)
-        unwritten = _unwritten(ask.weights.keys(), blocks)
-        if not found and read and not _foreign_names(question, unwritten - ask.typed):
-            # the words no block writes are the asker's own: the subject is what the blocks do write
-            meant = replace(ask, aligned={**{t: frozenset() for t in unwritten}, **ask.aligned})
-            found = self._collect(meant, _by_meaning(meant, read), _variants(meant))
-            if _meanings_tie(question, found):
-                return []
+        if self.meaning:
+            found = self._by_meaning_too(ask, read, blocks, _related(ask, found))
         return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
+
+    def _by_meaning_too(
+        self,
+        ask: _Ask,
+        read: Sequence[tuple[Block, _Reading]],
+        blocks: Sequence[Block],
+        found: dict[str, _Candidate],
+    ) -> dict[str, _Candidate]:
+        """`found` when it holds a candidate; else the readings that answer by meaning (`_by_meaning`),
+        none when two of them are equally close (`_meanings_tie`)."""
+        if found or not read:
+            return found
+        unwritten = _unwritten(ask.weights.keys(), blocks)
+        if _foreign_names(ask.question, unwritten - ask.typed):
+            return found
+        # the words no block writes are the asker's own: the subject is what the blocks do write
+        meant = replace(ask, aligned={**{t: frozenset() for t in unwritten}, **ask.aligned})
+        found = self._collect(meant, _by_meaning(meant, read), _variants(meant))
+        return {} if _meanings_tie(ask.question, found) else found
 
     def _collect(
         self,
