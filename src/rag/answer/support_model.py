@@ -260,17 +260,22 @@ def stored_model() -> Model | None:
     return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
 
 
-def uses_model() -> bool:
-    """Whether `decide` will use the stored model (so the signals only it reads are worth measuring)."""
+def active_model() -> Model | None:
+    """The model `decide` uses: the stored one when it was adopted and not turned off
+    (`RAG_SUPPORT_MODEL=off`); `RAG_SUPPORT_MODEL=on` uses it even when not adopted (for measuring)."""
     setting = os.environ.get("RAG_SUPPORT_MODEL", "")
     model = stored_model() if setting != "off" else None
-    return model is not None and (model.adopted or setting == "on")
+    return model if model is not None and (model.adopted or setting == "on") else None
+
+
+def uses_model() -> bool:
+    """Whether `decide` will use the stored model (so the signals only it reads are worth measuring)."""
+    return active_model() is not None
 
 
 def decide(s: Signals, n: int, *, min_coverage: float) -> Judgement:
-    """The verdict: the stored model when it was adopted and not turned off (`RAG_SUPPORT_MODEL=off`),
-    else the rules; `RAG_SUPPORT_MODEL=on` uses the stored model even when not adopted (for measuring)."""
-    model = stored_model()
-    if model is not None and uses_model():
+    """The verdict: the active model's (`active_model`), else the rules'."""
+    model = active_model()
+    if model is not None:
         return model.judge(s, n, min_coverage=min_coverage)
     return rules(s, n, min_coverage=min_coverage)
