@@ -35,7 +35,7 @@ import numpy as np
 
 from rag.answer import meaning
 from rag.answer.answer_types import answer_type, type_match
-from rag.lexicon import IDENTIFIER_RE
+from rag.answer.generate import identifiers
 from rag.text import normalise, split_sentences
 from rag.types import Block
 
@@ -107,10 +107,6 @@ class Verdict:
         )
 
 
-def _identifiers(text: str) -> frozenset[str]:
-    return frozenset(m.lower().lstrip("-").replace("-", "_") for m in IDENTIFIER_RE.findall(text))
-
-
 def _labelled(block: Block, sentence: str) -> str:
     """The sentence as a reader sees it: under its section (or the document title)."""
     where = block.chunk.section or block.chunk.title
@@ -159,7 +155,7 @@ def measure(
     home = [by_n[n] for n in chosen.ns if n in by_n]
     block = max(home, key=lambda b: b.score) if home else None
     kind = answer_type(question)
-    asked_ids = _identifiers(question)
+    asked_ids = identifiers(question)
     where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
     labelled = _labelled(block, chosen.text) if block is not None else chosen.text
     meaning, meaning_margin, meaning_rank = _meaning(
@@ -178,7 +174,7 @@ def measure(
         "asks_kind": float(bool(kind)),
         "kind_fit": type_match(chosen.text, kind, question) if kind else 0.0,
         "asks_id": float(bool(asked_ids)),
-        "names_id": float(bool(asked_ids) and asked_ids <= _identifiers(f"{chosen.text} {where}")),
+        "names_id": float(bool(asked_ids) and asked_ids <= identifiers(f"{chosen.text} {where}")),
         "meaning": meaning,
         "meaning_margin": meaning_margin,
         "meaning_rank": meaning_rank,
