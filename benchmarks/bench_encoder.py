@@ -1,4 +1,4 @@
-"""The local sentence encoder (all-MiniLM-L6-v2 in NumPy, `rag.ingest.encoder`): what it costs to load
+"""The local sentence encoder (all-MiniLM-L6-v2 in NumPy, `rag.language.encoder`): what it costs to load
 and to run, the figures the decisions about its uses rest on (docs/eval.md: the offline meaning pass,
 the answer gate, the support check's meaning signals, offline dense retrieval).
 
@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 from rag.config import load_settings
-from rag.ingest.embeddings import embedding_text
-from rag.ingest.encoder import Encoder
+from rag.embeddings import embedding_text
 from rag.ingest.indexer import ingest_paths
+from rag.language.encoder import Encoder
+from rag.language.text import split_sentences
 from rag.store.sqlite import SqliteStore
-from rag.text import split_sentences
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = 256

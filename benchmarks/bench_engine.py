@@ -37,9 +37,9 @@ from benchmarks.bench_ingest import DB_PATH, build_store
 from benchmarks.corpus_gen import COMMON, Generator, questions
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
+from rag.language.text import terms
 from rag.store.base import fts_length
 from rag.store.sqlite import SqliteStore
-from rag.text import terms
 
 QUICK = "--quick" in sys.argv or os.environ.get("RAG_BENCH_QUICK") == "1"
 QUESTIONS = 50 if QUICK else 200

@@ -47,13 +47,13 @@ from urllib.parse import quote
 import httpx
 import orjson
 
-from rag.answer.generate import OfflineGenerator, cite
 from rag.answer.pipeline import build_pipeline
 from rag.answer.retrieve import retrieve
 from rag.api import create_app
 from rag.api.app import settle_heap, warm_up
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
+from rag.reader.offline import OfflineGenerator, cite
 from rag.store import open_store
 from rag.types import Block, Generation, Piece
 

@@ -28,9 +28,9 @@ from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
+from rag.language.text import terms
 from rag.store import SqliteStore, Store
 from rag.store.postgres import PgStore, wait_ready
-from rag.text import terms
 
 DOCS = int(os.environ.get("RAG_BENCH_PG_DOCS", "10000"))
 SCHEMA = "rag_bench"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.corpus_gen import generate
 from rag.config import load_settings
-from rag.ingest.embeddings import VoyageEmbedder, embedding_text, voyage_client
+from rag.embeddings import VoyageEmbedder, embedding_text, voyage_client
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
 

@@ -5,7 +5,7 @@ benchmarks/bench_engine.py (agreement at 50,000 chunks). It reads the store only
 `Store` interface (documents, their chunks and audiences) and computes everything else itself:
 
 - a chunk's three columns are its body, title and section, each reduced to the project's stemmed
-  terms (`rag.text.terms`) and cut into tokens as FTS5's unicode61 tokenizer cuts them;
+  terms (`rag.language.text.terms`) and cut into tokens as FTS5's unicode61 tokenizer cuts them;
 - a query term is the phrase of its tokens; its frequency in a chunk is the number of times the
   phrase occurs in each column, weighted 1.0 / 1.5 / 2.0 (body / title / section);
 - FTS5's BM25: k1 = 1.2, b = 0.75, idf = log((N - df + 0.5) / (df + 0.5)) floored at 1e-6, where
@@ -20,8 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from rag.language.text import terms
 from rag.store.interface import Groups, Store
-from rag.text import terms
 
 K1 = 1.2
 B = 0.75

@@ -32,7 +32,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from rag.text import terms
+from rag.language.text import terms
 
 DIM = 64
 SYNONYMS = {"automobil": "car"}

@@ -475,7 +475,7 @@ def test_sqlite_search_for_every_caller_equals_the_exhaustive_reference(
     """Public and restricted chunks are ranked by one BM25 over the public statistics: for every
     caller, the store's search equals the exhaustive reference (benchmarks/bm25_reference.py)."""
     from benchmarks import bm25_reference
-    from rag.text import terms
+    from rag.language.text import terms
 
     store = sqlite_full
     chunks = bm25_reference.load(store)

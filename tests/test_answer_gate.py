@@ -1,4 +1,4 @@
-"""The answer gate (`rag.answer.confidence`) and its fit (`rag.evals.answer_fit`).
+"""The answer gate (`rag.reader.gate`) and its fit (`rag.evals.answer_fit`).
 
 Documents are written here about a made-up beekeeping association, not taken from any fixture.
 """
@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.answer import confidence
-from rag.answer.confidence import FEATURES, Model, choice, measure
-from rag.answer.generate import OfflineGenerator
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import load_settings
 from rag.evals import answer_fit
 from rag.evals.answer_fit import Row
 from rag.ingest.indexer import ingest_paths
+from rag.reader import gate
+from rag.reader.gate import FEATURES, Model, choice, measure
+from rag.reader.offline import OfflineGenerator
 from rag.store import SqliteStore
 
 HIVES = """# Apiary rules
@@ -77,7 +77,7 @@ def _model(threshold: float, **weights: float) -> Model:
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, model: Model | None, setting: str = "") -> None:
-    monkeypatch.setattr(confidence, "stored_model", lambda: model)
+    monkeypatch.setattr(gate, "stored_model", lambda: model)
     monkeypatch.setenv("RAG_ANSWER_GATE", setting)
 
 
@@ -122,8 +122,8 @@ def test_the_stored_model_refuses_a_neighbouring_sentence_and_keeps_a_direct_ans
     generator answers "when are hives inspected?" with the sentence next to the answer (the fee for
     missing an inspection), far in meaning and leaning on its section for coverage; the gate refuses
     it, and keeps the direct answers."""
-    if confidence.stored_model() is None:
-        pytest.skip("no answer_weights.json")
+    if gate.stored_model() is None:
+        pytest.skip("no gate_weights.json")
     monkeypatch.setenv("RAG_ANSWER_GATE", "off")
     ungated = _pipeline(store).answer(NEIGHBOUR)
     assert not ungated.abstained and "fee" in ungated.text  # the generator's wrong choice
@@ -154,9 +154,9 @@ def test_gate_off_gives_exactly_the_ungated_answers(
 def test_a_model_not_adopted_is_not_applied_unless_forced(monkeypatch: pytest.MonkeyPatch) -> None:
     model = Model(weights={}, means={}, scales={}, bias=0.0, threshold=0.5, adopted=False)
     _use(monkeypatch, model)
-    assert confidence.active_model() is None
+    assert gate.active_model() is None
     monkeypatch.setenv("RAG_ANSWER_GATE", "on")
-    assert confidence.active_model() is model
+    assert gate.active_model() is model
 
 
 def _synthetic(seed: int = 3) -> list[Row]:

@@ -1,4 +1,4 @@
-from rag.answer.answer_types import answer_type, asks_price, type_match
+from rag.reader.answer_types import answer_type, asks_price, type_match
 
 
 def test_answer_type_reads_question_wording():
@@ -33,7 +33,7 @@ def test_how_to_question_asks_for_a_procedure_not_an_amount():
 
 
 def test_default_questions_and_statements_are_read_from_wording():
-    from rag.answer.answer_types import asks_default, states_default
+    from rag.reader.answer_types import asks_default, states_default
 
     assert asks_default("Which worker class is used by default?")
     assert asks_default("What is the default value of max_fields?")

@@ -18,9 +18,9 @@ from rag.answer.retrieve import retrieve
 from rag.config import load_settings
 from rag.errors import StoreUnavailable
 from rag.ingest.indexer import ingest_paths
+from rag.language.text import terms
 from rag.store import SqliteStore, Store
 from rag.store.asklog import AskRow, LogRow, LogWriter
-from rag.text import terms
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"

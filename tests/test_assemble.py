@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.answer.assemble import assemble, block_tokens, end_weighted
-from rag.text import fingerprint
+from rag.language.text import fingerprint
 from rag.types import Chunk, Scored
 
 

@@ -4,10 +4,10 @@ camera manual's settings list, a bakery's equipment guide, a library's API chang
 
 from __future__ import annotations
 
-from rag.answer.answer_types import asked_noun, asks_version, type_match
-from rag.answer.binding import bound_values, clause_spans, code_names, named_things, value_subject
-from rag.answer.generate import OfflineGenerator
-from rag.answer.layout import prose
+from rag.reader.answer_types import asked_noun, asks_version, type_match
+from rag.reader.binding import bound_values, clause_spans, code_names, named_things, value_subject
+from rag.reader.offline import OfflineGenerator
+from rag.reader.prose import prose
 from rag.types import Block, Chunk
 
 
@@ -231,7 +231,7 @@ def test_a_count_stated_as_the_number_of_things_counts_them():
 
 
 def test_the_verb_of_using_a_named_thing_is_not_topic():
-    from rag.answer.generate import _usage_verbs
+    from rag.reader.offline import _usage_verbs
 
     assert _usage_verbs("If I call flash() without giving a category, what ...?") == {"call"}
     assert _usage_verbs("How do I run ``make docs``?") == {"run"}
@@ -239,7 +239,7 @@ def test_the_verb_of_using_a_named_thing_is_not_topic():
 
 
 def test_a_qualified_name_is_asked_by_its_last_part():
-    from rag.answer.binding import names_only_asked
+    from rag.reader.binding import names_only_asked
 
     asked = frozenset({"default", "timeout"})
     assert names_only_asked(frozenset({"worker.timeout"}), asked)
@@ -248,7 +248,7 @@ def test_a_qualified_name_is_asked_by_its_last_part():
 
 def test_a_type_noun_that_modifies_another_noun_asks_no_date():
     assert type_match("Opens at 9:00 am daily.", "date", "What time does the shop open?") == 1.0
-    from rag.answer.answer_types import answer_type
+    from rag.reader.answer_types import answer_type
 
     assert answer_type("What time does the shop open?") == "date"
     assert answer_type("Which time zone does the camera clock use?") == ""

@@ -2,7 +2,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.ingest.chunking import chunk_document, find_headings
-from rag.text import estimate_tokens
+from rag.language.text import estimate_tokens
 from rag.types import Document
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag.ingest import encoder as encoder_module
-from rag.ingest.encoder import Encoder, encoder
+from rag.language import encoder as encoder_module
+from rag.language.encoder import Encoder, encoder
 
 ENC = encoder()
 needs_model = pytest.mark.skipif(ENC is None, reason="the encoder's weights (ENCODER_PKG) are not installed")

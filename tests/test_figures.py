@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answer.figures import missing_figures
-from rag.answer.numbers import find_numbers
+from rag.language.numbers import find_numbers
+from rag.support.figures import missing_figures
 
 _ONES = (
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

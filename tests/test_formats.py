@@ -19,11 +19,11 @@ from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
+from rag.ingest.formats import Parsed, read_document
 from rag.ingest.indexer import ingest_paths
-from rag.ingest.readers import Parsed, read_document
 from rag.ingest.rst import looks_like_rst
+from rag.language.text import code_spans, split_sentences
 from rag.store import SqliteStore, Store, open_store
-from rag.text import code_spans, split_sentences
 from rag.types import Chunk
 
 FORMATS = Path(__file__).resolve().parent.parent / "fixtures" / "formats"

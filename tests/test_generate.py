@@ -3,8 +3,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from rag.answer.generate import MIN_COVERAGE, OfflineGenerator, cite
-from rag.text import term_set
+from rag.language.text import term_set
+from rag.reader.offline import MIN_COVERAGE, OfflineGenerator, cite
 from rag.types import Block, Chunk, Piece
 
 TRASH = (
@@ -489,7 +489,7 @@ def test_generator_code_literal_the_question_writes_counts_as_topic() -> None:
 
 
 def test_default_question_wording_beyond_the_word_default() -> None:
-    from rag.answer.answer_types import asks_default, default_terms, measured_terms
+    from rag.reader.answer_types import asks_default, default_terms, measured_terms
 
     assert asks_default("Which scheme is used unless I set WIDGET_SCHEME?")
     assert asks_default("What category does a message get without giving one?")
@@ -527,7 +527,7 @@ UPLOADS = "## Uploads\n\nFiles larger than the configured limit are rejected bef
 
 
 def test_split_question_separates_the_situation_from_the_asking_sentence():
-    from rag.answer.generate import split_question
+    from rag.reader.offline import split_question
 
     question = "My client stops at the 302. Why? How do I make it follow the redirect?"
     asking, situation = split_question(question)
@@ -598,7 +598,7 @@ def test_generate_everyday_words_are_not_neutral_for_a_sentence_without_the_aske
 
 
 def test_split_question_reads_a_leading_condition_as_the_situation():
-    from rag.answer.generate import split_question
+    from rag.reader.offline import split_question
 
     asking, situation = split_question("If I call it without a name, what category does the message get?")
     assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
@@ -607,7 +607,7 @@ def test_split_question_reads_a_leading_condition_as_the_situation():
 
 
 def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():
-    from rag.answer.generate import _read_question
+    from rag.reader.offline import _read_question
 
     blocks = [block(1, CACHE), block(2, SERVER)]
     lead = _read_question("If I start it without giving a port, which port does the server use?", blocks)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from rag.answer import answer_types, generate, layout
-from rag.answer.answer_types import type_match
-from rag.answer.generate import OfflineGenerator
-from rag.text import content_words, normalise, terms, tokens
+from rag.language.text import content_words, normalise, terms, tokens
+from rag.reader import answer_types, offline, prose
+from rag.reader.answer_types import type_match
+from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
 
 SHARED = "They stay in the bin for 45 days before they are purged."
@@ -28,7 +28,7 @@ def block(n: int, text: str, title: str = "Guide", section: str = "") -> Block:
 def _caches() -> list[Any]:
     """Every lru cache of the modules the generator reads sentences with."""
     found = []
-    for module in (generate, answer_types, layout, generate.__dict__["wordnet"]):
+    for module in (offline, answer_types, prose, offline.__dict__["wordnet"]):
         assert isinstance(module, types.ModuleType)
         for value in vars(module).values():
             if callable(value) and hasattr(value, "cache_info") and value.__module__ == module.__name__:
@@ -100,11 +100,11 @@ TEXTS = [
     SHARED,
 ]
 PAIRS: list[tuple[Callable[[str], Any], Callable[[str], Any]]] = [
-    (generate._sentence_key, normalise),
-    (generate._block_key, normalise),
-    (generate._sentence_terms, lambda t: tuple(terms(t))),
-    (generate._tokens, lambda t: tuple(tokens(t))),
-    (generate._content_words, lambda t: tuple(content_words(t))),
+    (offline._sentence_key, normalise),
+    (offline._block_key, normalise),
+    (offline._sentence_terms, lambda t: tuple(terms(t))),
+    (offline._tokens, lambda t: tuple(tokens(t))),
+    (offline._content_words, lambda t: tuple(content_words(t))),
 ]
 
 
@@ -115,9 +115,9 @@ def test_cached_analysis_equals_the_uncached_one(cached: Callable[[str], Any], p
 
 
 def test_joined_terms_keyed_by_every_part():
-    assert generate._joined_terms("Boards", "", SHARED) != generate._joined_terms("Invoices", "", SHARED)
-    assert generate._joined_terms("Boards", "", SHARED) == generate._joined_terms("Boards", "", SHARED)
-    assert "board" in generate._joined_terms("Boards", "", SHARED)
+    assert offline._joined_terms("Boards", "", SHARED) != offline._joined_terms("Invoices", "", SHARED)
+    assert offline._joined_terms("Boards", "", SHARED) == offline._joined_terms("Boards", "", SHARED)
+    assert "board" in offline._joined_terms("Boards", "", SHARED)
 
 
 def test_figure_question_words_filter_per_question():
@@ -130,14 +130,14 @@ def test_figure_question_words_filter_per_question():
 
 def test_caches_are_bounded_and_hold_immutable_values():
     caches = _caches()
-    assert generate._sentence_key in caches and answer_types._figure_words in caches
+    assert offline._sentence_key in caches and answer_types._figure_words in caches
     for cached in caches:
         assert cached.cache_info().maxsize is not None, cached.__name__
     for value in (
-        generate._sentence_terms(SHARED),
-        generate._tokens(SHARED),
-        generate._content_words(SHARED),
-        generate._joined_terms("Boards", SHARED),
+        offline._sentence_terms(SHARED),
+        offline._tokens(SHARED),
+        offline._content_words(SHARED),
+        offline._joined_terms("Boards", SHARED),
         answer_types._figure_words(SHARED),
         answer_types._asked_words(QUESTION),
     ):
@@ -145,10 +145,10 @@ def test_caches_are_bounded_and_hold_immutable_values():
 
 
 def test_sentence_key_cache_evicts_beyond_its_bound():
-    maxsize = generate._sentence_key.cache_info().maxsize
+    maxsize = offline._sentence_key.cache_info().maxsize
     assert maxsize is not None
-    generate._sentence_key.cache_clear()
+    offline._sentence_key.cache_clear()
     for i in range(maxsize + 10):
-        generate._sentence_key(f"sentence {i}")
-    assert generate._sentence_key.cache_info().currsize == maxsize
-    assert generate._sentence_key("Sentence 3!") == "sentence 3"
+        offline._sentence_key(f"sentence {i}")
+    assert offline._sentence_key.cache_info().currsize == maxsize
+    assert offline._sentence_key("Sentence 3!") == "sentence 3"

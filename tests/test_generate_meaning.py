@@ -1,4 +1,4 @@
-"""The offline generator's match by meaning (rag.answer.meaning, the local sentence encoder): tried only
+"""The offline generator's match by meaning (rag.language.meaning, the local sentence encoder): tried only
 when no sentence answers on words; the binding rules and the "tells something new" check still decide,
 and without the encoder the generator gives exactly its lexical answers."""
 
@@ -9,9 +9,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from rag.answer import generate, meaning
-from rag.answer.generate import OfflineGenerator
-from rag.ingest.encoder import encoder
+from rag.language import meaning
+from rag.language.encoder import encoder
+from rag.reader import offline
+from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
 
 needs_encoder = pytest.mark.skipif(not meaning.available(), reason="the sentence encoder is not installed")
@@ -67,7 +68,7 @@ def answer(question: str, blocks: Sequence[Block] = OBSERVATORY) -> list[str]:
 
 @pytest.fixture
 def no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(generate.meaning, "similarities", lambda question, texts: None)
+    monkeypatch.setattr(offline.meaning, "similarities", lambda question, texts: None)
 
 
 @needs_encoder
@@ -113,7 +114,7 @@ def test_a_question_answered_on_words_never_asks_the_encoder(monkeypatch: pytest
     def refuse(question: str, texts: Sequence[str]) -> None:
         raise AssertionError("the encoder was asked about a question the words answer")
 
-    monkeypatch.setattr(generate.meaning, "similarities", refuse)
+    monkeypatch.setattr(offline.meaning, "similarities", refuse)
     assert answer("Where are telescope images saved?") == [FRAME_STORE]
 
 
@@ -178,7 +179,7 @@ def similar(monkeypatch: pytest.MonkeyPatch, closeness: Callable[[str], float]) 
     def fake(question: str, texts: Sequence[str]) -> np.ndarray:
         return np.asarray([closeness(t) for t in texts], dtype=np.float32)
 
-    monkeypatch.setattr(generate.meaning, "similarities", fake)
+    monkeypatch.setattr(offline.meaning, "similarities", fake)
 
 
 def test_two_sentences_equally_close_in_meaning_answer_neither(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,5 +208,5 @@ def test_off_unless_asked_for_the_encoder_is_never_asked(monkeypatch: pytest.Mon
     def refuse(question: str, texts: Sequence[str]) -> None:
         raise AssertionError("the meaning pass ran without being switched on")
 
-    monkeypatch.setattr(generate.meaning, "similarities", refuse)
+    monkeypatch.setattr(offline.meaning, "similarities", refuse)
     assert OfflineGenerator().generate(WHERE_PICTURES, OBSERVATORY).drafts == ()

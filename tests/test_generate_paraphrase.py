@@ -1,12 +1,13 @@
 """The offline generator's paraphrase alignment: a question word no block writes is covered by a word
-one WordNet link away (rag.answer.generate, ALIGN_WEIGHT; WordNet from the optional `lexical` extra)."""
+one WordNet link away (rag.reader.offline, ALIGN_WEIGHT; WordNet from the optional `lexical` extra)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rag.answer import generate, wordnet
-from rag.answer.generate import OfflineGenerator
+from rag.language import wordnet
+from rag.reader import offline
+from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
 
 needs_wordnet = pytest.mark.skipif(not wordnet.available(), reason="WordNet's files are not installed")
@@ -63,9 +64,9 @@ def test_question_word_no_block_writes_is_covered_by_a_linked_word() -> None:
 
 @needs_wordnet
 def test_without_wordnet_the_paraphrase_covers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(generate.wordnet, "available", lambda: False)
+    monkeypatch.setattr(offline.wordnet, "available", lambda: False)
     # the sentence encoder would match the paraphrase by meaning (tests/test_generate_meaning.py)
-    monkeypatch.setattr(generate.meaning, "similarities", lambda question, texts: None)
+    monkeypatch.setattr(offline.meaning, "similarities", lambda question, texts: None)
     assert answer("How long until dud seedlings get thrown away?", NURSERY) == []
 
 

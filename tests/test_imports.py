@@ -1,7 +1,9 @@
-"""The import graph of `rag`: no cycle between modules or between packages; terminal code only in `rag.cli`.
+"""The import graph of `rag`: no cycle between modules or between packages, deferred imports included;
+imports between rooms run one way (`LAYERS`); terminal code only in `rag.cli`.
 
-Only module-level imports count (a function-level import runs when called, not when the module
-loads). Imports inside `if TYPE_CHECKING:` count as well: a cycle there still tangles the design.
+`import_graph()` reads module-level imports (what runs when a module loads; `if TYPE_CHECKING:` counts
+too: a cycle there still tangles the design); `import_graph(deferred=True)` adds the imports inside
+functions, which tangle the design as much even though they run later.
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ def _imported(module: str, is_package: bool, node: ast.stmt, known: dict[str, tu
     return names
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the `rag` modules it imports at module level (packages as their `__init__`)."""
+def import_graph(*, deferred: bool = False) -> dict[str, set[str]]:
+    """Module -> the `rag` modules it imports at module level, or anywhere with `deferred` (packages as
+    their `__init__`)."""
     known = _modules()
     graph: dict[str, set[str]] = {}
     for module, (path, is_package) in known.items():
         edges: set[str] = set()
-        for node in _top_level(ast.parse(path.read_text(encoding="utf-8")).body):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree) if deferred else _top_level(tree.body):
             for name in _imported(module, is_package, node, known):
                 while name and name not in known:
                     name = name.rpartition(".")[0]
@@ -127,6 +131,60 @@ def test_rag_modules_import_without_cycles() -> None:
 
 def test_rag_packages_import_without_cycles() -> None:
     assert find_cycle(package_graph(import_graph())) == []
+
+
+def test_rag_imports_without_cycles_counting_deferred_imports() -> None:
+    graph = import_graph(deferred=True)
+    assert find_cycle(graph) == []
+    assert find_cycle(package_graph(graph)) == []
+
+
+# Each room (package, or top-level module) and the rooms it may import: api -> answer -> support/reader
+# -> language -> types, with the store, embeddings and the top-level helpers beside them.
+_BASE = {"rag.types", "rag.errors"}
+_CORE = _BASE | {"rag.config", "rag.access", "rag.breaker", "rag.serialize", "rag.voyage"}
+_BELOW_ANSWER = {"rag.language", "rag.support", "rag.reader", "rag.embeddings", "rag.store"}
+LAYERS: dict[str, set[str]] = {
+    "rag": set(),
+    "rag.__main__": {"rag.cli"},
+    "rag.types": set(),
+    "rag.errors": set(),
+    "rag.breaker": set(),
+    "rag.access": _BASE,
+    "rag.config": _BASE | {"rag.access"},
+    "rag.serialize": _BASE,
+    "rag.voyage": _BASE | {"rag.config", "rag.breaker"},
+    "rag.language": _BASE,
+    "rag.examples": _BASE | {"rag.language"},
+    "rag.review": _BASE | {"rag.language"},
+    "rag.support": _BASE | {"rag.language"},
+    "rag.reader": _BASE | {"rag.language"},
+    "rag.embeddings": _CORE,
+    "rag.store": _CORE | {"rag.language"},
+    "rag.ingest": _CORE | {"rag.language", "rag.embeddings", "rag.store"},
+    "rag.answer": _CORE | _BELOW_ANSWER,
+    "rag.evals": _CORE | _BELOW_ANSWER | {"rag.ingest", "rag.answer"},
+    "rag.api": _CORE
+    | {"rag", "rag.language", "rag.embeddings", "rag.store", "rag.answer", "rag.examples", "rag.review"},
+    "rag.cli": _CORE
+    | {"rag.language", "rag.embeddings", "rag.store", "rag.ingest", "rag.answer", "rag.api", "rag.evals"},
+}
+
+
+def test_every_room_has_a_place_in_the_layers() -> None:
+    assert sorted(set(package_graph(import_graph())) - set(LAYERS)) == []
+
+
+def test_rooms_import_only_the_rooms_below_them() -> None:
+    graph = package_graph(import_graph(deferred=True))
+    strays = {room: sorted(targets - LAYERS.get(room, set())) for room, targets in graph.items()}
+    assert {room: found for room, found in strays.items() if found} == {}
+
+
+def test_layer_check_reports_an_upward_import() -> None:
+    graph = {"rag.language": {"rag.answer"}, "rag.answer": {"rag.language"}}
+    strays = {room: sorted(targets - LAYERS[room]) for room, targets in graph.items()}
+    assert strays == {"rag.language": ["rag.answer"], "rag.answer": []}
 
 
 def test_only_the_cli_imports_click() -> None:

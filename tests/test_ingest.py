@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from rag.cli import main
 from rag.config import Settings, load_settings
 from rag.errors import IngestError
+from rag.ingest.formats import derive_doc_id, parse_document
 from rag.ingest.indexer import ingest_paths
-from rag.ingest.readers import derive_doc_id, parse_document
 from rag.store.sqlite import SqliteStore
 
 ADMIN = """---

@@ -1,6 +1,6 @@
 import pytest
 
-from rag.answer.injection import addressed_spans, is_addressed, overlaps_addressed
+from rag.language.injection import addressed_spans, is_addressed, overlaps_addressed
 
 
 @pytest.mark.parametrize(

@@ -12,14 +12,14 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rag.answer.core import Judge, carries_claim, fold, is_structure, layout, run
 from rag.answer.events import Event, RefusalEvent, SentenceEvent
-from rag.answer.judge import Judge, carries_claim, fold, is_structure, layout, run
 from rag.answer.parse import SentenceBuffer
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
+from rag.language.text import sentence_spans
 from rag.store.sqlite import SqliteStore
-from rag.text import sentence_spans
 from rag.types import Answer, Block, Claim, Draft, Generation, Piece, Sentence
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"

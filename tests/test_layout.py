@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rag.answer.layout import classify, closing_label, entry_name, field_name, prose
+from rag.reader.prose import classify, closing_label, entry_name, field_name, prose
 
 
 def texts(text: str, section: str = "") -> list[str]:
@@ -191,7 +191,7 @@ def test_field_list_fields_are_field_lines_and_directive_options_are_markup() ->
 
 
 def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> None:
-    from rag.answer.generate import OfflineGenerator
+    from rag.reader.offline import OfflineGenerator
     from rag.types import Block, Chunk
 
     text = (

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import bm25_reference
+from rag.language.text import terms
 from rag.store import SqliteStore, Store
-from rag.text import terms
 from rag.types import Chunk, Document
 
 WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]

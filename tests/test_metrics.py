@@ -11,7 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 from test_api import ANSWERABLE, CONFLICT, KEY, OFF_TOPIC, serve_app
 
-from rag.answer.generate import OfflineGenerator
+from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Generation, Piece, Usage
 
 USAGE = Usage(

@@ -18,11 +18,11 @@ from rag.answer.events import (
     RefusalEvent,
     SentenceEvent,
 )
-from rag.answer.generate import OfflineGenerator
 from rag.answer.pipeline import STAGES, Pipeline, build_pipeline, validate_question
 from rag.cli.render import format_answer
 from rag.config import Settings, load_settings
 from rag.errors import InvalidQuestion, UpstreamUnavailable
+from rag.reader.offline import OfflineGenerator
 from rag.store import SqliteStore, Store
 from rag.types import Answer, AskRecord, Block, Generation, Piece, Usage
 

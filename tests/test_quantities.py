@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answer.quantities import Quantity, find_quantities, same_value
+from rag.language.quantities import Quantity, find_quantities, same_value
 
 
 def _one(text: str) -> Quantity:

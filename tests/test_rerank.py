@@ -9,7 +9,7 @@ from rag.answer.rerank import (
     idf,
     term_weights,
 )
-from rag.text import terms
+from rag.language.text import terms
 from rag.types import Chunk, Scored
 
 

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 from serving import serving
 
 from rag.answer.pipeline import build_pipeline
-from rag.answer.rerank import english_frequency
 from rag.api import create_app
 from rag.api.server import app_factory
 from rag.config import get_settings, load_settings
+from rag.language.text import english_frequency
 
 ROOT = Path(__file__).resolve().parent.parent
 RAG = Path(sys.executable).parent / "rag"
@@ -197,8 +197,8 @@ def test_app_starts_even_when_warm_up_fails(corpus_db: str, caplog: pytest.LogCa
 def test_warm_up_loads_wordnet_for_every_reader_and_the_parser_only_for_native_citations(
     corpus_db: str, monkeypatch: pytest.MonkeyPatch, native: bool
 ) -> None:
-    from rag.answer import syntax, wordnet
     from rag.api.app import warm_up
+    from rag.language import syntax, wordnet
 
     loaded: list[str] = []
     monkeypatch.setattr(syntax, "warm", lambda: loaded.append("parser") or True)

@@ -32,8 +32,8 @@ from rag.answer.retrieve import retrieve
 from rag.config import load_settings
 from rag.errors import Gone, NotFound, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
+from rag.language.text import terms
 from rag.store import SqliteStore, Store, open_store
-from rag.text import terms
 from rag.types import AskRecord, Chunk, Document, StoreStats, Usage
 
 ROOT = Path(__file__).resolve().parent.parent

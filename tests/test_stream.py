@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from rag.answer.generate import Generator, OfflineGenerator
+from rag.answer.generate import Generator
 from rag.answer.pipeline import build_pipeline
 from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
+from rag.reader.offline import OfflineGenerator
 from rag.store import open_store
 from rag.types import Block, Generation, Piece
 

@@ -1,4 +1,4 @@
-"""The support check's alignment through WordNet (rag.answer.wordnet, the `lexical` extra).
+"""The support check's alignment through WordNet (rag.language.wordnet, the `lexical` extra).
 
 Sentences are written here about a made-up lending library, not taken from the bundled corpus.
 """
@@ -9,8 +9,9 @@ from datetime import date
 
 import pytest
 
-from rag.answer import support, wordnet
-from rag.answer.support import judge
+from rag.language import wordnet
+from rag.support import check
+from rag.support.check import judge
 from rag.types import Block, Chunk
 
 needs_wordnet = pytest.mark.skipif(not wordnet.available(), reason="WordNet's files are not installed")
@@ -29,7 +30,7 @@ def _block(text: str, title: str = "Library lending rules") -> Block:
     return Block(n=1, chunk=chunk, score=0.9, sent_text=text)
 
 
-def _verdict(sentence: str, span: str) -> support.Judgement:
+def _verdict(sentence: str, span: str) -> check.Judgement:
     return judge(sentence, [span], [_block(span)])
 
 
@@ -91,7 +92,7 @@ def test_a_compound_preposition_is_not_a_subject() -> None:
 
 
 def test_without_wordnet_the_check_runs_on_stems_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(support.wordnet, "available", lambda: False)
+    monkeypatch.setattr(check.wordnet, "available", lambda: False)
     sentence = (
         "A reservation that is not collected within 5 days is cancelled and the branch librarian is notified."
     )

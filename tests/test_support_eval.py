@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from rag.answer import syntax, wordnet
 from rag.config import load_settings
 from rag.evals.datasets import EXTERNAL_FILES, external_dir, load_attribution, load_support, repo_root
 from rag.evals.external import run_attribution
 from rag.evals.support import judge_case, outcomes_for, run_support, support_metrics
+from rag.language import syntax, wordnet
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The support check with the local sentence encoder (rag.answer.meaning, rag.ingest.encoder).
+"""The support check with the local sentence encoder (rag.language.meaning, rag.language.encoder).
 
 Sentences are about a made-up hostel, not taken from the bundled corpus. The encoder's alignment is off
 by default (docs/eval.md, fifth round: on dev no threshold tells a paraphrase from a sibling); these tests
@@ -12,9 +12,10 @@ from datetime import date
 import numpy as np
 import pytest
 
-from rag.answer import meaning, support, wordnet
-from rag.answer.support import judge, signals
-from rag.ingest.encoder import encoder
+from rag.language import meaning, wordnet
+from rag.language.encoder import encoder
+from rag.support import check
+from rag.support.check import judge, signals
 from rag.types import Block, Chunk
 
 needs_both = pytest.mark.skipif(
@@ -104,8 +105,8 @@ def test_without_the_encoder_the_signals_and_verdicts_are_unchanged(monkeypatch:
     if encoder() is not None:
         on = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True) for s in sentences]
         strip = {"meaning": 0.0, "word_meaning": 1.0}
-        assert [support.Signals(**{**_fields(s), **strip}) for s in on] == off
+        assert [check.Signals(**{**_fields(s), **strip}) for s in on] == off
 
 
-def _fields(s: support.Signals) -> dict[str, object]:
-    return {name: getattr(s, name) for name in support.Signals.__dataclass_fields__}
+def _fields(s: check.Signals) -> dict[str, object]:
+    return {name: getattr(s, name) for name in check.Signals.__dataclass_fields__}

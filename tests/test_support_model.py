@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rag.answer import support_model
-from rag.answer.support import signals
-from rag.answer.support_model import FEATURES, Model, Signals, decide, rules, stored_model, vector
+from rag.support import decision
+from rag.support.check import signals
+from rag.support.decision import FEATURES, Model, Signals, decide, rules, stored_model, vector
 from tests.blocks import lending_block
 
 _block = lending_block
@@ -129,20 +129,20 @@ def test_stored_weights_name_known_features_and_a_threshold_in_range() -> None:
     assert model is not None
     assert set(model.weights) <= set(FEATURES) and model.weights
     assert 0.0 < model.threshold < 1.0
-    data = json.loads(Path(support_model.WEIGHTS_FILE).read_text(encoding="utf-8"))
+    data = json.loads(Path(decision.WEIGHTS_FILE).read_text(encoding="utf-8"))
     assert data["fitted_on"].endswith("split dev only")
 
 
 def test_decide_uses_the_model_only_when_adopted_or_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     keep_all = Model(weights={}, bias=50.0, threshold=0.5)
     flipped = Signals(core="x", coverage=0.9, negation_flip="negates")
-    monkeypatch.setattr(support_model, "stored_model", lambda: keep_all)
+    monkeypatch.setattr(decision, "stored_model", lambda: keep_all)
     monkeypatch.delenv("RAG_SUPPORT_MODEL", raising=False)
     assert decide(flipped, 1, min_coverage=0.5).issue is not None  # not adopted: the rules
     monkeypatch.setenv("RAG_SUPPORT_MODEL", "on")
     assert decide(flipped, 1, min_coverage=0.5).issue is None
     adopted = Model(weights={}, bias=50.0, threshold=0.5, adopted=True)
-    monkeypatch.setattr(support_model, "stored_model", lambda: adopted)
+    monkeypatch.setattr(decision, "stored_model", lambda: adopted)
     monkeypatch.setenv("RAG_SUPPORT_MODEL", "off")
     assert decide(flipped, 1, min_coverage=0.5).issue is not None
     monkeypatch.delenv("RAG_SUPPORT_MODEL")

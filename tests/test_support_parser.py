@@ -1,4 +1,4 @@
-"""The support check's predicate frames from a dependency parser (rag.answer.syntax, the `parse` extra).
+"""The support check's predicate frames from a dependency parser (rag.language.syntax, the `parse` extra).
 
 Sentences are written here about a made-up lending library, not taken from the bundled corpus. Each
 case is judged twice: with the parser turned off (`RAG_PARSER=off`, the check as it was) and on, so a
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer import syntax
-from rag.answer.support import Judgement, judge
+from rag.language import syntax
+from rag.support.check import Judgement, judge
 from tests.blocks import lending_block
 
 needs_parser = pytest.mark.skipif(not syntax.available(), reason="the dependency parser is not installed")

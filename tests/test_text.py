@@ -1,7 +1,7 @@
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rag.text import estimate_tokens, fingerprint, sentence_spans, split_sentences, terms, tokens
+from rag.language.text import estimate_tokens, fingerprint, sentence_spans, split_sentences, terms, tokens
 
 
 def test_split_sentences_keeps_abbreviations_versions_money_and_decimals_whole() -> None:
@@ -76,7 +76,7 @@ def test_stem_maps_annual_to_year_like_monthly_to_month() -> None:
 
 
 def test_is_hypothetical_tells_proposals_and_modals_from_statements() -> None:
-    from rag.text import is_hypothetical, is_proposal
+    from rag.language.text import is_hypothetical, is_proposal
 
     assert is_proposal("The board discussed a proposal to raise the fee to $50.")
     assert is_hypothetical("The fee could rise to $50 next year.")
@@ -85,7 +85,7 @@ def test_is_hypothetical_tells_proposals_and_modals_from_statements() -> None:
 
 
 def _code(text: str) -> list[str]:
-    from rag.text import code_spans
+    from rag.language.text import code_spans
 
     return [text[s:e] for s, e in code_spans(text)]
 
@@ -141,7 +141,7 @@ def test_tokens_of_prose_are_unchanged_by_identifier_handling() -> None:
 
 
 def test_prose_sentence_spans_leave_out_sentences_that_are_or_hold_code() -> None:
-    from rag.text import prose_sentence_spans
+    from rag.language.text import prose_sentence_spans
 
     text = (
         "The default is 300 seconds.\n\nFor example::\n\n    CACHE_SECONDS = 60\n\n"

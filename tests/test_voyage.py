@@ -26,14 +26,14 @@ from rag.answer.retrieve import candidates_for, retrieve
 from rag.api.app import create_app
 from rag.breaker import CircuitBreaker, reset_breakers
 from rag.cli import main
-from rag.config import Settings, load_settings
+from rag.config import Settings, load_settings, normalise_base_url
+from rag.embeddings import VoyageEmbedder, embed_many, make_embedder, plan_batches, voyage_client
 from rag.errors import ConfigError, UpstreamRejected, UpstreamUnavailable
-from rag.ingest.embeddings import VoyageEmbedder, embed_many, make_embedder, plan_batches, voyage_client
 from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
+from rag.language.text import terms
 from rag.store.sqlite import SqliteStore
-from rag.text import terms
 from rag.types import Chunk, Scored
-from rag.voyage import backoff, call_voyage, normalise_base_url, voyage_tokens
+from rag.voyage import backoff, call_voyage, voyage_tokens
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -26,6 +27,24 @@ DEFAULT_MODEL_PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-5-5": (4.0, 20.0),
     "claude-haiku-5-5": (0.10, 0.50),
 }
+
+
+VOYAGE_DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
+
+
+def normalise_base_url(url: str) -> str:
+    """`VOYAGE_BASE_URL` as the SDK wants it: the API root ending in `/v1`, with or without it given.
+
+    "" stays "" (the SDK's default). `https://host` and `https://host/` become `https://host/v1`;
+    `https://host/v1/` becomes `https://host/v1`.
+    """
+    url = url.strip().rstrip("/")
+    if not url:
+        return ""
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        raise ValueError(f"VOYAGE_BASE_URL {url!r} is not an http(s) URL such as {VOYAGE_DEFAULT_BASE_URL}")
+    return url if parts.path.endswith("/v1") else url + "/v1"
 
 
 class Settings(BaseSettings):
@@ -170,8 +189,6 @@ class Settings(BaseSettings):
     @classmethod
     def _voyage_root(cls, value: str) -> str:
         """The API root ending in /v1, whether or not it was given; a non-URL fails at startup."""
-        from rag.voyage import normalise_base_url
-
         return normalise_base_url(value)
 
     @field_validator("mock", mode="before")

@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rag.lexicon import HOW_TO_HEADING_RE, LAYOUT_HEADINGS
-from rag.text import normalise
+from rag.language.lexicon import HOW_TO_HEADING_RE, LAYOUT_HEADINGS
+from rag.language.text import normalise
 from rag.types import Heading
 
 # Characters of the longest heading worded into a question, and of a title kept in one.

@@ -4,8 +4,8 @@ Pure functions over ask-log rows (the dicts `Store.ask_log`/`recent_asks` return
 entries and feedback; the `/admin` routes read the store and call these.
 
 Grouping: two questions are "similar" when the Jaccard overlap of their stemmed content terms
-(`rag.text.term_set`) is at least `SIMILAR` (0.5): "How do I export my data?" and "Can I export all my
-data?" group; "export data" and "delete data" do not. Each question joins the group whose first
+(`rag.language.text.term_set`) is at least `SIMILAR` (0.5): "How do I export my data?" and "Can I
+export all my data?" group; "export data" and "delete data" do not. Each question joins the group whose first
 question it overlaps most; questions without content terms group by their normalised text.
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag.text import normalise, term_set
+from rag.language.text import normalise, term_set
 from rag.types import Feedback, Gap
 
 SIMILAR = 0.5

@@ -16,14 +16,11 @@ import math
 import random
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
+from typing import Any, TypeVar
 
 from rag.breaker import CircuitBreaker, breaker_for
+from rag.config import VOYAGE_DEFAULT_BASE_URL, Settings, normalise_base_url
 from rag.errors import ConfigError, UpstreamRejected, UpstreamUnavailable
-
-if TYPE_CHECKING:
-    from rag.config import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -56,8 +53,6 @@ BACKOFF_BASE = 0.5
 BACKOFF_MAX = 8.0
 RETRY_AFTER_MAX = 60.0
 
-DEFAULT_BASE_URL = "https://api.voyageai.com/v1"
-
 
 def voyage_tokens(text: str) -> int:
     """A deliberately high estimate of Voyage's token count for `text` (at least 1)."""
@@ -67,21 +62,6 @@ def voyage_tokens(text: str) -> int:
 def embed_token_limit(model: str) -> int:
     """The token budget one embeddings request is filled to for `model` (limit x TOKEN_HEADROOM)."""
     return int(EMBED_MAX_TOKENS.get(model, EMBED_DEFAULT_MAX_TOKENS) * TOKEN_HEADROOM)
-
-
-def normalise_base_url(url: str) -> str:
-    """`VOYAGE_BASE_URL` as the SDK wants it: the API root ending in `/v1`, with or without it given.
-
-    "" stays "" (the SDK's default). `https://host` and `https://host/` become `https://host/v1`;
-    `https://host/v1/` becomes `https://host/v1`.
-    """
-    url = url.strip().rstrip("/")
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        raise ValueError(f"VOYAGE_BASE_URL {url!r} is not an http(s) URL such as {DEFAULT_BASE_URL}")
-    return url if parts.path.endswith("/v1") else url + "/v1"
 
 
 def voyage_client(*, api_key: str, base_url: str = "", timeout: float = 60.0) -> Any:
@@ -112,7 +92,7 @@ def voyage_client_for(settings: Settings) -> Any:
 
 def voyage_breaker(settings: Settings) -> CircuitBreaker:
     """The process-wide breaker for the Voyage API at the configured base URL."""
-    where = normalise_base_url(settings.voyage_base_url) or DEFAULT_BASE_URL
+    where = normalise_base_url(settings.voyage_base_url) or VOYAGE_DEFAULT_BASE_URL
     return breaker_for(
         f"voyage {where}", failures=settings.breaker_failures, cooldown=settings.breaker_cooldown
     )
@@ -215,7 +195,7 @@ def _translate(exc: BaseException, what: str, *, attempts: int) -> UpstreamUnava
         return UpstreamRejected(message + " (check VOYAGE_API_KEY)", type="upstream_auth_failed")
     if status == 404:
         return UpstreamRejected(
-            message + f" (check VOYAGE_BASE_URL: give the API root, e.g. {DEFAULT_BASE_URL})",
+            message + f" (check VOYAGE_BASE_URL: give the API root, e.g. {VOYAGE_DEFAULT_BASE_URL})",
             type="upstream_model_not_found",
         )
     return UpstreamRejected(message)

@@ -2,14 +2,14 @@
 
 Order by score (ties by chunk id), deduplicate by fingerprint, fill a token budget by
 skipping what does not fit, cap the count, reorder end-weighted, number 1..n.
-Token counts use `rag.text.estimate_tokens` (its ratio to Claude's tokenizer is stated there).
+Token counts use `rag.language.text.estimate_tokens` (its ratio to Claude's tokenizer is stated there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rag.text import estimate_tokens, fingerprint
+from rag.language.text import estimate_tokens, fingerprint
 from rag.types import Block, Chunk, Scored
 
 DEFAULT_BUDGET = 1200

@@ -38,7 +38,7 @@ from rag.answer.prompt import (
 )
 from rag.config import Settings
 from rag.errors import ConfigError, RagError, UpstreamRejected, UpstreamUnavailable
-from rag.text import sentence_spans
+from rag.language.text import sentence_spans
 from rag.types import Block, Claim, Draft, Generation, Piece, Usage
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from rag.answer.assemble import context_tokens
-from rag.text import sentence_spans, term_set
+from rag.language.text import sentence_spans, term_set
 from rag.types import Block, Usage
 
 

@@ -43,9 +43,9 @@ from dataclasses import dataclass, replace
 from datetime import date
 from functools import lru_cache
 
-from rag.answer.quantities import Quantity, find_quantities, same_value
-from rag.lexicon import ASKS_WHEN_RE, HOW_FORMS, LOWER_BOUND, MONEY_FORMS, UPPER_BOUND, WEAK_KEYS
-from rag.text import is_hypothetical, sentence_spans, term_set, terms
+from rag.language.lexicon import ASKS_WHEN_RE, HOW_FORMS, LOWER_BOUND, MONEY_FORMS, UPPER_BOUND, WEAK_KEYS
+from rag.language.quantities import Quantity, find_quantities, same_value
+from rag.language.text import is_hypothetical, sentence_spans, term_set, terms
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 
 MIN_SHARED = 2

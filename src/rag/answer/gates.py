@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from rag.text import term_set
+from rag.language.text import term_set
 from rag.types import ChunkRef, Conflict, RefusalReason, Scored, Sentence, Statement
 
 # Who reads the blocks the gate lets through: the offline extractive generator, or Claude.

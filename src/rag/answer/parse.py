@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rag.text import ABBREVIATIONS, sentence_spans
+from rag.language.text import ABBREVIATIONS, sentence_spans
 from rag.types import Claim, Draft, Piece, SentenceStart
 
 MAX_RANGE = 50

@@ -3,7 +3,7 @@
 retrieve -> line 1 (retrieval gate) -> assemble -> line 2 (conflicts) -> [compress]
 -> generate -> verify -> one regeneration with specific feedback -> line 3 (grounding gate).
 
-Both routes run one core (`rag.answer.judge`): the front half (`plan`) decides a refusal or the blocks,
+Both routes run one core (`rag.answer.core`): the front half (`plan`) decides a refusal or the blocks,
 the generator's pieces become events. `answer_stream()` yields the events as they are decided;
 `answer()` folds the same events into an `Answer`, with one visible extra step: a second draft
 with sentence-specific feedback when the first withheld a claim (emitted text is never withdrawn,
@@ -29,8 +29,8 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
-from rag.answer.confidence import Ranking, active_model, judge_answer
 from rag.answer.conflicts import detect_conflict
+from rag.answer.core import Judge, fold, pieces_of, run
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
@@ -43,15 +43,15 @@ from rag.answer.gates import (
     retrieval_gate,
     top_score,
 )
-from rag.answer.generate import Generator, OfflineGenerator
-from rag.answer.judge import Judge, fold, pieces_of, run
+from rag.answer.generate import Generator, make_generator
 from rag.answer.parse import SentenceBuffer
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.answer.verify import feedback_lines
 from rag.config import Settings
+from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
-from rag.ingest.embeddings import Embedder, make_embedder
+from rag.reader.gate import Ranking, active_model, judge_answer
 from rag.store import Store, open_store
 from rag.types import (
     Answer,
@@ -278,7 +278,7 @@ class Pipeline:
         )
 
     def _gate_answer(self, plan: Plan) -> None:
-        """The answer gate (`rag.answer.confidence`) on the offline generator's choice: when the
+        """The answer gate (`rag.reader.gate`) on the offline generator's choice: when the
         calibrated model finds the chosen sentence unlikely to answer the question, the plan refuses
         with `no_citations`, the closest passages and the reason. Only the offline path is gated (with
         Claude the support check judges each sentence); `RAG_ANSWER_GATE=off` turns it off."""
@@ -586,12 +586,7 @@ def build_pipeline(
 ) -> Pipeline:
     """Wire the stages from settings: Claude when a key is set and MOCK is off, offline otherwise."""
     if generator is None:
-        if settings.use_claude:
-            from rag.answer.claude import ClaudeGenerator
-
-            generator = ClaudeGenerator(settings)
-        else:
-            generator = OfflineGenerator(settings.fabricate, meaning=settings.offline_meaning)
+        generator = make_generator(settings)
     compressor: Compressor | None = None
     if settings.compress:
         if settings.use_claude:

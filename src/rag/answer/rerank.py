@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 from rag.breaker import CircuitBreaker
 from rag.config import Settings
-from rag.ingest.embeddings import embedding_text
-from rag.text import content_words, stem, terms
+from rag.embeddings import embedding_text
+from rag.language.text import content_words, english_frequency, stem, terms
 from rag.types import Scored
 from rag.voyage import (
     RERANK_DEFAULT_MAX_TOTAL_TOKENS,
@@ -60,18 +60,6 @@ def idf(df: int, n_chunks: int) -> float:
 def _idf(df: float, n_chunks: int) -> float:
     """`idf` for a real-valued (expected) document frequency df >= 0."""
     return math.log(1.0 + (max(n_chunks, df) - df + 0.5) / (df + 0.5))
-
-
-@lru_cache(maxsize=65_536)
-def english_frequency(word: str) -> float:
-    """How often `word` occurs in general English, per word of running text, in [0, 1).
-
-    From the English list bundled in the `wordfreq` package (no network); 0.0 for a word it
-    does not know (names, codes, jargon), so such a word is never discounted as common.
-    """
-    from wordfreq import word_frequency  # lazy: loading the list takes ~0.15 s
-
-    return float(word_frequency(word, "en"))
 
 
 def english_idf(word: str, n_chunks: int, *, chunk_words: int = CHUNK_WORDS) -> float:

@@ -10,10 +10,10 @@ import logging
 from collections.abc import Sequence
 
 from rag.answer.rerank import CHUNK_TERMS, Reranker
-from rag.ingest.embeddings import Embedder
+from rag.embeddings import Embedder
+from rag.language.text import terms
 from rag.store import Store
 from rag.store.interface import Groups
-from rag.text import terms
 from rag.types import Chunk, Scored
 
 logger = logging.getLogger(__name__)

@@ -31,11 +31,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rag.answer.figures import missing_figures
-from rag.answer.injection import addressed_spans, overlaps_addressed
 from rag.answer.parse import strip_markers
-from rag.answer.support import judge
-from rag.text import sentence_spans, term_set
+from rag.language.injection import addressed_spans, overlaps_addressed
+from rag.language.text import sentence_spans, term_set
+from rag.support.check import judge
+from rag.support.figures import missing_figures
 from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
 MIN_COMMON_BLOCKS = 3

@@ -32,6 +32,7 @@ from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.feedback import ReaderStore, add_reader_routes
 from rag.api.metrics import install_metrics
 from rag.api.middleware import (
     ACCESS_KEY,
@@ -43,7 +44,6 @@ from rag.api.middleware import (
     SecurityHeaders,
     principal_of,
 )
-from rag.api.readers import ReaderStore, add_reader_routes
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
     SSE_EXAMPLE,
@@ -218,9 +218,9 @@ def warm_up(qa: QAService) -> None:
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
-    from rag.answer.rerank import english_frequency
-    from rag.answer.syntax import warm as warm_parser
-    from rag.answer.wordnet import available as wordnet_available
+    from rag.language.syntax import warm as warm_parser
+    from rag.language.text import english_frequency
+    from rag.language.wordnet import available as wordnet_available
 
     try:
         english_frequency("the")

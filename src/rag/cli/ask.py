@@ -12,6 +12,7 @@ import orjson
 
 from rag import serialize
 from rag.access import Principal
+from rag.answer.core import unique_citations
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -21,7 +22,6 @@ from rag.answer.events import (
     SentenceEvent,
     event_json,
 )
-from rag.answer.judge import unique_citations
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.cli.database import open_for_reading, require_documents
 from rag.cli.render import format_answer, marked, refusal_text, sources_text

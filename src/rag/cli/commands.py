@@ -75,7 +75,7 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> N
 def _ingest(
     settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
 ) -> None:
-    from rag.ingest.embeddings import make_embedder
+    from rag.embeddings import make_embedder
     from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
     from rag.store import open_store
 

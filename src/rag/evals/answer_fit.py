@@ -1,4 +1,4 @@
-"""Fit the answer gate (`rag.answer.confidence`) on the development sets, never on holdout6.
+"""Fit the answer gate (`rag.reader.gate`) on the development sets, never on holdout6.
 
 `python -m rag.evals.answer_fit [--write] [--rows FILE]` runs every development set offline with the
 gate off (`RAG_ANSWER_GATE=off`), and for every question the extractive generator answers measures the
@@ -14,7 +14,7 @@ documentation, which is what the gate is for. Precision is judged per held-out s
 golden set, on which the generator was tuned, would hide a set where most answers are wrong): among
 configurations whose held-out precision reaches PRECISION (0.90) on every set while keeping at least
 MIN_KEPT of the correct answers, the one keeping the most correct answers wins (ties: the smaller
-model). `--write` stores it, fitted on all the sets, in `answer_weights.json` with the CV figures; it
+model). `--write` stores it, fitted on all the sets, in `gate_weights.json` with the CV figures; it
 is `adopted` (applied by the pipeline) only when a configuration meets that rule. Otherwise the file
 holds the configuration keeping the most correct answers with an in-sample threshold, for measuring
 with `RAG_ANSWER_GATE=on` only. `--rows FILE` saves the measured rows (JSON) and reuses them when the
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from rag.answer.confidence import FEATURES, WEIGHTS_FILE, Model, Ranking, choice, measure, stored_model
 from rag.evals.support_fit import class_weight, fit_logistic, forward_select, probabilities
+from rag.reader.gate import FEATURES, WEIGHTS_FILE, Model, Ranking, choice, measure, stored_model
 
 log = logging.getLogger(__name__)
 
@@ -368,7 +368,7 @@ def save_rows(path: Path, rows: Sequence[Row]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--write", action="store_true", help="store the chosen model in answer_weights.json")
+    parser.add_argument("--write", action="store_true", help="store the chosen model in gate_weights.json")
     parser.add_argument("--rows", type=Path, help="save the measured rows here; reuse them when present")
     parser.add_argument("--fresh", action="store_true", help="measure again even when --rows exists")
     parser.add_argument(
@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.measure:
         model = stored_model()
         if model is None:
-            raise SystemExit("no answer_weights.json: run with --write first")
+            raise SystemExit("no gate_weights.json: run with --write first")
         folder = args.measure.rstrip("/")
         figures = measure_set(Path(folder).name, f"{folder}/golden.jsonl", f"{folder}/corpus", model)
         log.info("%s", json.dumps(figures, indent=1))

@@ -97,8 +97,8 @@ class DraftRecord:
 
 def record_drafts(settings: Settings, cases: Sequence[GoldenCase]) -> list[DraftRecord]:
     """Run each case once; for cases that reach generation, draft once with a fabricated citation."""
-    from rag.answer.generate import OfflineGenerator
     from rag.answer.pipeline import build_pipeline
+    from rag.reader.offline import OfflineGenerator
 
     records = []
     with corpus_store(settings, cases) as (store, _):

@@ -23,8 +23,8 @@ from rag.answer.prompt import SYSTEM_PROMPT
 from rag.config import Settings
 from rag.evals.datasets import GoldenCase, load_golden, repo_root
 from rag.evals.runner import corpus_store
+from rag.language.text import estimate_tokens
 from rag.store import Store
-from rag.text import estimate_tokens
 
 # The chosen threshold keeps at least this share of the best answered share over all thresholds.
 RECALL_SLACK = 0.01
@@ -32,7 +32,7 @@ THRESHOLDS: tuple[float, ...] = tuple(round(i / 100, 2) for i in range(0, 76))
 # Tokens the simulated reader writes: a short cited answer, or the one-line refusal.
 ANSWER_TOKENS = 120
 REFUSAL_TOKENS = 15
-# Claude's tokenizer counts about this many tokens per local estimate (rag.text.estimate_tokens is
+# Claude's tokenizer counts about this many tokens per local estimate (rag.language.text.estimate_tokens is
 # 4 characters per token; current models average about 2.5, anthropic-wire.md 8).
 TOKENIZER_RATIO = 1.6
 

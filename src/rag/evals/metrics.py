@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rag.evals.datasets import GoldenCase
-from rag.text import normalise
+from rag.language.text import normalise
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

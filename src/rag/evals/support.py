@@ -19,7 +19,7 @@ from rag.answer.parse import parse_inline
 from rag.answer.verify import verify
 from rag.evals.datasets import SUPPORT_SET, SupportCase, load_support, repo_root
 from rag.ingest.chunking import chunk_document
-from rag.ingest.readers import parse_document
+from rag.ingest.formats import parse_document
 from rag.types import Block, Chunk, Claim, Draft, Verdict
 
 CORPUS = "fixtures/corpus"

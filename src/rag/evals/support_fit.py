@@ -7,7 +7,7 @@ chooses the regularisation, the feature set (all, or the k best by greedy forwar
 threshold by repeated stratified cross-validation on dev: the threshold is the one that keeps the most
 faithful sentences while withholding at least the share of harmful ones the hand rules withhold on dev
 (a confident wrong sentence is the failure). `--write` stores the chosen model, fitted on all of dev,
-in `support_weights.json` with its CV figures; whether `decide` uses it (`adopted`) is set by hand,
+in `weights.json` with its CV figures; whether `decide` uses it (`adopted`) is set by hand,
 after test was measured once (docs/eval.md).
 """
 
@@ -24,11 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from rag.answer.parse import parse_inline
-from rag.answer.support import signals
-from rag.answer.support_model import FEATURES, WEIGHTS_FILE, Signals, rules, vector
 from rag.answer.verify import common_terms
 from rag.evals.datasets import SupportCase, load_support, repo_root
 from rag.evals.support import CORPUS, case_blocks
+from rag.support.check import signals
+from rag.support.decision import FEATURES, WEIGHTS_FILE, Signals, rules, vector
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def run(write: bool) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--write", action="store_true", help="store the chosen model in support_weights.json")
+    parser.add_argument("--write", action="store_true", help="store the chosen model in weights.json")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     log.info("%s", json.dumps(run(args.write), indent=1))

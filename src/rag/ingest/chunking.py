@@ -3,8 +3,8 @@
 Chunks follow the document's regions and never cross one: by default the sections under ATX
 ('#') headings outside code fences, or the `Layout` a reader parsed (reST sections, PDF pages).
 Heading lines belong to no chunk (the section path "H1 > H2" carries them). Inside a region,
-sentences (`rag.text.sentence_spans`) and whole code blocks (`Layout.code`, else
-`rag.text.code_spans`) are packed up to `max_tokens`, sized evenly so no tail is tiny; a code
+sentences (`rag.language.text.sentence_spans`) and whole code blocks (`Layout.code`, else
+`rag.language.text.code_spans`) are packed up to `max_tokens`, sized evenly so no tail is tiny; a code
 block stays in the chunk of the text that introduces it when it fits, so `code_spans` finds it
 again in the chunk's own text. A single unit longer than the limit is cut at whitespace. Every
 non-whitespace, non-heading character is in exactly one chunk, and
@@ -18,8 +18,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from rag.lexicon import DIRECTIVE_RE, ENTRY_DIRECTIVES
-from rag.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
+from rag.language.lexicon import DIRECTIVE_RE, ENTRY_DIRECTIVES
+from rag.language.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
 from rag.types import Chunk, Document
 
 _HEADING_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
@@ -50,7 +50,7 @@ class Region:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Layout:
     """What a reader parsed beyond the text. `regions` None: derive sections from '#' headings;
-    `code` None: find code with `rag.text.code_spans`. Offsets are into the document text."""
+    `code` None: find code with `rag.language.text.code_spans`. Offsets are into the document text."""
 
     regions: tuple[Region, ...] | None = None
     code: tuple[tuple[int, int], ...] | None = None

@@ -14,10 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rag.config import Settings
+from rag.embeddings import Embedder, embed_many, embedding_text
 from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
-from rag.ingest.embeddings import Embedder, embed_many, embedding_text
-from rag.ingest.readers import (
+from rag.ingest.formats import (
     SUPPORTED_SUFFIXES,
     content_hash,
     derive_doc_id,

@@ -13,7 +13,7 @@ import re
 
 from rag.errors import IngestError
 from rag.ingest.chunking import Layout, Region
-from rag.text import normalise
+from rag.language.text import normalise
 
 PAGE_SEPARATOR = "\n\n"
 MAX_TITLE_CHARS = 120

@@ -23,7 +23,7 @@ from docutils.utils import SystemMessage, new_document
 
 from rag.errors import IngestError
 from rag.ingest.chunking import Layout, Region
-from rag.text import CODE_DIRECTIVES, code_spans, normalise
+from rag.language.text import CODE_DIRECTIVES, code_spans, normalise
 
 _ADORNMENT_CHARS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 _ADORNMENT_RE = re.compile(r"^([" + re.escape(_ADORNMENT_CHARS) + r"])\1{2,}[ \t]*$")

@@ -25,11 +25,11 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
 from rag.errors import Gone, NotFound
+from rag.language.text import normalise, terms
 from rag.serialize import dumps
 from rag.store.asklog import AskRow, GapRow, LogRow, LogWriter, flush_pending
 from rag.store.ids import text_hash, versioned_chunks
 from rag.store.interface import Groups
-from rag.text import normalise, terms
 from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 # bm25() column weights for (body terms, title, section). The section path is the most specific

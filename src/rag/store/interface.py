@@ -1,14 +1,11 @@
 """The store's interfaces: `StoreReader` (what the HTTP routes read) and `Store` (everything every
-backend implements), and `open_store`, which picks the backend from the settings."""
+backend implements). `rag.store.backends.open_store` picks the backend from the settings."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
-from rag.config import Settings
-from rag.errors import ConfigError
 from rag.types import AskRecord, Chunk, Document, Feedback, Gap, Heading, StoreStats
 
 Groups = frozenset[str] | None
@@ -151,20 +148,3 @@ class Store(StoreReader, Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def open_store(settings: Settings) -> Store:
-    """The configured store: PostgreSQL when `settings.database_url` is set, else SQLite at `settings.db`."""
-    if settings.database_url:
-        try:
-            from rag.store.postgres import PgStore
-        except ImportError as exc:
-            raise ConfigError(
-                f"RAG_DATABASE_URL is set but the PostgreSQL store is unavailable: {exc}"
-            ) from None
-        return PgStore(settings.database_url, connect_timeout=settings.db_connect_timeout)
-    from rag.store.sqlite import SqliteStore
-
-    if settings.db != ":memory:":
-        Path(settings.db).parent.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(settings.db)

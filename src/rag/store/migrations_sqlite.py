@@ -57,7 +57,7 @@ def m001_documents_and_chunks(conn: sqlite3.Connection) -> None:
 
 
 def m002_lexical_index(conn: sqlite3.Connection) -> None:
-    # Columns hold space-joined stemmed terms (rag.text.terms), so FTS5 matches exactly the
+    # Columns hold space-joined stemmed terms (rag.language.text.terms), so FTS5 matches exactly the
     # words the reranker scores; rowid = chunks.id.
     conn.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(terms, title, section, tokenize='unicode61')")
     conn.execute("CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row')")

@@ -4,7 +4,7 @@ Selected by `RAG_DATABASE_URL=postgresql://...`. Every replica is stateless: doc
 the coverage-gap queue and the ask log live in the database, so an ask logged by one process is
 visible to `rag gaps` on another. Everything both engines share lives in `rag.store.base`.
 
-Lexical search mirrors `SqliteStore` exactly: the same stemmed terms (`rag.text.terms`, reduced
+Lexical search mirrors `SqliteStore` exactly: the same stemmed terms (`rag.language.text.terms`, reduced
 to [0-9a-z]) are stored per column, indexed as a `tsvector` (config 'simple', weight class
 A = section, B = title, D = body) with a GIN index for `@@` queries, and as postings
 (`chunk_terms`). `search()` ranks with FTS5's BM25 (k1 = 1.2, b = 0.75, the same column weights,
@@ -44,11 +44,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from rag.access import audience_text, visible_sql
 from rag.errors import ConfigError, StoreUnavailable
-from rag.store import base
+from rag.language.text import terms
+from rag.store import base  # the module, not the package
 from rag.store.interface import Groups
 from rag.store.lexical import LexicalCache
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
-from rag.text import terms
 from rag.types import Chunk, Document
 
 logger = logging.getLogger(__name__)

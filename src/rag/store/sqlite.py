@@ -1,6 +1,6 @@
 """The embedded store: one SQLite file in WAL mode, an FTS5 index, a bounded connection pool.
 
-The lexical index is built over the *stemmed content terms* of `rag.text.terms`, so it matches
+The lexical index is built over the *stemmed content terms* of `rag.language.text.terms`, so it matches
 the same words the reranker scores. FTS5 holds it (written in each ingest transaction); ranking
 reads FTS5's postings into `rag.store.lexical`, which scores every query term exhaustively with
 FTS5's BM25. Everything both engines share lives in `rag.store.base`.
@@ -33,6 +33,7 @@ from typing import Any
 
 from rag.access import audience_text, visible_sql
 from rag.errors import StoreUnavailable
+from rag.language.text import terms
 from rag.store.base import (
     BM25_WEIGHTS,
     CHUNK_ROW_COLUMNS,
@@ -51,7 +52,6 @@ from rag.store.base import (
 from rag.store.interface import Groups
 from rag.store.lexical import LexicalCache, Snapshot
 from rag.store.migrations_sqlite import migrate
-from rag.text import terms
 from rag.types import Chunk, Document, StoreStats
 
 __all__ = ["SqliteStore", "fts_query"]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rag.lexicon import ASSISTANT_WORDS, READER_WORDS, TELL_OPENERS, TELL_VERBS
-from rag.text import sentence_spans
+from rag.language.lexicon import ASSISTANT_WORDS, READER_WORDS, TELL_OPENERS, TELL_VERBS
+from rag.language.text import sentence_spans
 
 _OVERRIDE_RE = re.compile(
     r"\b(?:ignore|disregard|forget|override|bypass)\b[^.!?\n]{0,40}?\b(?:previous|prior|above|earlier|preceding|"

@@ -12,7 +12,7 @@ retrieved blocks), and a small logistic model turns them into a probability of b
 
 The weights and the threshold are fitted on the development sets by `rag.evals.answer_fit` (threshold
 chosen by cross-validation grouped by set, so that precision when answered reaches 0.90 on a set the
-fit never saw) and stored in `answer_weights.json`. Below the threshold the pipeline refuses with
+fit never saw) and stored in `gate_weights.json`. Below the threshold the pipeline refuses with
 `no_citations` and the closest passages (`Pipeline._gate_answer`). `RAG_ANSWER_GATE=off` turns the
 gate off (exactly the generator's answers), `=on` applies the stored model even when not adopted.
 
@@ -33,13 +33,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rag.answer import meaning
-from rag.answer.answer_types import answer_type, type_match
-from rag.answer.generate import identifiers
-from rag.text import normalise, split_sentences
+from rag.language import meaning
+from rag.language.text import normalise, split_sentences
+from rag.reader.answer_types import answer_type, type_match
+from rag.reader.offline import identifiers
 from rag.types import Block
 
-WEIGHTS_FILE = Path(__file__).with_name("answer_weights.json")
+WEIGHTS_FILE = Path(__file__).with_name("gate_weights.json")
 # The sentences a meaning margin is measured against: those of the best-scored retrieved blocks, a
 # bounded number (the encoder runs about 150 short sentences a second on a small machine).
 MEANING_BLOCKS = 4
@@ -115,7 +115,7 @@ def _labelled(block: Block, sentence: str) -> str:
 
 def _encode(texts: Sequence[str]) -> list[np.ndarray] | None:
     """Unit vectors of `texts` (each cut to `_MAX_SENTENCE_CHARS`), through the shared cache of
-    `rag.answer.meaning`; None when the encoder is not installed."""
+    `rag.language.meaning`; None when the encoder is not installed."""
     return meaning.vectors([t[:_MAX_SENTENCE_CHARS] for t in texts])
 
 
@@ -232,7 +232,7 @@ class Model:
 
 @lru_cache(maxsize=1)
 def stored_model() -> Model | None:
-    """The model in `answer_weights.json`, None when the file is absent."""
+    """The model in `gate_weights.json`, None when the file is absent."""
     if not WEIGHTS_FILE.is_file():
         return None
     return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))

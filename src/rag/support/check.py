@@ -46,12 +46,8 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from rag.answer import meaning, syntax, wordnet
-from rag.answer.figures import missing_figures
-from rag.answer.numbers import find_numbers
-from rag.answer.quantities import find_quantities
-from rag.answer.support_model import Judgement, Signals, decide, uses_model
-from rag.lexicon import (
+from rag.language import meaning, syntax, wordnet
+from rag.language.lexicon import (
     COMPOUND_PREPOSITION_HEADS,
     COMPOUND_PREPOSITION_TAILS,
     FUNCTION_WORDS,
@@ -61,7 +57,11 @@ from rag.lexicon import (
     SCOPE_GROUPS,
     SOURCE_VERBS,
 )
-from rag.text import STOP_WORDS, stem, term_set, terms
+from rag.language.numbers import find_numbers
+from rag.language.quantities import find_quantities
+from rag.language.text import STOP_WORDS, stem, term_set, terms
+from rag.support.decision import Judgement, Signals, decide, uses_model
+from rag.support.figures import missing_figures
 from rag.types import Block
 
 __all__ = ["Judgement", "Signals", "judge", "misattribution", "signals", "strip_attribution"]

@@ -14,10 +14,10 @@ from functools import lru_cache
 
 import snowballstemmer
 
-# re-exported: parse and quantities read these through rag.text
-from rag.lexicon import ABBREVIATIONS as ABBREVIATIONS
-from rag.lexicon import MODAL_RE, PROPOSAL_RE, SAME_STEM
-from rag.lexicon import STOP_WORDS as STOP_WORDS
+# re-exported: parse and quantities read these through rag.language.text
+from rag.language.lexicon import ABBREVIATIONS as ABBREVIATIONS
+from rag.language.lexicon import MODAL_RE, PROPOSAL_RE, SAME_STEM
+from rag.language.lexicon import STOP_WORDS as STOP_WORDS
 
 # Local estimate: one token per 4 characters. Claude's current (5.x) tokenizer averages
 # about 2.5 characters per token, so Claude counts roughly 1.6x what this returns; budgets
@@ -398,3 +398,15 @@ def prose_sentence_spans(text: str) -> list[tuple[int, int]]:
     """`sentence_spans(text)` without the sentences that touch code (see `code_spans`)."""
     code = code_spans(text)
     return [(s, e) for s, e in sentence_spans(text) if not touches_code(code, s, e)]
+
+
+@lru_cache(maxsize=65_536)
+def english_frequency(word: str) -> float:
+    """How often `word` occurs in general English, per word of running text, in [0, 1).
+
+    From the English list bundled in the `wordfreq` package (no network); 0.0 for a word it
+    does not know (names, codes, jargon), so such a word is never discounted as common.
+    """
+    from wordfreq import word_frequency  # lazy: loading the list takes ~0.15 s
+
+    return float(word_frequency(word, "en"))

@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from rag.answer.numbers import find_numbers
-from rag.text import STOP_WORDS, stem
+from rag.language.numbers import find_numbers
+from rag.language.text import STOP_WORDS, stem
 
 # Equal within this relative tolerance. Bytes allow one decimal/binary prefix step (1000 vs 1024: 2.4%);
 # months and years are calendar approximations (12 months vs 360 days: 1.4%).

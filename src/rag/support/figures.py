@@ -23,9 +23,9 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from rag.answer.numbers import Number, find_numbers
-from rag.answer.quantities import Quantity, find_quantities, same_value
-from rag.text import STOP_WORDS
+from rag.language.numbers import Number, find_numbers
+from rag.language.quantities import Quantity, find_quantities, same_value
+from rag.language.text import STOP_WORDS
 
 # Any digit run in the evidence, however it is attached ("v2.3", "2FA", "2026-05-12").
 _SOURCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")

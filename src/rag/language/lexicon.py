@@ -1,7 +1,7 @@
 """The heuristic word lists and patterns of text handling and the answer path, in one place.
 
 Plain English and plain document layout only: never a word from one corpus. Word lists of stems
-are Snowball-stemmed (what `rag.text.terms` returns); patterns are compiled once here. Each entry
+are Snowball-stemmed (what `rag.language.text.terms` returns); patterns are compiled once here. Each entry
 says what it is for; the modules that read it are named where it is not obvious.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 # ---------------------------------------------------------------------------------------------
-# Words and tokens (rag.text)
+# Words and tokens (rag.language.text)
 
 # Stop words: never content terms of a question, a chunk or a sentence.
 STOP_WORDS = frozenset(
@@ -114,7 +114,7 @@ UPPER_BOUND = frozenset({"maximum", "max", "upper", "ceil", "cap", "exceed"})
 # Questions asking for a point in time: only these compare calendar years (conflict detection).
 ASKS_WHEN_RE = re.compile(r"\b(?:when|what year|which year|in what year|what date)\b", re.IGNORECASE)
 
-# Question wording per answer type (see rag.answer.answer_types).
+# Question wording per answer type (see rag.reader.answer_types).
 TIME_QUESTION_RE = re.compile(
     r"\bhow\s+(?:long|often|soon|quickly|fast|frequently|early|late)\b|\b(?:deadline|duration|timeout|frequency)\b"
     r"|\bhow\s+far\s+(?:ahead|in\s+advance)\b|\bhow\s+much\s+notice\b",
@@ -338,7 +338,7 @@ SEE_ALSO_RE = re.compile(
 )
 
 # ---------------------------------------------------------------------------------------------
-# Document layout: what is prose and what is code, markup or a heading (rag.answer.layout)
+# Document layout: what is prose and what is code, markup or a heading (rag.reader.prose)
 
 # A Markdown list item's marker.
 BULLET_RE = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
@@ -418,7 +418,7 @@ LAYOUT_HEADINGS = frozenset(
 HOW_TO_HEADING_RE = re.compile(r"^how\s+to\s+(?P<rest>.+)$", re.IGNORECASE)
 
 
-# --- the support check (rag.answer.support) ---
+# --- the support check (rag.support.check) ---
 
 # Words that refer to a document in general: a lead-in naming only these refers to the cited block.
 GENERIC_SOURCE_WORDS = """
@@ -483,7 +483,7 @@ COMPOUND_PREPOSITION_TAILS = frozenset("of to with".split())
 # Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
 SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
 
-# --- text addressed to an assistant (rag.answer.injection) ---
+# --- text addressed to an assistant (rag.language.injection) ---
 
 # Who a planted instruction addresses, who it asks to be told, the verbs and openers it uses.
 ASSISTANT_WORDS = (
@@ -496,7 +496,7 @@ READER_WORDS = (
 TELL_VERBS = r"(?:tell|say|answer|respond|reply|inform|assure|state|claim|confirm|explain|write|output|print)"
 TELL_OPENERS = r"(?:(?:then|also|now|please|and|instead|always|simply|just)[\s,]+)*"
 
-# --- the answer core (rag.answer.judge) ---
+# --- the answer core (rag.answer.core) ---
 
 # Closing remarks and lead-ins addressed to the reader carry no claim of their own.
 PLEASANTRY_RE = re.compile(

@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Literal
 
-from rag.lexicon import (
+from rag.language.lexicon import (
     ANSWER_TYPE_TERMS,
     ASKED_NOUN_RE,
     CALENDAR_DATE_RE,
@@ -58,7 +58,7 @@ from rag.lexicon import (
     VERSION_RE,
     WORD_TOKEN_RE,
 )
-from rag.text import stem, term_set, terms
+from rag.language.text import stem, term_set, terms
 
 AnswerType = Literal["time", "date", "number", "code", "cause", "place", "person", ""]
 # The markup around an inline code literal (":data:`", "``", "~"): what remains is the literal.

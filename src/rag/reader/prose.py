@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
-from rag.lexicon import (
+from rag.language.lexicon import (
     ADMONITION_RE,
     BULLET_RE,
     CODE_DIRECTIVES,
@@ -37,7 +37,7 @@ from rag.lexicon import (
     TEMPLATE_RE,
     UNDERLINE_RE,
 )
-from rag.text import sentence_spans, terms
+from rag.language.text import sentence_spans, terms
 
 LineKind = Literal["prose", "code", "markup", "heading", "blank"]
 

@@ -19,8 +19,8 @@ import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 
-from rag.lexicon import IDENTIFIER_RE, INLINE_CODE_RE
-from rag.text import term_set
+from rag.language.lexicon import IDENTIFIER_RE, INLINE_CODE_RE
+from rag.language.text import term_set
 
 # Where one clause ends and the next begins: a semicolon, a dash used as a parenthesis, a colon or
 # a bracket, and a comma (a comma inside a list of values cuts values apart, never a value from the

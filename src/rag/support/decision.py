@@ -6,7 +6,7 @@ alignment's substitutions, the parser's frame conflicts). Two deciders read thos
   coverage under the floor, then the first rule that fires (a new name, a new scope word, reversed
   opposites, a negation flip, a substituted word, swapped terms, a frame conflict) withholds;
 - `Model`: a logistic model over `vector(signals)` (weights fitted on the support set's dev split by
-  `rag.evals.support_fit`, stored in `support_weights.json`). A lead-in naming another document, a
+  `rag.evals.support_fit`, stored in `weights.json`). A lead-in naming another document, a
   sentence with nothing to verify and coverage under the floor stay hard rules; the model keeps the
   sentence when its probability of being faithful reaches its threshold, else the first signal that
   fired names the reason.
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rag.types import Issue
 
-WEIGHTS_FILE = Path(__file__).with_name("support_weights.json")
+WEIGHTS_FILE = Path(__file__).with_name("weights.json")
 
 # Substitutions of the alignment (a sentence word in a span word's place) and frame conflicts, by kind.
 SUBSTITUTIONS = ("antonym", "name", "noun")
@@ -254,7 +254,7 @@ class Model:
 
 @lru_cache(maxsize=1)
 def stored_model() -> Model | None:
-    """The model in `support_weights.json`, None when the file is absent."""
+    """The model in `weights.json`, None when the file is absent."""
     if not WEIGHTS_FILE.is_file():
         return None
     return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))

@@ -2,7 +2,7 @@
 
 Documentation answers everyday questions in its own words ("where do the pages end up" for "the
 output directory"), and a model's sentence may restate its cited span in other words: a phrase,
-not one word WordNet links to another. The local sentence encoder (`rag.ingest.encoder`,
+not one word WordNet links to another. The local sentence encoder (`rag.language.encoder`,
 all-MiniLM-L6-v2) scores that closeness:
 - `similarities(question, texts)`: each text's cosine to the question (the offline generator's
   meaning pass; the answer gate's features);
@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from rag.ingest.encoder import encoder
+from rag.language.encoder import encoder
 
 __all__ = ["available", "clear", "similarities", "similarity", "vectors", "word_similarities"]
 

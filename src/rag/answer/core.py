@@ -30,7 +30,7 @@ from rag.answer.events import (
 from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import is_refusal
 from rag.answer.verify import verify
-from rag.lexicon import PLEASANTRY_RE
+from rag.language.lexicon import PLEASANTRY_RE
 from rag.types import (
     CUT_STOP_REASONS,
     Answer,
