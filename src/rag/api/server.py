@@ -5,7 +5,9 @@ uvicorn closes idle keep-alive connections but has no deadline for reading a req
 never finishes their headers could hold them for ever and starve everyone else.
 `BoundedH11Protocol` adds the two missing bounds: a request (head and body) must arrive within
 `request_timeout` seconds of its first byte (else `408` and close), and connections beyond
-`max_connections` are answered `503` and closed at once.
+`max_connections` are answered `503` and closed at once. The deadline ends when the whole request
+has arrived, however the client keeps its connection: answering it, the model call included, is
+never covered (the model call has its own limit, `model_timeout`).
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ REQUEST_TIMEOUT_RESPONSE = _raw_error(
 BUSY_RESPONSE = _raw_error(
     "503 Service Unavailable", "busy", "too many open connections", b"retry-after: 1\r\n"
 )
+
+
+# h11 states of the client once its whole request has arrived: DONE on a keep-alive connection,
+# MUST_CLOSE when it sent `Connection: close` (as curl with --no-keepalive and urllib do).
+_REQUEST_RECEIVED = frozenset({h11.DONE, h11.MUST_CLOSE})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,8 +99,8 @@ class BoundedH11Protocol(H11Protocol):
         if self._deadline is None and self._between_requests():
             self._arm()
         super().data_received(data)
-        if not self._between_requests() and self.conn.their_state is h11.DONE:
-            self._disarm()
+        if not self._between_requests() and self.conn.their_state in _REQUEST_RECEIVED:
+            self._disarm()  # the request is in: answering it (the model call included) is not covered
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

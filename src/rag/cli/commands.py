@@ -233,7 +233,8 @@ def _serve(settings: Settings, *, host: str, port: int, workers: int, limits: An
     default=10.0,
     type=click.FloatRange(0.1, 3600),
     show_default=True,
-    help="Seconds from a request's first byte until its headers and body must have arrived (else 408).",
+    help="Seconds from a request's first byte until its headers and body must have arrived (else 408);"
+    " answering (the model call included) is not covered.",
 )
 @click.option(
     "--max-connections",
