@@ -10,7 +10,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -108,8 +108,8 @@ def _term_set(text: str) -> frozenset[str]:
 class ChunkTerms:
     """Stemmed term sets of recently scored chunk texts, keyed by the text (a bounded LRU, thread-safe).
 
-    Filled from the stems the store kept at ingest (`remember`, see `rag.answer.retrieve`), so a
-    candidate is not re-tokenised and re-stemmed on a cache miss; computed from the text otherwise.
+    Filled from the stems the store kept at ingest (`reuse_stored_terms`), so a candidate is not
+    re-tokenised and re-stemmed on a cache miss; computed from the text otherwise.
     """
 
     def __init__(self, size: int = TERM_CACHE_SIZE) -> None:
@@ -156,6 +156,20 @@ class ChunkTerms:
 
 
 CHUNK_TERMS = ChunkTerms()
+
+
+def reuse_stored_terms(
+    pool: Sequence[Scored], stored: Callable[[list[str]], Mapping[str, frozenset[str]]]
+) -> None:
+    """Fill the lexical reranker's term sets for candidates it has not seen from `stored` (chunk ids ->
+    the stems the store kept at ingest, one lookup), so they are not tokenised and stemmed again."""
+    missing = {s.chunk.chunk_id: s.chunk.text for s in pool if s.chunk.text not in CHUNK_TERMS}
+    if not missing:
+        return
+    for chunk_id, stems in stored(list(missing)).items():
+        text = missing.get(chunk_id)
+        if text is not None:
+            CHUNK_TERMS.remember(text, stems)
 
 
 def _sorted(scored: list[Scored]) -> list[Scored]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from rag.answer.rerank import CHUNK_TERMS, Reranker
+from rag.answer.rerank import Reranker, reuse_stored_terms
 from rag.embeddings import Embedder
 from rag.language.text import terms
 from rag.store import Store
@@ -89,18 +89,6 @@ def candidates_for(
     ]
 
 
-def reuse_stored_terms(store: Store, pool: Sequence[Scored]) -> None:
-    """Fill the lexical reranker's term sets for candidates it has not seen from the stems the store
-    kept at ingest (one lookup by id), so they are not tokenised and stemmed again."""
-    missing = {s.chunk.chunk_id: s.chunk.text for s in pool if s.chunk.text not in CHUNK_TERMS}
-    if not missing:
-        return
-    for chunk_id, stems in store.chunk_terms(list(missing)).items():
-        text = missing.get(chunk_id)
-        if text is not None:
-            CHUNK_TERMS.remember(text, stems)
-
-
 def retrieve(
     question: str,
     *,
@@ -123,6 +111,6 @@ def retrieve(
     if not pool:
         return []
     n_chunks = store.chunk_count(groups=groups)
-    reuse_stored_terms(store, pool)
+    reuse_stored_terms(pool, store.chunk_terms)
     ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
     return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]
