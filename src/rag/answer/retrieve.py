@@ -65,20 +65,33 @@ def candidates_for(
     """
     query_terms = list(dict.fromkeys(terms(question)))
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
-    dense: list[tuple[Chunk, float]] = []
-    if embedder is not None:
-        try:
-            dense = store.similar(
-                embedder.embed_query(question), candidates, model=embedder.model, groups=groups
-            )
-        except Exception as exc:  # any embedder failure: lexical retrieval only
-            logger.warning("dense retrieval failed (%s); using BM25 only", exc)
-        else:
-            if not dense:
-                _warn_model_mismatch(store, embedder.model)
-    bm25 = {chunk.chunk_id: score for chunk, score in lexical}
+    dense = _dense(question, store=store, embedder=embedder, candidates=candidates, groups=groups)
     if not dense:
         return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    return _fused(lexical, dense, candidates)
+
+
+def _dense(
+    question: str, *, store: Store, embedder: Embedder | None, candidates: int, groups: Groups
+) -> list[tuple[Chunk, float]]:
+    """The nearest chunks by embedding, [] without an embedder or when it fails (logged: BM25 only)."""
+    if embedder is None:
+        return []
+    try:
+        dense = store.similar(embedder.embed_query(question), candidates, model=embedder.model, groups=groups)
+    except Exception as exc:  # any embedder failure: lexical retrieval only
+        logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+        return []
+    if not dense:
+        _warn_model_mismatch(store, embedder.model)
+    return dense
+
+
+def _fused(
+    lexical: list[tuple[Chunk, float]], dense: list[tuple[Chunk, float]], candidates: int
+) -> list[Scored]:
+    """Both rankings fused by reciprocal rank (ties by chunk_id), the first `candidates` kept."""
+    bm25 = {chunk.chunk_id: score for chunk, score in lexical}
     chunks = {chunk.chunk_id: chunk for chunk, _ in [*lexical, *dense]}
     fused = rrf([[c.chunk_id for c, _ in lexical], [c.chunk_id for c, _ in dense]])
     order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:candidates]
