@@ -18,7 +18,7 @@ from rag.breaker import CircuitBreaker
 from rag.config import Settings
 from rag.embeddings import embedding_text
 from rag.language.text import content_words, english_frequency, stem, terms
-from rag.types import Scored
+from rag.types import Chunk, Scored
 from rag.voyage import (
     RERANK_DEFAULT_MAX_TOTAL_TOKENS,
     RERANK_MAX_DOCUMENTS,
@@ -204,15 +204,18 @@ class LexicalReranker:
         out = []
         bodies = CHUNK_TERMS.get_all([cand.chunk.text for cand in candidates])
         for cand, body in zip(candidates, bodies, strict=True):
-            chunk = cand.chunk
-            # a term counts when the text, title or section holds it (no union set built per chunk)
-            title, section = _term_set(chunk.title), _term_set(chunk.section)
-            covered = sum([w for t, w in weights if t in body or t in title or t in section])
-            coverage = covered / total if total else 0.0
+            coverage = _covered(weights, body, cand.chunk) / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
             out.append(cand.rescored(min(1.0, max(0.0, score)), self.name))
         return _sorted(out)
+
+
+def _covered(weights: Sequence[tuple[str, float]], body: frozenset[str], chunk: Chunk) -> float:
+    """The summed weights of the terms the chunk's text (`body`), title or section holds."""
+    # a term counts when any of the three holds it (no union set built per chunk)
+    title, section = _term_set(chunk.title), _term_set(chunk.section)
+    return sum([w for t, w in weights if t in body or t in title or t in section])
 
 
 class VoyageReranker:
