@@ -107,23 +107,8 @@ def translate_error(exc: Exception, *, model: str = "") -> RagError:
     if isinstance(exc, anthropic.APIStatusError):
         status = exc.status_code
         if status in _UPSTREAM_STATUSES or status >= 500:
-            wait = _retry_after(exc.response.headers if status != 200 else None)
-            retry_after = max(1.0, math.ceil(wait)) if wait is not None else DEFAULT_RETRY_AFTER
-            kind = getattr(exc, "type", None) or f"HTTP {status}"
-            where = "mid-stream" if status == 200 else f"status {status}"
-            return UpstreamUnavailable(
-                f"the model provider is unavailable ({kind}, {where}) after retries",
-                retry_after=retry_after,
-                type=_UNAVAILABLE_TYPES.get(status, "upstream_unavailable"),
-            )
-        type_ = _REJECTED_TYPES.get(status, "upstream_bad_request")
-        if type_ == "upstream_auth_failed":
-            message = f"ANTHROPIC_API_KEY was rejected by the Anthropic API ({status}); set a valid key"
-        elif type_ == "upstream_model_not_found":
-            message = f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
-        else:
-            message = f"the Anthropic API rejected the request (status {status}): {exc.message}"
-        return UpstreamRejected(message, type=type_)
+            return _unavailable_status(exc, status)
+        return _rejected_status(exc, status, model)
     if isinstance(exc, anthropic.APITimeoutError):
         return UpstreamUnavailable(
             "the model provider timed out after retries", retry_after=DEFAULT_RETRY_AFTER
@@ -136,6 +121,32 @@ def translate_error(exc: Exception, *, model: str = "") -> RagError:
     if isinstance(exc, anthropic.APIError):
         return UpstreamUnavailable(f"the model provider failed: {exc}", retry_after=DEFAULT_RETRY_AFTER)
     return RagError(f"unexpected model client error: {type(exc).__name__}: {exc}")
+
+
+def _unavailable_status(exc: anthropic.APIStatusError, status: int) -> UpstreamUnavailable:
+    """A status the provider may recover from (status 200: an error event mid-stream), with the
+    provider's wait rounded up to whole seconds (at least 1), or DEFAULT_RETRY_AFTER without one."""
+    wait = _retry_after(exc.response.headers if status != 200 else None)
+    retry_after = max(1.0, math.ceil(wait)) if wait is not None else DEFAULT_RETRY_AFTER
+    kind = getattr(exc, "type", None) or f"HTTP {status}"
+    where = "mid-stream" if status == 200 else f"status {status}"
+    return UpstreamUnavailable(
+        f"the model provider is unavailable ({kind}, {where}) after retries",
+        retry_after=retry_after,
+        type=_UNAVAILABLE_TYPES.get(status, "upstream_unavailable"),
+    )
+
+
+def _rejected_status(exc: anthropic.APIStatusError, status: int, model: str) -> UpstreamRejected:
+    """A status retrying cannot fix, with a message that says what to change."""
+    type_ = _REJECTED_TYPES.get(status, "upstream_bad_request")
+    if type_ == "upstream_auth_failed":
+        message = f"ANTHROPIC_API_KEY was rejected by the Anthropic API ({status}); set a valid key"
+    elif type_ == "upstream_model_not_found":
+        message = f"the Anthropic API does not know model {model!r} (404); check RAG_GENERATION_MODEL"
+    else:
+        message = f"the Anthropic API rejected the request (status {status}): {exc.message}"
+    return UpstreamRejected(message, type=type_)
 
 
 _CLIENT_ERRORS: tuple[type[Exception], ...] = (anthropic.APIError, httpx2.TransportError)
@@ -190,7 +201,7 @@ def usage_of(usage: Any, *, retries: int = 0, price: tuple[float, float] | None 
     return replace(counted, cost_usd=cost_of(counted, price))
 
 
-def pieces_of(content: Iterable[Any]) -> list[Piece]:
+def content_pieces(content: Iterable[Any]) -> list[Piece]:
     """A complete message's text blocks as pieces, index = content index, as `stream` yields them:
     claims first, then the text, then an empty piece with the next index (the block is complete).
     Thinking and other non-text blocks are skipped but keep their index.
@@ -222,7 +233,7 @@ def generation_of(message: Any, *, retries: int = 0, price: tuple[float, float] 
     """A `Message` as a Generation: its text blocks as pieces (with native claims), stop reason, usage."""
     content = list(message.content)
     full = "".join(b.text for b in content if getattr(b, "type", None) == "text")
-    pieces = tuple(pieces_of(content))
+    pieces = tuple(content_pieces(content))
     refused = is_refusal(full)
     return Generation(
         drafts=() if refused else drafts_of(pieces),

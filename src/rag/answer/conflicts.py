@@ -86,6 +86,12 @@ class _Found:
         return _headings(self.block)
 
 
+# A conflict with its rank key (see the module docstring), and per dimension each statement with the
+# question terms it addresses.
+_Ranked = tuple[tuple[int, int, float, int], Conflict]
+_Addressed = dict[str, list[tuple[_Found, frozenset[str]]]]
+
+
 def detect_conflict(
     question: str, blocks: Sequence[Block], *, policy: ConflictPolicy = "present_both"
 ) -> Conflict | None:
@@ -104,28 +110,60 @@ def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflic
     found = every
     asked = term_set(question) - HOW_FORMS if question is not None else None
     best: dict[str, int] = {}
-    addressed: dict[str, list[tuple[_Found, frozenset[str]]]] = {}
+    addressed: _Addressed = {}
     if asked is not None:
         found = [f for f in found if (f.keys | f.unit_terms) & asked]
-        for f in found:
-            best[f.quantity.dimension] = max(best.get(f.quantity.dimension, 0), f.coverage(asked))
-            addressed.setdefault(f.quantity.dimension, []).append((f, f.addressed(asked)))
-    ranked: list[tuple[tuple[int, int, float, int], Conflict]] = []
+        best, addressed = _by_dimension(found, asked)
+    ranked = _ranked_pairs(found, every, asked, best, addressed)
+    ranked.sort(key=lambda item: item[0], reverse=True)
+    return [conflict for _, conflict in ranked]
+
+
+def _ranked_pairs(
+    found: Sequence[_Found],
+    every: Sequence[_Found],
+    asked: frozenset[str] | None,
+    best: dict[str, int],
+    addressed: _Addressed,
+) -> list[_Ranked]:
+    """Each conflicting pair of `found` statements with its rank key, in the order of `found`."""
+    ranked: list[_Ranked] = []
     for i, a in enumerate(found):
         for b in found[i + 1 :]:
             scored = _pair(a, b, asked)
             if scored is None or _distinct_subjects(a, b, every):
                 continue
-            # another statement of this dimension answers the question better than either side
-            if asked is not None and max(a.coverage(asked), b.coverage(asked)) < best[a.quantity.dimension]:
-                continue
-            # the question names a subject ("Team") that another statement of this dimension is about
-            # and neither side is: the pair is about something else ("Business")
-            if asked is not None and _named_elsewhere(a, b, asked, addressed[a.quantity.dimension]):
+            if asked is not None and _about_another(a, b, asked, best, addressed):
                 continue
             ranked.append(scored)
-    ranked.sort(key=lambda item: item[0], reverse=True)
-    return [conflict for _, conflict in ranked]
+    return ranked
+
+
+def _by_dimension(found: Sequence[_Found], asked: frozenset[str]) -> tuple[dict[str, int], _Addressed]:
+    """Per dimension: the most question terms one statement addresses, and each statement with the
+    question terms it addresses (in `found` order)."""
+    best: dict[str, int] = {}
+    addressed: _Addressed = {}
+    for f in found:
+        best[f.quantity.dimension] = max(best.get(f.quantity.dimension, 0), f.coverage(asked))
+        addressed.setdefault(f.quantity.dimension, []).append((f, f.addressed(asked)))
+    return best, addressed
+
+
+def _about_another(
+    a: _Found,
+    b: _Found,
+    asked: frozenset[str],
+    best: dict[str, int],
+    addressed: _Addressed,
+) -> bool:
+    """True when the question is better answered, or names a subject, elsewhere in the dimension."""
+    # another statement of this dimension answers the question better than either side
+    if max(a.coverage(asked), b.coverage(asked)) < best[a.quantity.dimension]:
+        return True
+    # the question names a subject ("Team") that another statement of this dimension is about
+    # and neither side is: the pair is about something else ("Business")
+    return _named_elsewhere(a, b, asked, addressed[a.quantity.dimension])
 
 
 def _headings(block: Block) -> frozenset[str]:
@@ -190,9 +228,7 @@ def _analyse(
     return tuple(found), term_set(text)
 
 
-def _pair(
-    a: _Found, b: _Found, asked: frozenset[str] | None
-) -> tuple[tuple[int, int, float, int], Conflict] | None:
+def _pair(a: _Found, b: _Found, asked: frozenset[str] | None) -> _Ranked | None:
     if a.block.chunk.doc_id == b.block.chunk.doc_id:
         return None
     if a.quantity.dimension != b.quantity.dimension or same_value(a.quantity, b.quantity):
@@ -205,21 +241,29 @@ def _pair(
         return None
     if _opposite_bounds(a.keys, b.keys):
         return None
-    touching = 0
-    if asked is not None:
-        touching = len((shared | (a.unit_terms & b.unit_terms)) & asked)
-        least = min(a.coverage(asked), b.coverage(asked))
-        if not touching or least <= MIN_QUESTION_SHARE * len(asked):
-            return None
-        decisive = asked - MONEY_FORMS if a.quantity.dimension.startswith("money") else asked
-        if decisive & ((a.own_terms - b.chunk_terms) | (b.own_terms - a.chunk_terms)):
-            return None
+    touching = 0 if asked is None else _touching(a, b, shared, asked)
+    if touching is None:
+        return None
     jaccard = len(in_sentences) / len(a.keys | b.keys)
     statements = sorted((_statement(a), _statement(b)), key=_newest_first)
     conflict = Conflict(
         dimension=a.quantity.dimension, context=tuple(sorted(shared)), statements=tuple(statements)
     )
     return (touching, len(in_sentences), jaccard, len(shared)), conflict
+
+
+def _touching(a: _Found, b: _Found, shared: frozenset[str], asked: frozenset[str]) -> int | None:
+    """How many of the shared keys and unit words are question terms; None when the pair does not
+    touch the question, or one side covers too little of it, or one side's own words name a question
+    term the other's chunk lacks (see the module docstring)."""
+    touching = len((shared | (a.unit_terms & b.unit_terms)) & asked)
+    least = min(a.coverage(asked), b.coverage(asked))
+    if not touching or least <= MIN_QUESTION_SHARE * len(asked):
+        return None
+    decisive = asked - MONEY_FORMS if a.quantity.dimension.startswith("money") else asked
+    if decisive & ((a.own_terms - b.chunk_terms) | (b.own_terms - a.chunk_terms)):
+        return None
+    return touching
 
 
 def _named_elsewhere(
@@ -253,18 +297,21 @@ def _distinct_subjects(a: _Found, b: _Found, every: Sequence[_Found]) -> bool:
     a_only, b_only = _topic(a.keys - b.keys), _topic(b.keys - a.keys)
     if not a_only or not b_only:
         return False
-    for side, own, theirs in ((a, a_only, b_only), (b, b_only, a_only)):
-        for sibling in every:
-            if (
-                sibling.block.chunk.doc_id == side.block.chunk.doc_id
-                and sibling.quantity.dimension == side.quantity.dimension
-                and sibling is not side
-                and not same_value(sibling.quantity, side.quantity)
-                and sibling.keys & theirs
-                and not sibling.keys & own
-            ):
-                return True
-    return False
+    return _tells_apart(a, a_only, b_only, every) or _tells_apart(b, b_only, a_only, every)
+
+
+def _tells_apart(side: _Found, own: frozenset[str], theirs: frozenset[str], every: Sequence[_Found]) -> bool:
+    """True when `side`'s document gives another value of its dimension to a statement that carries
+    the other side's qualifier (`theirs`) but not its own (`own`)."""
+    return any(
+        sibling.block.chunk.doc_id == side.block.chunk.doc_id
+        and sibling.quantity.dimension == side.quantity.dimension
+        and sibling is not side
+        and not same_value(sibling.quantity, side.quantity)
+        and sibling.keys & theirs
+        and not sibling.keys & own
+        for sibling in every
+    )
 
 
 def _opposite_bounds(a: frozenset[str], b: frozenset[str]) -> bool:

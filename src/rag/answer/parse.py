@@ -133,10 +133,7 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
     out: list[str] = []
     last = 0
     for match in MARKER_RUN_RE.finditer(sentence):
-        run_start, run_end = match.start("run"), match.end("run")
-        before = sentence[run_start - 1] if run_start else " "
-        after = sentence[run_end] if run_end < len(sentence) else ""
-        if (before.isalnum() or before == "_") and not (after == "" or after in _CLAUSE_END):
+        if _in_prose(sentence, match):
             continue
         found = citation_numbers(match.group("run"))
         if found is None:
@@ -146,6 +143,15 @@ def strip_markers(sentence: str) -> tuple[str, tuple[int, ...]]:
         last = match.end()
     out.append(sentence[last:])
     return "".join(out), tuple(numbers)
+
+
+def _in_prose(sentence: str, match: re.Match[str]) -> bool:
+    """True when the marker run is glued to the word before it and no clause end follows ("array[1]
+    holds"): prose, not a citation."""
+    run_start, run_end = match.start("run"), match.end("run")
+    before = sentence[run_start - 1] if run_start else " "
+    after = sentence[run_end] if run_end < len(sentence) else ""
+    return (before.isalnum() or before == "_") and not (after == "" or after in _CLAUSE_END)
 
 
 def _draft(
@@ -199,12 +205,7 @@ class SentenceBuffer:
         piece with claims in an inline buffer."""
         if piece.claims and not self._native:
             raise ValueError("a piece with native claims was fed to an inline-contract SentenceBuffer")
-        position = len(self._text)
-        current = self._segments[-1] if self._segments else None
-        same_block = current is not None and current.index == piece.index
-        if current is None or not same_block:
-            current = _Segment(index=piece.index, start=position, end=position)
-            self._segments.append(current)
+        current, same_block = self._segment_for(piece.index)
         if piece.claims:
             current.claims_first = not self._text[current.start : current.end].strip()
         current.claims.extend(piece.claims)
@@ -214,45 +215,71 @@ class SentenceBuffer:
             return []  # whitespace alone completes no sentence
         return self._drain(final=False)
 
+    def _segment_for(self, index: int) -> tuple[_Segment, bool]:
+        """The open segment and True when it is content block `index`; otherwise a new segment for that
+        block, opened at the end of the text, and False."""
+        current = self._segments[-1] if self._segments else None
+        if current is not None and current.index == index:
+            return current, True
+        position = len(self._text)
+        current = _Segment(index=index, start=position, end=position)
+        self._segments.append(current)
+        return current, False
+
     def flush(self) -> list[Draft]:
         """Return every sentence not returned yet; the stream has ended."""
         return self._drain(final=True)
 
     def _drain(self, *, final: bool) -> list[Draft]:
-        text = self._text
         out: list[Draft] = []
-        spans = [span for span in _sentence_spans(text) if span[0] >= self._done]
+        unsent = self._unsent()
         if not final and self._awaiting_text():
             return out
-        for i, (start, end) in enumerate(spans):
-            following = spans[i + 1][0] if i + 1 < len(spans) else None
+        for start, end, following in unsent:
             if not final and not self._complete(start, end, following):
                 break
-            claims = self._native_claims(start, end, following) if self._native else ()
-            draft = _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
+            draft = self._sentence(start, end, following)
             self._done = end
             if draft is not None:
                 out.append(draft)
         if final:
-            self._done = len(text) + 1
+            self._done = len(self._text) + 1
         return out
+
+    def _unsent(self) -> list[tuple[int, int, int | None]]:
+        """The sentences not returned yet, in order: (start, end, start of the next one or None)."""
+        spans = [span for span in _sentence_spans(self._text) if span[0] >= self._done]
+        following: list[int | None] = [start for start, _ in spans[1:]]
+        following.append(None)
+        return [(start, end, after) for (start, end), after in zip(spans, following, strict=False)]
+
+    def _sentence(self, start: int, end: int, following: int | None) -> Draft | None:
+        """The sentence [start, end) as a draft (None when it holds no words), with its native claims."""
+        text = self._text
+        claims = self._native_claims(start, end, following) if self._native else ()
+        return _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
 
     def _complete(self, start: int, end: int, following: int | None) -> bool:
         """True when the sentence [start, end) can go out before the stream ends: another sentence and
         non-marker text follow it, or (native) it ends a closed block firmly; a sentence in the open
         block waits unless that block's citations came first."""
-        text = self._text
-        pending = _PENDING_RE.match(text, end)
         in_open_block = self._native and self._open_overlaps(end)
         # an open block whose citations came first: its sentences go as soon as they end
         if in_open_block and not self._segments[-1].claims_first:
             return False
-        at_closed_block_end = (
-            self._native and not in_open_block and following is None and self._firm_end(start, end)
-        )
         if following is not None and self._tail_may_join(following):
             return False
-        return at_closed_block_end or not (pending is None or pending.end() == len(text) or following is None)
+        if self._native and not in_open_block and following is None and self._firm_end(start, end):
+            return True  # it ends a closed block
+        return self._followed(end, following)
+
+    def _followed(self, end: int, following: int | None) -> bool:
+        """True when another sentence follows the one ending at `end` and the text after it is more
+        than whitespace and (partial) citation markers."""
+        if following is None:
+            return False
+        pending = _PENDING_RE.match(self._text, end)
+        return pending is not None and pending.end() != len(self._text)
 
     def _tail_may_join(self, following: int) -> bool:
         """True when the next span starts with markers and nothing but markers follows them yet
@@ -302,16 +329,20 @@ class SentenceBuffer:
         lead = _NON_SPACE_RE.search(self._text)
         first = lead is not None and lead.start() == start
         for segment in self._segments:
-            if not segment.claims:
-                continue
-            seg_start, seg_end = self._stripped(segment)
-            if seg_end > seg_start:
-                hit = seg_start < end and start < seg_end
-            else:
-                hit = (seg_start > start or first) and (following is None or seg_start <= following)
-            if hit:
+            if segment.claims and self._attaches(segment, start, end, following, first=first):
                 claims.extend(c for c in segment.claims if c not in claims)
         return tuple(claims)
+
+    def _attaches(
+        self, segment: _Segment, start: int, end: int, following: int | None, *, first: bool
+    ) -> bool:
+        """True when the segment's claims belong to the sentence [start, end): its text overlaps the
+        sentence, or, without text, it lies in the sentence's zone (start, following] (`first`: the
+        sentence is the first one, so its zone reaches back to the start of the text)."""
+        seg_start, seg_end = self._stripped(segment)
+        if seg_end > seg_start:
+            return seg_start < end and start < seg_end
+        return (seg_start > start or first) and (following is None or seg_start <= following)
 
     def _stripped(self, segment: _Segment) -> tuple[int, int]:
         chunk = self._text[segment.start : segment.end]

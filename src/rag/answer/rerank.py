@@ -10,7 +10,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -18,7 +18,7 @@ from rag.breaker import CircuitBreaker
 from rag.config import Settings
 from rag.embeddings import embedding_text
 from rag.language.text import content_words, english_frequency, stem, terms
-from rag.types import Scored
+from rag.types import Chunk, Scored
 from rag.voyage import (
     RERANK_DEFAULT_MAX_TOTAL_TOKENS,
     RERANK_MAX_DOCUMENTS,
@@ -108,8 +108,8 @@ def _term_set(text: str) -> frozenset[str]:
 class ChunkTerms:
     """Stemmed term sets of recently scored chunk texts, keyed by the text (a bounded LRU, thread-safe).
 
-    Filled from the stems the store kept at ingest (`remember`, see `rag.answer.retrieve`), so a
-    candidate is not re-tokenised and re-stemmed on a cache miss; computed from the text otherwise.
+    Filled from the stems the store kept at ingest (`reuse_stored_terms`), so a candidate is not
+    re-tokenised and re-stemmed on a cache miss; computed from the text otherwise.
     """
 
     def __init__(self, size: int = TERM_CACHE_SIZE) -> None:
@@ -158,6 +158,20 @@ class ChunkTerms:
 CHUNK_TERMS = ChunkTerms()
 
 
+def reuse_stored_terms(
+    pool: Sequence[Scored], stored: Callable[[list[str]], Mapping[str, frozenset[str]]]
+) -> None:
+    """Fill the lexical reranker's term sets for candidates it has not seen from `stored` (chunk ids ->
+    the stems the store kept at ingest, one lookup), so they are not tokenised and stemmed again."""
+    missing = {s.chunk.chunk_id: s.chunk.text for s in pool if s.chunk.text not in CHUNK_TERMS}
+    if not missing:
+        return
+    for chunk_id, stems in stored(list(missing)).items():
+        text = missing.get(chunk_id)
+        if text is not None:
+            CHUNK_TERMS.remember(text, stems)
+
+
 def _sorted(scored: list[Scored]) -> list[Scored]:
     return sorted(scored, key=lambda s: (-s.score, s.chunk.chunk_id))
 
@@ -190,15 +204,18 @@ class LexicalReranker:
         out = []
         bodies = CHUNK_TERMS.get_all([cand.chunk.text for cand in candidates])
         for cand, body in zip(candidates, bodies, strict=True):
-            chunk = cand.chunk
-            # a term counts when the text, title or section holds it (no union set built per chunk)
-            title, section = _term_set(chunk.title), _term_set(chunk.section)
-            covered = sum([w for t, w in weights if t in body or t in title or t in section])
-            coverage = covered / total if total else 0.0
+            coverage = _covered(weights, body, cand.chunk) / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
             out.append(cand.rescored(min(1.0, max(0.0, score)), self.name))
         return _sorted(out)
+
+
+def _covered(weights: Sequence[tuple[str, float]], body: frozenset[str], chunk: Chunk) -> float:
+    """The summed weights of the terms the chunk's text (`body`), title or section holds."""
+    # a term counts when any of the three holds it (no union set built per chunk)
+    title, section = _term_set(chunk.title), _term_set(chunk.section)
+    return sum([w for t, w in weights if t in body or t in title or t in section])
 
 
 class VoyageReranker:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from rag.answer.rerank import CHUNK_TERMS, Reranker
+from rag.answer.rerank import Reranker, reuse_stored_terms
 from rag.embeddings import Embedder
 from rag.language.text import terms
 from rag.store import Store
@@ -65,20 +65,33 @@ def candidates_for(
     """
     query_terms = list(dict.fromkeys(terms(question)))
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
-    dense: list[tuple[Chunk, float]] = []
-    if embedder is not None:
-        try:
-            dense = store.similar(
-                embedder.embed_query(question), candidates, model=embedder.model, groups=groups
-            )
-        except Exception as exc:  # any embedder failure: lexical retrieval only
-            logger.warning("dense retrieval failed (%s); using BM25 only", exc)
-        else:
-            if not dense:
-                _warn_model_mismatch(store, embedder.model)
-    bm25 = {chunk.chunk_id: score for chunk, score in lexical}
+    dense = _dense(question, store=store, embedder=embedder, candidates=candidates, groups=groups)
     if not dense:
         return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    return _fused(lexical, dense, candidates)
+
+
+def _dense(
+    question: str, *, store: Store, embedder: Embedder | None, candidates: int, groups: Groups
+) -> list[tuple[Chunk, float]]:
+    """The nearest chunks by embedding, [] without an embedder or when it fails (logged: BM25 only)."""
+    if embedder is None:
+        return []
+    try:
+        dense = store.similar(embedder.embed_query(question), candidates, model=embedder.model, groups=groups)
+    except Exception as exc:  # any embedder failure: lexical retrieval only
+        logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+        return []
+    if not dense:
+        _warn_model_mismatch(store, embedder.model)
+    return dense
+
+
+def _fused(
+    lexical: list[tuple[Chunk, float]], dense: list[tuple[Chunk, float]], candidates: int
+) -> list[Scored]:
+    """Both rankings fused by reciprocal rank (ties by chunk_id), the first `candidates` kept."""
+    bm25 = {chunk.chunk_id: score for chunk, score in lexical}
     chunks = {chunk.chunk_id: chunk for chunk, _ in [*lexical, *dense]}
     fused = rrf([[c.chunk_id for c, _ in lexical], [c.chunk_id for c, _ in dense]])
     order = sorted(fused, key=lambda cid: (-fused[cid], cid))[:candidates]
@@ -87,18 +100,6 @@ def candidates_for(
         Scored(chunk=chunks[cid], score=0.0, lexical=bm25.get(cid, 0.0), dense=near.get(cid, 0.0))
         for cid in order
     ]
-
-
-def reuse_stored_terms(store: Store, pool: Sequence[Scored]) -> None:
-    """Fill the lexical reranker's term sets for candidates it has not seen from the stems the store
-    kept at ingest (one lookup by id), so they are not tokenised and stemmed again."""
-    missing = {s.chunk.chunk_id: s.chunk.text for s in pool if s.chunk.text not in CHUNK_TERMS}
-    if not missing:
-        return
-    for chunk_id, stems in store.chunk_terms(list(missing)).items():
-        text = missing.get(chunk_id)
-        if text is not None:
-            CHUNK_TERMS.remember(text, stems)
 
 
 def retrieve(
@@ -123,6 +124,6 @@ def retrieve(
     if not pool:
         return []
     n_chunks = store.chunk_count(groups=groups)
-    reuse_stored_terms(store, pool)
+    reuse_stored_terms(pool, store.chunk_terms)
     ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
     return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]
