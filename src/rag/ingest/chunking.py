@@ -1,7 +1,7 @@
 """Section-aware chunking: a document's text -> chunks with exact, end-exclusive offsets.
 
 Chunks follow the document's regions and never cross one: by default the sections under ATX
-('#') headings outside code fences, or the `Layout` a reader parsed (reST sections, PDF pages).
+('#') headings outside code fences, or the `Layout` a format's parser found (reST sections, PDF pages).
 Heading lines belong to no chunk (the section path "H1 > H2" carries them). Inside a region,
 sentences (`rag.language.text.sentence_spans`) and whole code blocks (`Layout.code`, else
 `rag.language.text.code_spans`) are packed up to `max_tokens`, sized evenly so no tail is tiny; a code
@@ -18,6 +18,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from rag.ingest.parsed import Layout, Region
 from rag.language.lexicon import DIRECTIVE_RE, ENTRY_DIRECTIVES
 from rag.language.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
 from rag.types import Chunk, Document
@@ -35,25 +36,6 @@ class Heading:
     end: int  # end of the heading line, excluding its newline
     level: int
     text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Region:
-    """A stretch of document text chunks never cross, with its section path and 1-based page."""
-
-    start: int
-    end: int
-    section: str = ""
-    page: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Layout:
-    """What a reader parsed beyond the text. `regions` None: derive sections from '#' headings;
-    `code` None: find code with `rag.language.text.code_spans`. Offsets are into the document text."""
-
-    regions: tuple[Region, ...] | None = None
-    code: tuple[tuple[int, int], ...] | None = None
 
 
 def find_headings(text: str) -> list[Heading]:
@@ -259,7 +241,7 @@ def chunk_document(
 
     Heading lines are not part of any chunk (the section path carries them); every other
     non-whitespace character is in exactly one chunk. Sizes use `estimate_tokens`. `layout`
-    (from the reader) gives the regions, pages and code ranges; without it they come from the text.
+    (from the format's parser) gives the regions, pages and code ranges; without it they come from the text.
     """
     text = doc.text
     layout = layout or Layout()

@@ -1,4 +1,4 @@
-"""Ingest: files -> documents (`readers`) -> section-aware chunks (`chunking`) -> the store.
+"""Ingest: files -> documents (`formats`) -> section-aware chunks (`chunking`) -> the store.
 
 Re-ingest is idempotent by content hash (unchanged files are neither parsed nor written);
 each document is written in one transaction; a file that cannot be read is skipped and
@@ -17,13 +17,7 @@ from rag.config import Settings
 from rag.embeddings import Embedder, embed_many, embedding_text
 from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
-from rag.ingest.formats import (
-    SUPPORTED_SUFFIXES,
-    content_hash,
-    derive_doc_id,
-    parse_document,
-    read_document,
-)
+from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
 from rag.store import Store
 
 __all__ = [
@@ -160,7 +154,7 @@ def ingest_paths(
     for done, (file, root) in enumerate(files, start=1):
         shown = str(file)
         try:
-            if file.suffix.lower() not in SUPPORTED_SUFFIXES:
+            if format_of(file) is None:
                 raise IngestError(shown, f"unsupported file type {file.suffix or '(none)'!r}")
             try:
                 raw = file.read_bytes()
