@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rag.ingest.parsed import Layout, Region
@@ -156,6 +157,10 @@ def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[i
     return pieces
 
 
+Size = Callable[[int, int], int]
+"""Estimated tokens of the text from span `first` through span `last` (both included)."""
+
+
 def _pack(
     text: str,
     spans: list[tuple[int, int]],
@@ -171,10 +176,18 @@ def _pack(
     def size(first: int, last: int) -> int:
         return estimate_tokens(text[spans[first][0] : spans[last][1]])
 
-    total = size(0, len(spans) - 1)
+    groups = _groups(len(spans), size, max_tokens, glued)
+    if len(groups) > 1:
+        _even_out_tail(groups, size, min_tokens, max_tokens, glued)
+    return [(spans[a][0], spans[b][1]) for a, b in groups]
+
+
+def _groups(count: int, size: Size, max_tokens: int, glued: frozenset[int]) -> list[list[int]]:
+    """[first, last] span indexes of each chunk, filled greedily towards an even size."""
+    total = size(0, count - 1)
     target = total / max(1, math.ceil(total / max_tokens))
     groups: list[list[int]] = [[0, 0]]
-    for i in range(1, len(spans)):
+    for i in range(1, count):
         first = groups[-1][0]
         grown, current = size(first, i), size(first, i - 1)
         # close the chunk when adding span i would overshoot the even size more than stopping undershoots it
@@ -182,22 +195,27 @@ def _pack(
             groups.append([i, i])
         else:
             groups[-1][1] = i
-    if len(groups) > 1:
-        prev, last = groups[-2], groups[-1]
-        if size(last[0], last[1]) < min_tokens and size(prev[0], last[1]) <= max_tokens:
-            groups[-2:] = [[prev[0], last[1]]]
-        else:
-            # move sentences from the previous chunk into a small tail while that evens them out
-            while (
-                prev[1] > prev[0]
-                and last[0] not in glued
-                and size(last[0], last[1]) < min_tokens
-                and size(prev[1], last[1]) <= max_tokens
-                and size(prev[0], prev[1] - 1) >= size(prev[1], last[1])
-            ):
-                prev[1] -= 1
-                last[0] -= 1
-    return [(spans[a][0], spans[b][1]) for a, b in groups]
+    return groups
+
+
+def _even_out_tail(
+    groups: list[list[int]], size: Size, min_tokens: int, max_tokens: int, glued: frozenset[int]
+) -> None:
+    """A last chunk under `min_tokens` joins the one before when both fit, else takes sentences
+    from it while that evens them out (in place)."""
+    prev, last = groups[-2], groups[-1]
+    if size(last[0], last[1]) < min_tokens and size(prev[0], last[1]) <= max_tokens:
+        groups[-2:] = [[prev[0], last[1]]]
+        return
+    while (
+        prev[1] > prev[0]
+        and last[0] not in glued
+        and size(last[0], last[1]) < min_tokens
+        and size(prev[1], last[1]) <= max_tokens
+        and size(prev[0], prev[1] - 1) >= size(prev[1], last[1])
+    ):
+        prev[1] -= 1
+        last[0] -= 1
 
 
 def _units(
@@ -245,20 +263,12 @@ def chunk_document(
     """
     text = doc.text
     layout = layout or Layout()
-    regions = (
-        layout.regions
-        if layout.regions is not None
-        else tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, doc.title))
-    )
+    regions = _regions(text, doc.title, layout)
     code = sorted(layout.code) if layout.code is not None else code_spans(text)
     entries = find_entries(text) if ".. " in text else []
     chunks: list[Chunk] = []
     for region in regions:
-        inside = [(s, e) for s, e in code if s < region.end and e > region.start]
-        spans, glued = _units(text, region.start, region.end, inside, max_tokens)
-        if not spans:
-            continue
-        for s, e in _pack(text, spans, min_tokens, max_tokens, glued):
+        for s, e in _region_spans(text, region, code, min_tokens, max_tokens):
             chunks.append(
                 Chunk(
                     chunk_id=f"{doc.doc_id}#c{len(chunks):02d}",
@@ -274,3 +284,19 @@ def chunk_document(
                 )
             )
     return chunks
+
+
+def _regions(text: str, title: str, layout: Layout) -> tuple[Region, ...]:
+    """The layout's regions, else the sections under the text's '#' headings."""
+    if layout.regions is not None:
+        return layout.regions
+    return tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, title))
+
+
+def _region_spans(
+    text: str, region: Region, code: list[tuple[int, int]], min_tokens: int, max_tokens: int
+) -> list[tuple[int, int]]:
+    """The (start, end) of each chunk inside `region`, in order; [] when it holds no text."""
+    inside = [(s, e) for s, e in code if s < region.end and e > region.start]
+    spans, glued = _units(text, region.start, region.end, inside, max_tokens)
+    return _pack(text, spans, min_tokens, max_tokens, glued) if spans else []
