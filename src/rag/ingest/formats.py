@@ -85,9 +85,9 @@ class BinaryFormat:
 
 Format = TextFormat | BinaryFormat
 
-MARKDOWN = TextFormat(name="markdown", suffixes=frozenset({".md", ".markdown"}), parse=parse_markdown)
+_MARKDOWN = TextFormat(name="markdown", suffixes=frozenset({".md", ".markdown"}), parse=parse_markdown)
 FORMATS: tuple[Format, ...] = (
-    MARKDOWN,
+    _MARKDOWN,
     TextFormat(name="text", suffixes=frozenset({".txt"}), parse=parse_markdown),
     TextFormat(
         name="rst",
@@ -141,7 +141,7 @@ def read_document(
     IngestError with the reason when the file cannot be read. `access` is the audience of a file
     whose front matter has no `access` key (() = everyone)."""
     where = str(path)
-    row = format_of(path) or MARKDOWN
+    row = format_of(path) or _MARKDOWN
     meta: dict[str, Any] = {}
     if row.kind == "binary":
         parsed = row.parse(raw, where)
@@ -157,7 +157,8 @@ def _read_text(row: TextFormat, raw: bytes, suffix: str, where: str) -> tuple[di
     row = _claimed(suffix, decoded) or row
     meta, body = _front_matter(decoded, where, dashes_are_markup=row.dashes_are_markup)
     parsed = row.parse(body, where)
-    # after the parse: a page with no text says "HTML has no text", however blank its source is
+    # checked after the parse: HTML reports a page without text itself ("HTML has no text"), however
+    # blank its source; the other parsers return blank text as it is
     if not parsed.text.strip():
         raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
     return meta, parsed
@@ -188,7 +189,7 @@ def _document(
 
 
 # Citations link to a document's url, so only web links and site-relative paths are kept
-# ("javascript:" or "data:" urls in front matter would run in a reader's browser).
+# ("javascript:" or "data:" urls in front matter would run in the browser of whoever opens them).
 _LINK_RE = re.compile(r"^(?:https?://|/(?!/))", re.IGNORECASE)
 
 
