@@ -19,7 +19,7 @@ from rag.api import create_app
 from rag.config import Settings, load_settings
 from rag.errors import IngestError
 from rag.ingest.chunking import chunk_document
-from rag.ingest.formats import Parsed, read_document
+from rag.ingest.formats import ParsedFile, read_document
 from rag.ingest.indexer import ingest_paths
 from rag.ingest.rst import looks_like_rst
 from rag.language.text import code_spans, split_sentences
@@ -29,18 +29,18 @@ from rag.types import Chunk
 FORMATS = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
 
 
-def _read(name: str, root: Path = FORMATS) -> Parsed:
+def _read(name: str, root: Path = FORMATS) -> ParsedFile:
     path = root / name
     return read_document(path.read_bytes(), path, root=root)
 
 
-def _chunks(parsed: Parsed, max_tokens: int = 220) -> list[Chunk]:
+def _chunks(parsed: ParsedFile, max_tokens: int = 220) -> list[Chunk]:
     return chunk_document(
         parsed.document, min_tokens=max_tokens // 2, max_tokens=max_tokens, layout=parsed.layout
     )
 
 
-def _assert_offsets_exact(parsed: Parsed, chunks: list[Chunk]) -> None:
+def _assert_offsets_exact(parsed: ParsedFile, chunks: list[Chunk]) -> None:
     last = 0
     for chunk in chunks:
         assert parsed.document.text[chunk.start_char : chunk.end_char] == chunk.text

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rag.breaker import CircuitBreaker
@@ -121,41 +121,61 @@ def embed_many(
         )
     )
     workers = max(1, concurrency)
-    embedded = requests = 0
-    errors: list[str] = []
-    fatal: UpstreamRejected | None = None
+    tally = _Tally()
     running: dict[Future[list[list[float]]], range] = {}
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
 
-        def submit_next() -> bool:
-            batch = next(batches, None)
-            if batch is None:
-                return False
-            running[pool.submit(embedder.embed_documents, [texts[i] for i in batch])] = batch
-            return True
+        def fill() -> None:
+            """Send the next batches until `workers` are in flight; none after a fatal rejection."""
+            while tally.fatal is None and len(running) < workers:
+                batch = next(batches, None)
+                if batch is None:
+                    return
+                running[pool.submit(embedder.embed_documents, [texts[i] for i in batch])] = batch
 
-        while len(running) < workers and submit_next():
-            pass
+        fill()
         while running:
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                batch = running.pop(future)
-                requests += 1
-                try:
-                    vectors = future.result()
-                except Exception as exc:  # a failed request: its texts stay without vectors
-                    if isinstance(exc, UpstreamRejected) and exc.type in FATAL_TYPES:
-                        fatal = fatal or exc
-                    elif str(exc) not in errors:
-                        errors.append(str(exc))
-                    continue
-                on_batch(batch, vectors)
-                embedded += len(batch)
-            while fatal is None and len(running) < workers and submit_next():
-                pass
-    if fatal is not None:
-        raise fatal
-    return EmbedRun(embedded=embedded, failed=len(texts) - embedded, requests=requests, errors=tuple(errors))
+                tally.take(future, running.pop(future), on_batch)
+            fill()
+    if tally.fatal is not None:
+        raise tally.fatal
+    return EmbedRun(
+        embedded=tally.embedded,
+        failed=len(texts) - tally.embedded,
+        requests=tally.requests,
+        errors=tuple(tally.errors),
+    )
+
+
+@dataclass(slots=True)
+class _Tally:
+    """What the completed requests of one `embed_many` run came to so far."""
+
+    embedded: int = 0
+    requests: int = 0
+    errors: list[str] = field(default_factory=list)
+    fatal: UpstreamRejected | None = None
+
+    def take(
+        self,
+        future: Future[list[list[float]]],
+        batch: range,
+        on_batch: Callable[[range, list[list[float]]], None],
+    ) -> None:
+        """Count one completed request: hand its vectors to `on_batch`, or note why it failed."""
+        self.requests += 1
+        try:
+            vectors = future.result()
+        except Exception as exc:  # a failed request: its texts stay without vectors
+            if isinstance(exc, UpstreamRejected) and exc.type in FATAL_TYPES:
+                self.fatal = self.fatal or exc
+            elif str(exc) not in self.errors:
+                self.errors.append(str(exc))
+            return
+        on_batch(batch, vectors)
+        self.embedded += len(batch)
 
 
 class VoyageEmbedder:

@@ -1,7 +1,7 @@
 """Section-aware chunking: a document's text -> chunks with exact, end-exclusive offsets.
 
 Chunks follow the document's regions and never cross one: by default the sections under ATX
-('#') headings outside code fences, or the `Layout` a reader parsed (reST sections, PDF pages).
+('#') headings outside code fences, or the `Layout` a format's parser found (reST sections, PDF pages).
 Heading lines belong to no chunk (the section path "H1 > H2" carries them). Inside a region,
 sentences (`rag.language.text.sentence_spans`) and whole code blocks (`Layout.code`, else
 `rag.language.text.code_spans`) are packed up to `max_tokens`, sized evenly so no tail is tiny; a code
@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from rag.ingest.parsed import Layout, Region
 from rag.language.lexicon import DIRECTIVE_RE, ENTRY_DIRECTIVES
 from rag.language.text import CHARS_PER_TOKEN, code_spans, estimate_tokens, normalise, sentence_spans
 from rag.types import Chunk, Document
@@ -35,25 +37,6 @@ class Heading:
     end: int  # end of the heading line, excluding its newline
     level: int
     text: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Region:
-    """A stretch of document text chunks never cross, with its section path and 1-based page."""
-
-    start: int
-    end: int
-    section: str = ""
-    page: int | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Layout:
-    """What a reader parsed beyond the text. `regions` None: derive sections from '#' headings;
-    `code` None: find code with `rag.language.text.code_spans`. Offsets are into the document text."""
-
-    regions: tuple[Region, ...] | None = None
-    code: tuple[tuple[int, int], ...] | None = None
 
 
 def find_headings(text: str) -> list[Heading]:
@@ -174,6 +157,10 @@ def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[i
     return pieces
 
 
+Size = Callable[[int, int], int]
+"""Estimated tokens of the text from span `first` through span `last` (both included)."""
+
+
 def _pack(
     text: str,
     spans: list[tuple[int, int]],
@@ -189,10 +176,18 @@ def _pack(
     def size(first: int, last: int) -> int:
         return estimate_tokens(text[spans[first][0] : spans[last][1]])
 
-    total = size(0, len(spans) - 1)
+    groups = _groups(len(spans), size, max_tokens, glued)
+    if len(groups) > 1:
+        _even_out_tail(groups, size, min_tokens, max_tokens, glued)
+    return [(spans[a][0], spans[b][1]) for a, b in groups]
+
+
+def _groups(count: int, size: Size, max_tokens: int, glued: frozenset[int]) -> list[list[int]]:
+    """[first, last] span indexes of each chunk, filled greedily towards an even size."""
+    total = size(0, count - 1)
     target = total / max(1, math.ceil(total / max_tokens))
     groups: list[list[int]] = [[0, 0]]
-    for i in range(1, len(spans)):
+    for i in range(1, count):
         first = groups[-1][0]
         grown, current = size(first, i), size(first, i - 1)
         # close the chunk when adding span i would overshoot the even size more than stopping undershoots it
@@ -200,22 +195,27 @@ def _pack(
             groups.append([i, i])
         else:
             groups[-1][1] = i
-    if len(groups) > 1:
-        prev, last = groups[-2], groups[-1]
-        if size(last[0], last[1]) < min_tokens and size(prev[0], last[1]) <= max_tokens:
-            groups[-2:] = [[prev[0], last[1]]]
-        else:
-            # move sentences from the previous chunk into a small tail while that evens them out
-            while (
-                prev[1] > prev[0]
-                and last[0] not in glued
-                and size(last[0], last[1]) < min_tokens
-                and size(prev[1], last[1]) <= max_tokens
-                and size(prev[0], prev[1] - 1) >= size(prev[1], last[1])
-            ):
-                prev[1] -= 1
-                last[0] -= 1
-    return [(spans[a][0], spans[b][1]) for a, b in groups]
+    return groups
+
+
+def _even_out_tail(
+    groups: list[list[int]], size: Size, min_tokens: int, max_tokens: int, glued: frozenset[int]
+) -> None:
+    """A last chunk under `min_tokens` joins the one before when both fit, else takes sentences
+    from it while that evens them out (in place)."""
+    prev, last = groups[-2], groups[-1]
+    if size(last[0], last[1]) < min_tokens and size(prev[0], last[1]) <= max_tokens:
+        groups[-2:] = [[prev[0], last[1]]]
+        return
+    while (
+        prev[1] > prev[0]
+        and last[0] not in glued
+        and size(last[0], last[1]) < min_tokens
+        and size(prev[1], last[1]) <= max_tokens
+        and size(prev[0], prev[1] - 1) >= size(prev[1], last[1])
+    ):
+        prev[1] -= 1
+        last[0] -= 1
 
 
 def _units(
@@ -259,24 +259,16 @@ def chunk_document(
 
     Heading lines are not part of any chunk (the section path carries them); every other
     non-whitespace character is in exactly one chunk. Sizes use `estimate_tokens`. `layout`
-    (from the reader) gives the regions, pages and code ranges; without it they come from the text.
+    (from the format's parser) gives the regions, pages and code ranges; without it they come from the text.
     """
     text = doc.text
     layout = layout or Layout()
-    regions = (
-        layout.regions
-        if layout.regions is not None
-        else tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, doc.title))
-    )
+    regions = _regions(text, doc.title, layout)
     code = sorted(layout.code) if layout.code is not None else code_spans(text)
     entries = find_entries(text) if ".. " in text else []
     chunks: list[Chunk] = []
     for region in regions:
-        inside = [(s, e) for s, e in code if s < region.end and e > region.start]
-        spans, glued = _units(text, region.start, region.end, inside, max_tokens)
-        if not spans:
-            continue
-        for s, e in _pack(text, spans, min_tokens, max_tokens, glued):
+        for s, e in _region_spans(text, region, code, min_tokens, max_tokens):
             chunks.append(
                 Chunk(
                     chunk_id=f"{doc.doc_id}#c{len(chunks):02d}",
@@ -292,3 +284,19 @@ def chunk_document(
                 )
             )
     return chunks
+
+
+def _regions(text: str, title: str, layout: Layout) -> tuple[Region, ...]:
+    """The layout's regions, else the sections under the text's '#' headings."""
+    if layout.regions is not None:
+        return layout.regions
+    return tuple(Region(start=s, end=e, section=p) for p, s, e in _sections(text, title))
+
+
+def _region_spans(
+    text: str, region: Region, code: list[tuple[int, int]], min_tokens: int, max_tokens: int
+) -> list[tuple[int, int]]:
+    """The (start, end) of each chunk inside `region`, in order; [] when it holds no text."""
+    inside = [(s, e) for s, e in code if s < region.end and e > region.start]
+    spans, glued = _units(text, region.start, region.end, inside, max_tokens)
+    return _pack(text, spans, min_tokens, max_tokens, glued) if spans else []

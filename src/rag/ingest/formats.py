@@ -1,47 +1,44 @@
-"""Reading source files: bytes -> `Document` (Markdown, text, reST, HTML, PDF, DOCX) plus the
-`Layout` chunking needs, or an `IngestError` with the reason.
+"""Document formats: the table of them (`FORMATS`), the dispatch from a file to its format's parser,
+and what every format shares: decoding, YAML front matter, document ids and the content hash.
 
-A text document's text is its body after any YAML front matter, newlines normalised to "\\n";
-reST (`.rst`, and `.txt` files that `looks_like_rst`) stays its source text, with sections and
-code ranges from docutils (`rst.py`); HTML is converted to text with '#' heading lines so
-chunking sees its sections; PDF text is kept per page (`pdf.py`); DOCX becomes Markdown-like
-text (`word.py`). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access`
-(the groups that may read it, see `rag.access`; absent means the ingest's default audience, none
-means everyone; PDF and DOCX files, which have no front matter, take the default audience).
-Without them the title comes from the document (first heading, `<title>`, reST title, PDF or
-DOCX metadata) and only then from the file name; the doc_id is the slug of the path relative to
-the root.
+A format is one module whose parser returns `Parsed` (`markdown.py`, `rst.py`, `html.py`, `pdf.py`,
+`word.py`) plus one row here. A file's suffix picks its row, and a text format may claim files of
+another suffix by their text: reST takes the `.txt` files that `looks_like_rst`. `read_document`
+reads a suffix in no row as plain text; the indexer skips such files (`format_of` is None).
+
+A text file's body is what follows any YAML front matter, newlines normalised to "\\n"; its parser
+makes the document text of it (reST and Markdown keep it as written, HTML becomes text with '#'
+heading lines). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the
+groups that may read it, see `rag.access`; absent means the ingest's default audience, none means
+everyone). Binary files (PDF, DOCX) have no front matter and take the default audience. Without
+these keys the title is the one the file gives itself (`<title>`, reST title, PDF or DOCX
+metadata), else its first '#' heading, else the file name; the doc_id is the slug of the path
+relative to the root.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
-from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
 from rag.access import group_names
 from rag.errors import IngestError
-from rag.ingest.chunking import Layout, find_headings
+from rag.ingest.chunking import find_headings
+from rag.ingest.html import parse_html
+from rag.ingest.markdown import parse_markdown
+from rag.ingest.parsed import Layout, Parsed
 from rag.ingest.pdf import parse_pdf
 from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
 from rag.types import Document
 
-MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
-TEXT_SUFFIXES = frozenset({".txt"})
-RST_SUFFIXES = frozenset({".rst", ".rest"})
-HTML_SUFFIXES = frozenset({".html", ".htm"})
-PDF_SUFFIXES = frozenset({".pdf"})
-DOCX_SUFFIXES = frozenset({".docx"})
-SUPPORTED_SUFFIXES = (
-    MARKDOWN_SUFFIXES | TEXT_SUFFIXES | RST_SUFFIXES | HTML_SUFFIXES | PDF_SUFFIXES | DOCX_SUFFIXES
-)
 # Bump when chunking changes so the next ingest re-chunks unchanged files.
 CHUNKER_VERSION = 2
 
@@ -49,100 +46,150 @@ CHUNKER_VERSION = 2
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _FRONT_MATTER_RE = re.compile(r"\A---[ \t]*\n(.*?\n)?---[ \t]*(?:\n|\Z)", re.DOTALL)
 _SLUG_RE = re.compile(r"[^a-z0-9]+")
-_BLANK_LINES_RE = re.compile(r"\n{3,}")
-_SPACES_RE = re.compile(r"\s+")
+
+TextParser = Callable[[str, str], Parsed]
+"""(the body after the front matter, where) -> Parsed; raises IngestError with the reason."""
+BytesParser = Callable[[bytes, str], Parsed]
+"""(the file's bytes, where) -> Parsed; raises IngestError with the reason."""
 
 
-class _HtmlText(HTMLParser):
-    """HTML to plain text: block elements become line breaks, h1-h6 become '#' heading lines."""
+def _never(text: str) -> bool:
+    return False
 
-    # Page furniture is not content: navigation menus and footers repeat on every page.
-    _SKIP = frozenset({"script", "style", "noscript", "template", "svg", "head", "nav", "footer"})
-    _BLOCK = frozenset(
-        "p div section article header footer main nav aside ul ol table thead tbody tr blockquote pre hr"
-        " dl dt dd figure figcaption form address details summary".split()
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextFormat:
+    """A format read from UTF-8 text, after its front matter."""
+
+    kind: Literal["text"] = "text"
+    name: str
+    suffixes: frozenset[str]
+    parse: TextParser
+    # other rows' suffixes whose files this format takes when `sniff` recognises their text
+    claims: frozenset[str] = frozenset()
+    sniff: Callable[[str], bool] = _never
+    # "---" lines are also markup (reST section adornment): a leading "---" block that is not a
+    # YAML mapping is part of the body, not broken front matter
+    dashes_are_markup: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BinaryFormat:
+    """A format parsed from the file's bytes; such files have no front matter."""
+
+    kind: Literal["binary"] = "binary"
+    name: str
+    suffixes: frozenset[str]
+    parse: BytesParser
+
+
+Format = TextFormat | BinaryFormat
+
+_MARKDOWN = TextFormat(name="markdown", suffixes=frozenset({".md", ".markdown"}), parse=parse_markdown)
+FORMATS: tuple[Format, ...] = (
+    _MARKDOWN,
+    TextFormat(name="text", suffixes=frozenset({".txt"}), parse=parse_markdown),
+    TextFormat(
+        name="rst",
+        suffixes=frozenset({".rst", ".rest"}),
+        parse=parse_rst,
+        claims=frozenset({".txt"}),
+        sniff=looks_like_rst,
+        dashes_are_markup=True,
+    ),
+    TextFormat(name="html", suffixes=frozenset({".html", ".htm"}), parse=parse_html),
+    BinaryFormat(name="pdf", suffixes=frozenset({".pdf"}), parse=parse_pdf),
+    BinaryFormat(name="docx", suffixes=frozenset({".docx"}), parse=parse_docx),
+)
+_BY_SUFFIX: dict[str, Format] = {suffix: row for row in FORMATS for suffix in row.suffixes}
+
+
+def format_of(path: Path) -> Format | None:
+    """The row of `path`'s suffix (in any case), or None when no format reads such files."""
+    return _BY_SUFFIX.get(path.suffix.lower())
+
+
+def _claimed(suffix: str, text: str) -> TextFormat | None:
+    """The text format that claims files of `suffix` whose text it recognises, or None."""
+    for row in FORMATS:
+        if row.kind == "text" and suffix in row.claims and row.sniff(text):
+            return row
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """A file read for ingest: its Document, and the Layout its chunks follow."""
+
+    document: Document
+    layout: Layout = Layout()
+
+
+def parse_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> Document:
+    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
+
+    `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
+    return read_document(raw, path, root=root, content_hash=content_hash, access=access).document
+
+
+def read_document(
+    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+) -> ParsedFile:
+    """One file -> Document and Layout, by its format (a suffix in no row: plain text); raises
+    IngestError with the reason when the file cannot be read. `access` is the audience of a file
+    whose front matter has no `access` key (() = everyone)."""
+    where = str(path)
+    row = format_of(path) or _MARKDOWN
+    meta: dict[str, Any] = {}
+    if row.kind == "binary":
+        parsed = row.parse(raw, where)
+    else:
+        meta, parsed = _read_text(row, raw, path.suffix.lower(), where)
+    document = _document(parsed, meta, path, root=root, content_hash=content_hash, access=access)
+    return ParsedFile(document, parsed.layout)
+
+
+def _read_text(row: TextFormat, raw: bytes, suffix: str, where: str) -> tuple[dict[str, Any], Parsed]:
+    """The front matter and the parse of a text file, by `row` or a format that claims the file."""
+    decoded = _decode_text(raw, where)
+    row = _claimed(suffix, decoded) or row
+    meta, body = _front_matter(decoded, where, dashes_are_markup=row.dashes_are_markup)
+    parsed = row.parse(body, where)
+    # checked after the parse: HTML reports a page without text itself ("HTML has no text"), however
+    # blank its source; the other parsers return blank text as it is
+    if not parsed.text.strip():
+        raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
+    return meta, parsed
+
+
+def _document(
+    parsed: Parsed,
+    meta: dict[str, Any],
+    path: Path,
+    *,
+    root: Path,
+    content_hash: str,
+    access: tuple[str, ...],
+) -> Document:
+    """The Document of a parsed file: front matter first, then what the file says, then its path."""
+    where = str(path)
+    title = str(meta.get("title") or "").strip() or parsed.title
+    return Document(
+        doc_id=str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root),
+        title=title or _first_heading(parsed.text) or _file_title(path),
+        text=parsed.text,
+        source_path=str(path.resolve()),
+        url=_link(str(meta.get("url") or "").strip()),
+        updated_at=_parse_updated(meta.get("updated"), where),
+        content_hash=content_hash,
+        access=_parse_access(meta, access, where),
     )
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self.title = ""
-        self.first_h1 = ""
-        self._skip_depth = 0
-        self._in_title = False
-        self._heading: list[str] | None = None
-        self._heading_level = 0
-        self._cells = 0  # cells opened in the current table row
-        self._header_row = False  # the current row has <th> cells
-        self._rows = 0  # rows written in the current table
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "title":
-            self._in_title = True
-        elif tag in self._SKIP:
-            self._skip_depth += 1
-        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456":
-            self._heading, self._heading_level = [], int(tag[1])
-        elif tag == "li":
-            self.parts.append("\n- ")
-        elif tag == "br":
-            self.parts.append("\n")
-        elif tag == "table":
-            self._rows = 0
-            self.parts.append("\n\n")
-        elif tag == "tr":
-            self._cells, self._header_row = 0, False
-            self.parts.append("\n|")
-        elif tag in ("td", "th"):
-            # table rows become Markdown rows ("| a | b |"), so cells stay apart and headers stay known
-            self._cells += 1
-            self._header_row = self._header_row or (tag == "th" and self._rows == 0)
-            self.parts.append(" ")
-        elif tag in self._BLOCK:
-            self.parts.append("\n\n")
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in ("br", "hr"):
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
-            self._in_title = False
-        elif tag in self._SKIP:
-            self._skip_depth = max(0, self._skip_depth - 1)
-        elif len(tag) == 2 and tag[0] == "h" and tag[1] in "123456" and self._heading is not None:
-            heading = _SPACES_RE.sub(" ", "".join(self._heading)).strip()
-            self._heading = None
-            if heading:
-                if self._heading_level == 1 and not self.first_h1:
-                    self.first_h1 = heading
-                self.parts.append(f"\n\n{'#' * self._heading_level} {heading}\n\n")
-        elif tag in ("td", "th"):
-            self.parts.append(" |")
-        elif tag == "tr":
-            if self._header_row and self._cells:
-                self.parts.append("\n|" + "---|" * self._cells)
-            self._rows += 1
-        elif tag in self._BLOCK:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title += data
-        elif self._skip_depth:
-            return
-        elif self._heading is not None:
-            self._heading.append(data)
-        else:
-            self.parts.append(_SPACES_RE.sub(" ", data))
-
-    def text(self) -> str:
-        lines = (line.strip() for line in "".join(self.parts).split("\n"))
-        return _BLANK_LINES_RE.sub("\n\n", "\n".join(lines)).strip("\n") + "\n"
 
 
 # Citations link to a document's url, so only web links and site-relative paths are kept
-# ("javascript:" or "data:" urls in front matter would run in a reader's browser).
+# ("javascript:" or "data:" urls in front matter would run in the browser of whoever opens them).
 _LINK_RE = re.compile(r"^(?:https?://|/(?!/))", re.IGNORECASE)
 
 
@@ -197,91 +244,6 @@ def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) ->
         raise IngestError(where, str(exc)) from None
 
 
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    """A parsed file: the document, and the layout its chunks follow (None: from the text)."""
-
-    document: Document
-    layout: Layout | None = None
-
-
-def parse_document(
-    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
-) -> Document:
-    """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
-
-    `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
-    return read_document(raw, path, root=root, content_hash=content_hash, access=access).document
-
-
-def _file_title(path: Path) -> str:
-    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
-
-
-def read_document(
-    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
-) -> Parsed:
-    """One file -> Document and Layout, by suffix (`.txt` that is reST is read as reST);
-    raises IngestError with the reason when the file cannot be read. `access` is the audience of
-    a file whose front matter has no `access` key (() = everyone)."""
-    where = str(path)
-    suffix = path.suffix.lower()
-    if suffix in PDF_SUFFIXES or suffix in DOCX_SUFFIXES:
-        return _read_binary(raw, path, root=root, content_hash=content_hash, access=access)
-    decoded = _decode_text(raw, where)
-    is_rst = suffix in RST_SUFFIXES or (suffix in TEXT_SUFFIXES and looks_like_rst(decoded))
-    meta, body = _front_matter(decoded, where, is_rst=is_rst)
-    html_title = ""
-    layout = None
-    if suffix in HTML_SUFFIXES:
-        body, html_title = _html_text(body, where)
-    if not body.strip():
-        raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
-    title = str(meta.get("title") or "").strip() or html_title
-    if is_rst:
-        rst = parse_rst(body, where)
-        layout = rst.layout
-        title = title or rst.title
-    if not title:
-        title = _first_heading(body) or _file_title(path)
-    doc_id = str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root)
-    return Parsed(
-        Document(
-            doc_id=doc_id,
-            title=title,
-            text=body,
-            source_path=str(path.resolve()),
-            url=_link(str(meta.get("url") or "").strip()),
-            updated_at=_parse_updated(meta.get("updated"), where),
-            content_hash=content_hash,
-            access=_parse_access(meta, access, where),
-        ),
-        layout,
-    )
-
-
-def _read_binary(
-    raw: bytes, path: Path, *, root: Path, content_hash: str, access: tuple[str, ...] = ()
-) -> Parsed:
-    """A PDF (with its page layout) or a Word file; titled by its metadata, first heading or file name.
-    Such files have no front matter: `access` is the ingest's default audience."""
-    where = str(path)
-    layout: Layout | None = None
-    if path.suffix.lower() in PDF_SUFFIXES:
-        title, body, layout = parse_pdf(raw, where)
-    else:
-        title, body = parse_docx(raw, where)
-    document = Document(
-        doc_id=derive_doc_id(path, root),
-        title=title or _first_heading(body) or _file_title(path),
-        text=body,
-        source_path=str(path.resolve()),
-        content_hash=content_hash,
-        access=access,
-    )
-    return Parsed(document, layout)
-
-
 def _decode_text(raw: bytes, where: str) -> str:
     """UTF-8 text (a BOM dropped) with "\\n" line ends; raises IngestError for binary or non-UTF-8 bytes."""
     if b"\0" in raw:
@@ -293,43 +255,36 @@ def _decode_text(raw: bytes, where: str) -> str:
     return decoded.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _front_matter(decoded: str, where: str, *, is_rst: bool) -> tuple[dict[str, Any], str]:
-    """The YAML front matter (a mapping, else IngestError) and the body after it. In reST a leading
-    "---" block that is not a YAML mapping is section adornment: no metadata, the whole text is body."""
+def _front_matter(decoded: str, where: str, *, dashes_are_markup: bool) -> tuple[dict[str, Any], str]:
+    """The YAML front matter (a mapping, else IngestError) and the body after it. Where "---" lines
+    are also markup, a leading "---" block that is not a YAML mapping is no front matter: no
+    metadata, the whole text is body."""
     match = _FRONT_MATTER_RE.match(decoded)
     if not match:
         return {}, decoded
-    try:
-        loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
-    except yaml.YAMLError as exc:
-        if not is_rst:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise IngestError(where, f"invalid YAML front matter: {reason}") from None
-        loaded = None  # in reST, "---" lines are also section adornments
-    if loaded is not None and not isinstance(loaded, dict) and not is_rst:
+    block, rest = match.group(1) or "", decoded[match.end() :]
+    if dashes_are_markup:
+        loaded = _load_yaml(block, where, strict=False)
+        return (loaded, rest) if isinstance(loaded, dict) else ({}, decoded)
+    loaded = _load_yaml(block, where, strict=True)
+    if loaded is not None and not isinstance(loaded, dict):
         raise IngestError(where, "front matter is not a mapping")
-    if isinstance(loaded, dict) or not is_rst:
-        return loaded or {}, decoded[match.end() :]
-    return {}, decoded
+    return loaded or {}, rest
 
 
-def _html_text(body: str, where: str) -> tuple[str, str]:
-    """An HTML file's text and title (<title>, else the first <h1>); raises IngestError for markup it
-    cannot parse or that holds no text."""
-    parser = _HtmlText()
+def _load_yaml(block: str, where: str, *, strict: bool) -> Any:
+    """The YAML value of a front matter block; broken YAML raises IngestError when `strict`, else is None."""
     try:
-        parser.feed(body)
-        # an unterminated tag at the end (truncated file) stays unparsed: drop it, never emit it as text
-        truncated = parser.rawdata.lstrip().startswith("<")
-        if not truncated:
-            parser.close()
-    except Exception as exc:  # html.parser is lenient; anything it still rejects is broken markup
-        raise IngestError(where, f"unparseable HTML: {exc}") from None
-    text = parser.text()
-    title = _SPACES_RE.sub(" ", parser.title).strip() or parser.first_h1
-    if not text.strip():
-        raise IngestError(where, "HTML has no text" + (" (truncated markup)" if truncated else ""))
-    return text, title
+        return yaml.load(block, Loader=_YAML_LOADER)
+    except yaml.YAMLError as exc:
+        if not strict:
+            return None
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise IngestError(where, f"invalid YAML front matter: {reason}") from None
+
+
+def _file_title(path: Path) -> str:
+    return path.stem.replace("_", " ").replace("-", " ").strip() or path.name
 
 
 def _first_heading(text: str) -> str:

@@ -1,4 +1,4 @@
-"""Ingest: files -> documents (`readers`) -> section-aware chunks (`chunking`) -> the store.
+"""Ingest: files -> documents (`formats`) -> section-aware chunks (`chunking`) -> the store.
 
 Re-ingest is idempotent by content hash (unchanged files are neither parsed nor written);
 each document is written in one transaction; a file that cannot be read is skipped and
@@ -10,21 +10,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rag.config import Settings
-from rag.embeddings import Embedder, embed_many, embedding_text
+from rag.embeddings import Embedder, EmbedRun, embed_many, embedding_text
 from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
-from rag.ingest.formats import (
-    SUPPORTED_SUFFIXES,
-    content_hash,
-    derive_doc_id,
-    parse_document,
-    read_document,
-)
+from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
+from rag.ingest.parsed import Layout
 from rag.store import Store
+from rag.types import Chunk, Document
 
 __all__ = [
     "IngestReport",
@@ -110,18 +106,126 @@ def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
     return found
 
 
-def _taken(doc_id: str, source: str, seen: dict[str, str], stored: dict[str, tuple[str, str]]) -> bool:
-    """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
-    whose source file still exists elsewhere."""
-    if doc_id in seen:
-        return True
-    other = stored.get(doc_id, ("", ""))[1]
-    return bool(other) and other != source and Path(other).exists()
-
-
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
     path = Path(source)
     return any(path == root or root in path.parents for root in roots)
+
+
+def _read_bytes(file: Path) -> bytes:
+    """The bytes of a file some format reads; raises IngestError for any other file or one that
+    cannot be read."""
+    if format_of(file) is None:
+        raise IngestError(str(file), f"unsupported file type {file.suffix or '(none)'!r}")
+    try:
+        return file.read_bytes()
+    except OSError as exc:
+        raise IngestError(str(file), f"cannot read: {exc.strerror or exc}") from None
+
+
+@dataclass(slots=True, kw_only=True)
+class _Run:
+    """One ingest run: the store as it was at the start, and what the run has done so far."""
+
+    store: Store
+    min_tokens: int
+    max_tokens: int
+    access: tuple[str, ...]
+    stored: dict[str, tuple[str, str]]  # doc_id -> (content hash, source path) at the start
+    by_path: dict[str, list[str]]  # source path -> the doc ids stored from it at the start
+    seen: dict[str, str] = field(default_factory=dict)  # doc_id -> the file that has it in this run
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    chunks_written: int = 0
+
+    @classmethod
+    def start(cls, store: Store, settings: Settings, access: tuple[str, ...]) -> _Run:
+        stored = store.document_hashes()
+        by_path: dict[str, list[str]] = {}
+        for doc_id, (_, source) in stored.items():
+            by_path.setdefault(source, []).append(doc_id)
+        return cls(
+            store=store,
+            min_tokens=settings.chunk_min_tokens,
+            max_tokens=settings.chunk_max_tokens,
+            access=access,
+            stored=stored,
+            by_path=by_path,
+        )
+
+    def ingest(self, file: Path, root: Path) -> None:
+        """Store one file's document and chunks unless it is unchanged; raises IngestError to skip it."""
+        raw = _read_bytes(file)
+        digest = content_hash(raw, min_tokens=self.min_tokens, max_tokens=self.max_tokens, access=self.access)
+        source = str(file.resolve())
+        if self._unchanged(source, digest, str(file)):
+            return
+        parsed = read_document(raw, file, root=root, content_hash=digest, access=self.access)
+        doc = self._claim_id(parsed.document, file, root, source)
+        self._store(doc, parsed.layout, source)
+
+    def _unchanged(self, source: str, digest: str, shown: str) -> bool:
+        """True (and counted) when a document stored from `source` has this content hash."""
+        known = [d for d in self.by_path.get(source, ()) if self.stored[d][0] == digest]
+        if not known:
+            return False
+        self.unchanged += 1
+        self.seen.setdefault(known[0], shown)
+        return True
+
+    def _claim_id(self, doc: Document, file: Path, root: Path, source: str) -> Document:
+        """`doc`, its id taken for this file; raises IngestError when another file of this run has it."""
+        if self._taken(doc.doc_id, source) and doc.doc_id == derive_doc_id(file, root):
+            # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
+            doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
+        if doc.doc_id in self.seen:
+            raise IngestError(str(file), f"doc_id {doc.doc_id!r} is already used by {self.seen[doc.doc_id]}")
+        self.seen[doc.doc_id] = str(file)
+        return doc
+
+    def _taken(self, doc_id: str, source: str) -> bool:
+        """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
+        whose source file still exists elsewhere."""
+        if doc_id in self.seen:
+            return True
+        other = self.stored.get(doc_id, ("", ""))[1]
+        return bool(other) and other != source and Path(other).exists()
+
+    def _store(self, doc: Document, layout: Layout, source: str) -> None:
+        """Write the document and its chunks; delete what `source` held under other ids."""
+        chunks = chunk_document(doc, min_tokens=self.min_tokens, max_tokens=self.max_tokens, layout=layout)
+        self.store.upsert_document(doc, chunks)
+        self.chunks_written += len(chunks)
+        (self.updated if doc.doc_id in self.stored else self.added).append(doc.doc_id)
+        for old in self.by_path.get(source, ()):
+            if old != doc.doc_id and old not in self.seen:
+                self.store.delete_document(old)
+                self.removed.append(old)
+
+    def prune(self, paths: Sequence[str | Path]) -> None:
+        """Delete the stored documents whose source file under one of `paths` no longer exists."""
+        roots = [Path(p).resolve() for p in paths]
+        for doc_id, (_, source) in sorted(self.stored.items()):
+            if (
+                doc_id not in self.removed
+                and source
+                and _is_under(source, roots)
+                and not Path(source).exists()
+            ):
+                self.store.delete_document(doc_id)
+                self.removed.append(doc_id)
+
+    def report(self) -> IngestReport:
+        return IngestReport(
+            added=tuple(self.added),
+            updated=tuple(self.updated),
+            unchanged=self.unchanged,
+            skipped=tuple(self.skipped),
+            pruned=tuple(self.removed),
+            chunks_written=self.chunks_written,
+        )
 
 
 def ingest_paths(
@@ -145,70 +249,20 @@ def ingest_paths(
     `access` is the audience of files whose front matter names none (() = everyone).
     """
     started = time.perf_counter()
-    min_tokens, max_tokens = settings.chunk_min_tokens, settings.chunk_max_tokens
-    stored = store.document_hashes()
-    by_path: dict[str, list[str]] = {}
-    for doc_id, (_, source) in stored.items():
-        by_path.setdefault(source, []).append(doc_id)
+    run = _Run.start(store, settings, access)
     files = discover(paths)
-    added: list[str] = []
-    updated: list[str] = []
-    skipped: list[Skipped] = []
-    removed: list[str] = []
-    seen: dict[str, str] = {}
-    unchanged = chunks_written = 0
     for done, (file, root) in enumerate(files, start=1):
-        shown = str(file)
         try:
-            if file.suffix.lower() not in SUPPORTED_SUFFIXES:
-                raise IngestError(shown, f"unsupported file type {file.suffix or '(none)'!r}")
-            try:
-                raw = file.read_bytes()
-            except OSError as exc:
-                raise IngestError(shown, f"cannot read: {exc.strerror or exc}") from None
-            digest = content_hash(raw, min_tokens=min_tokens, max_tokens=max_tokens, access=access)
-            source = str(file.resolve())
-            known = [d for d in by_path.get(source, ()) if stored[d][0] == digest]
-            if known:
-                unchanged += 1
-                seen.setdefault(known[0], shown)
-                continue
-            parsed = read_document(raw, file, root=root, content_hash=digest, access=access)
-            doc = parsed.document
-            if _taken(doc.doc_id, source, seen, stored) and doc.doc_id == derive_doc_id(file, root):
-                # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
-                doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
-            if doc.doc_id in seen:
-                raise IngestError(shown, f"doc_id {doc.doc_id!r} is already used by {seen[doc.doc_id]}")
-            seen[doc.doc_id] = shown
-            chunks = chunk_document(doc, min_tokens=min_tokens, max_tokens=max_tokens, layout=parsed.layout)
-            store.upsert_document(doc, chunks)
-            chunks_written += len(chunks)
-            (updated if doc.doc_id in stored else added).append(doc.doc_id)
-            for old in by_path.get(source, ()):
-                if old != doc.doc_id and old not in seen:
-                    store.delete_document(old)
-                    removed.append(old)
+            run.ingest(file, root)
         except IngestError as exc:
-            skipped.append(Skipped(path=exc.path, reason=exc.reason))
+            run.skipped.append(Skipped(path=exc.path, reason=exc.reason))
             logger.info("skipped %s: %s", exc.path, exc.reason)
         finally:
             if progress is not None:
-                progress(done, len(files), shown)
+                progress(done, len(files), str(file))
     if prune:
-        roots = [Path(p).resolve() for p in paths]
-        for doc_id, (_, source) in sorted(stored.items()):
-            if doc_id not in removed and source and _is_under(source, roots) and not Path(source).exists():
-                store.delete_document(doc_id)
-                removed.append(doc_id)
-    report = IngestReport(
-        added=tuple(added),
-        updated=tuple(updated),
-        unchanged=unchanged,
-        skipped=tuple(skipped),
-        pruned=tuple(removed),
-        chunks_written=chunks_written,
-    )
+        run.prune(paths)
+    report = run.report()
     if embedder is not None:
         report = embed_stored(store, embedder, report=report, concurrency=settings.embed_concurrency)
     return replace(report, seconds=round(time.perf_counter() - started, 3))
@@ -233,23 +287,11 @@ def embed_stored(
             ", ".join(f"{m or 'an unrecorded model'} ({n})" for m, n in other),
             len(missing),
         )
-    texts = [embedding_text(chunk) for chunk in missing]
-
-    def store_batch(indices: range, vectors: list[list[float]]) -> None:
-        store.put_embeddings(
-            embedder.model, [(missing[i].chunk_id, vectors[i - indices.start]) for i in indices]
-        )
-
-    try:
-        run = embed_many(embedder, texts, on_batch=store_batch, concurrency=concurrency)
-    except UpstreamRejected as exc:
-        raise UpstreamRejected(
-            f"{exc}; documents were stored, {len(store.chunks_missing_embeddings(embedder.model))}"
-            " chunks lack vectors",
-            type=exc.type,
-        ) from exc
+    run = _embed_chunks(store, embedder, missing, concurrency)
     if run.failed:
-        logger.warning("%d of %d chunks were not embedded: %s", run.failed, len(texts), "; ".join(run.errors))
+        logger.warning(
+            "%d of %d chunks were not embedded: %s", run.failed, len(missing), "; ".join(run.errors)
+        )
     return replace(
         report,
         embedded=run.embedded,
@@ -258,3 +300,23 @@ def embed_stored(
         embed_model=embedder.model,
         embed_errors=run.errors,
     )
+
+
+def _embed_chunks(store: Store, embedder: Embedder, chunks: Sequence[Chunk], concurrency: int) -> EmbedRun:
+    """Embed `chunks`, storing the vectors of each request as it completes; an UpstreamRejected
+    is raised again with how many chunks still lack vectors."""
+    texts = [embedding_text(chunk) for chunk in chunks]
+
+    def store_batch(indices: range, vectors: list[list[float]]) -> None:
+        store.put_embeddings(
+            embedder.model, [(chunks[i].chunk_id, vectors[i - indices.start]) for i in indices]
+        )
+
+    try:
+        return embed_many(embedder, texts, on_batch=store_batch, concurrency=concurrency)
+    except UpstreamRejected as exc:
+        raise UpstreamRejected(
+            f"{exc}; documents were stored, {len(store.chunks_missing_embeddings(embedder.model))}"
+            " chunks lack vectors",
+            type=exc.type,
+        ) from exc

@@ -10,9 +10,10 @@ from __future__ import annotations
 import io
 import logging
 import re
+from typing import Any
 
 from rag.errors import IngestError
-from rag.ingest.chunking import Layout, Region
+from rag.ingest.parsed import Layout, Parsed, Region
 from rag.language.text import normalise
 
 PAGE_SEPARATOR = "\n\n"
@@ -71,21 +72,44 @@ def _clean(page_text: str) -> tuple[str, list[tuple[int, str]]]:
     return "\n".join(out).rstrip().replace("\0", " "), headings
 
 
-def parse_pdf(raw: bytes, where: str) -> tuple[str, str, Layout]:
-    """(title, text, layout) of a PDF; the title is "" when the PDF has none."""
+Page = tuple[str, list[tuple[int, str]]]
+"""One page's cleaned text and the (offset, text) of its heading-like lines (`_clean`)."""
+
+
+def parse_pdf(raw: bytes, where: str) -> Parsed:
+    """The text, title ("" when the PDF has none) and page regions of a PDF."""
+    pages, meta_title = _read_pages(raw, where)
+    title = _title(meta_title, pages)
+    parts: list[str] = []
+    regions: list[Region] = []
+    pos = 0
+    section = ""
+    title_key = normalise(title)
+    for number, (page_text, headings) in enumerate(pages, start=1):
+        if not page_text:
+            continue
+        if parts:
+            parts.append(PAGE_SEPARATOR)
+            pos += len(PAGE_SEPARATOR)
+        section = _page_regions(regions, pos, number, page_text, headings, title_key, section)
+        parts.append(page_text)
+        pos += len(page_text)
+    text = "".join(parts)
+    if not text.strip():
+        raise IngestError(where, f"PDF has no extractable text ({len(pages)} pages; scanned images?)")
+    return Parsed(text=text + "\n", title=title, layout=Layout(regions=tuple(regions)))
+
+
+def _read_pages(raw: bytes, where: str) -> tuple[list[Page], str]:
+    """Each page's cleaned text, and the metadata title ("" when none); raises IngestError for a
+    damaged PDF or one that needs a password."""
     # pypdf logs (not raises) on recoverable damage; keep that out of the ingest output
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
 
     try:
         reader = PdfReader(io.BytesIO(raw))
-        if reader.is_encrypted:
-            try:
-                if not reader.decrypt(""):
-                    raise IngestError(where, "encrypted PDF (needs a password)")
-            except (NotImplementedError, PyPdfError):
-                raise IngestError(where, "encrypted PDF (needs a password)") from None
+        _decrypt(reader, where)
         pages = [_clean(page.extract_text() or "") for page in reader.pages]
         meta = reader.metadata
         meta_title = str(meta.title or "").strip() if meta is not None else ""
@@ -93,38 +117,54 @@ def parse_pdf(raw: bytes, where: str) -> tuple[str, str, Layout]:
         raise
     except Exception as exc:  # pypdf raises many types on damaged files; any of them means unreadable
         raise IngestError(where, f"unreadable PDF: {type(exc).__name__}: {exc}") from None
-    title = meta_title if meta_title and not _TOOL_TITLE_RE.search(meta_title) else ""
-    if not title:
-        first_line = next((page_text.split("\n", 1)[0].strip() for page_text, _ in pages if page_text), "")
-        if 0 < len(first_line) <= MAX_TITLE_CHARS and not first_line.endswith(_SENTENCE_ENDS):
-            title = first_line
-    parts: list[str] = []
-    regions: list[Region] = []
-    pos = 0
-    section = ""
-    for number, (page_text, headings) in enumerate(pages, start=1):
-        if not page_text:
-            continue
-        if parts:
-            parts.append(PAGE_SEPARATOR)
-            pos += len(PAGE_SEPARATOR)
-        # a page is cut at its heading lines; each piece carries the latest heading as its section
-        # (the heading line stays in the text: a misjudged line must not drop out of every chunk)
-        start = 0
-        for offset, heading in headings:
-            if normalise(heading) == normalise(title):
-                # the title line itself: provenance carries it, so it is in no chunk
-                if offset > start:
-                    regions.append(Region(start=pos + start, end=pos + offset, section=section, page=number))
-                start, section = offset + len(heading), ""
-                continue
-            if offset > start:
-                regions.append(Region(start=pos + start, end=pos + offset, section=section, page=number))
+    return pages, meta_title
+
+
+def _decrypt(reader: Any, where: str) -> None:
+    """Open an encrypted PDF with the empty password; raises IngestError when it needs another."""
+    from pypdf.errors import PyPdfError
+
+    if not reader.is_encrypted:
+        return
+    try:
+        if not reader.decrypt(""):
+            raise IngestError(where, "encrypted PDF (needs a password)")
+    except (NotImplementedError, PyPdfError):
+        raise IngestError(where, "encrypted PDF (needs a password)") from None
+
+
+def _title(meta_title: str, pages: list[Page]) -> str:
+    """The metadata title unless a tool wrote it, else a short first line of the first page with
+    text that does not end like a sentence, else ""."""
+    if meta_title and not _TOOL_TITLE_RE.search(meta_title):
+        return meta_title
+    first_line = next((page_text.split("\n", 1)[0].strip() for page_text, _ in pages if page_text), "")
+    if 0 < len(first_line) <= MAX_TITLE_CHARS and not first_line.endswith(_SENTENCE_ENDS):
+        return first_line
+    return ""
+
+
+def _page_regions(
+    regions: list[Region],
+    pos: int,
+    number: int,
+    page_text: str,
+    headings: list[tuple[int, str]],
+    title_key: str,
+    section: str,
+) -> str:
+    """Append page `number`'s regions (its text starts at `pos`) to `regions`, cut at its heading
+    lines; `section` is the heading in force from earlier pages. Returns the one in force after it."""
+    # each piece carries the latest heading as its section (the heading line stays in the text:
+    # a misjudged line must not drop out of every chunk)
+    start = 0
+    for offset, heading in headings:
+        if offset > start:
+            regions.append(Region(start=pos + start, end=pos + offset, section=section, page=number))
+        if normalise(heading) == title_key:
+            # the title line itself: provenance carries it, so it is in no chunk
+            start, section = offset + len(heading), ""
+        else:
             start, section = offset, heading
-        regions.append(Region(start=pos + start, end=pos + len(page_text), section=section, page=number))
-        parts.append(page_text)
-        pos += len(page_text)
-    text = "".join(parts)
-    if not text.strip():
-        raise IngestError(where, f"PDF has no extractable text ({len(pages)} pages; scanned images?)")
-    return title, text + "\n", Layout(regions=tuple(regions))
+    regions.append(Region(start=pos + start, end=pos + len(page_text), section=section, page=number))
+    return section

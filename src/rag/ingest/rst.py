@@ -10,7 +10,6 @@ directives and roles (unknown to plain docutils) never fail a parse: their text 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate
 from typing import Any
@@ -22,7 +21,7 @@ from docutils.transforms.frontmatter import DocInfo, DocTitle
 from docutils.utils import SystemMessage, new_document
 
 from rag.errors import IngestError
-from rag.ingest.chunking import Layout, Region
+from rag.ingest.parsed import Layout, Parsed, Region
 from rag.language.text import CODE_DIRECTIVES, code_spans, normalise
 
 _ADORNMENT_CHARS = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -106,12 +105,6 @@ def _header_title(lines: list[str]) -> str:
     return ""
 
 
-@dataclass(frozen=True, slots=True)
-class RstParse:
-    title: str
-    layout: Layout
-
-
 def _line_starts(lines: list[str]) -> list[int]:
     """Offset of each line's first character in the text the lines were split from."""
     return [0, *accumulate(len(line) + 1 for line in lines[:-1])]
@@ -155,22 +148,39 @@ def _block_range(lines: list[str], starts: list[int], node: nodes.Element) -> tu
         return None
     hint = (node.line or 1) - 1
     candidates = sorted(range(max(0, hint - 4), min(len(lines), hint + 4)), key=lambda n: abs(n - hint))
-    for i in candidates:
-        if lines[i].strip() == first:
-            j = i
-            remaining = len(content) - 1
-            while remaining > 0 and j + 1 < len(lines):
-                j += 1
-                remaining -= 1
-            while j > i and lines[j].strip() != last:
-                j -= 1
-            start = starts[i] + len(lines[i]) - len(lines[i].lstrip())
-            return start, starts[j] + len(lines[j].rstrip())
-    return None
+    i = next((n for n in candidates if lines[n].strip() == first), None)
+    if i is None:
+        return None
+    j = _last_line(lines, i, len(content), last)
+    start = starts[i] + len(lines[i]) - len(lines[i].lstrip())
+    return start, starts[j] + len(lines[j].rstrip())
 
 
-def parse_rst(text: str, where: str) -> RstParse:
-    """Sections, title and code ranges of reST `text` (already newline-normalised)."""
+def _last_line(lines: list[str], first: int, count: int, last: str) -> int:
+    """The line holding `last` among the `count` lines a block of `count` lines from line `first`
+    spans (cut at the end of the text), searched upwards; `first` when none does."""
+    j = min(first + count - 1, len(lines) - 1)
+    while j > first and lines[j].strip() != last:
+        j -= 1
+    return j
+
+
+def parse_rst(text: str, where: str) -> Parsed:
+    """The source text as it is (already newline-normalised), its title, and its sections and code
+    ranges from docutils; raises IngestError for reST docutils cannot parse."""
+    tree = _doctree(text, where)
+    lines = text.split("\n")
+    starts = _line_starts(lines)
+    headings = _headings(tree, lines, starts)
+    title = str(tree.get("title") or "").strip() or _header_title(lines) or next((h[3] for h in headings), "")
+    regions = _section_regions(text, sorted({h[0]: h for h in headings}.values()), title)
+    # what docutils calls code and what the text-level detector finds, so downstream agrees
+    code = _merge(_code_ranges(tree, lines, starts) + code_spans(text))
+    return Parsed(text=text, title=title, layout=Layout(regions=tuple(regions), code=tuple(code)))
+
+
+def _doctree(text: str, where: str) -> nodes.document:
+    """The docutils tree of `text`, with the title and docinfo transforms applied."""
     try:
         parser, settings = _parser()
         tree = new_document(where, settings)
@@ -181,30 +191,42 @@ def parse_rst(text: str, where: str) -> RstParse:
         tree.transformer.apply_transforms()
     except (SystemMessage, ValueError, TypeError, AttributeError, IndexError) as exc:
         raise IngestError(where, f"unparseable reStructuredText: {exc}") from None
-    lines = text.split("\n")
-    starts = _line_starts(lines)
-    # headings: (first char of the heading, char after it, depth, title) in document order
-    headings: list[tuple[int, int, float, str]] = []
-    title = str(tree.get("title") or "").strip()
+    return tree
+
+
+Heading = tuple[int, int, float, str]
+"""A section title in the source: (its first char, the char after it, its depth, its text)."""
+
+
+def _headings(tree: nodes.document, lines: list[str], starts: list[int]) -> list[Heading]:
+    """The document's and its sections' titles found in the source, in document order."""
+    headings: list[Heading] = []
     for title_node in tree.findall(lambda n: isinstance(n, nodes.title | nodes.subtitle)):
-        parent = title_node.parent
-        if not isinstance(parent, nodes.section | nodes.document):
+        if not isinstance(title_node.parent, nodes.section | nodes.document):
             continue  # topic, sidebar, admonition titles are not sections
-        # a document subtitle was the lone section under the title: the sections after it are its
-        # children, so it sits between depth 0 (title) and depth 1
-        depth = 0.5 if isinstance(title_node, nodes.subtitle) else 0.0
-        ancestor = parent
-        while isinstance(ancestor, nodes.section):
-            depth += 1
-            ancestor = ancestor.parent
         text_of = title_node.astext().strip()
         found = _find_heading(lines, title_node.line or 0, text_of)
         if found is None:
             continue
         first, last = found
-        headings.append((starts[first], starts[last] + len(lines[last]), depth, text_of))
-    title = title or _header_title(lines) or next((h[3] for h in headings), "")
-    headings = sorted({h[0]: h for h in headings}.values())  # one entry per heading in the source
+        headings.append((starts[first], starts[last] + len(lines[last]), _depth(title_node), text_of))
+    return headings
+
+
+def _depth(title_node: nodes.Element) -> float:
+    """0 for the document title, 1 for a top section, and so on; a document subtitle was the lone
+    section under the title: the sections after it are its children, so it sits at 0.5."""
+    depth = 0.5 if isinstance(title_node, nodes.subtitle) else 0.0
+    ancestor = title_node.parent
+    while isinstance(ancestor, nodes.section):
+        depth += 1
+        ancestor = ancestor.parent
+    return depth
+
+
+def _section_regions(text: str, headings: list[Heading], title: str) -> list[Region]:
+    """The text between headings (one per start, in source order), each with its section path;
+    a top heading that repeats the title is in no path, and regions of markup only are dropped."""
     regions: list[Region] = []
     path: list[tuple[float, str]] = []
     title_key = normalise(title)
@@ -219,21 +241,27 @@ def parse_rst(text: str, where: str) -> RstParse:
     regions.append(Region(start=start, end=len(text), section=" > ".join(n for _, n in path)))
     # a region of explicit markup only (".. setting:: NAME", ".. _label:", ".. contents::") has
     # nothing to read or cite; its names are in the section titles that follow
-    regions = [r for r in regions if not _markup_only(text[r.start : r.end])]
+    return [r for r in regions if not _markup_only(text[r.start : r.end])]
+
+
+def _code_ranges(tree: nodes.document, lines: list[str], starts: list[int]) -> list[tuple[int, int]]:
+    """Source ranges of the literal, doctest and code-directive blocks docutils found."""
     code: list[tuple[int, int]] = []
     for block in tree.findall(lambda n: isinstance(n, nodes.literal_block | nodes.doctest_block)):
-        inside_message = any(isinstance(a, nodes.system_message) for a in _ancestors(block))
-        if inside_message:
-            # an unknown (Sphinx) directive: its body is code only when the directive is a code one
-            directive = _DIRECTIVE_NAME_RE.match(block.astext())
-            if not directive or directive.group(1).lower() not in CODE_DIRECTIVES:
-                continue
+        if not _is_code(block):
+            continue
         found_range = _block_range(lines, starts, block)
         if found_range:
             code.append(found_range)
-    # what docutils calls code and what the text-level detector finds, so downstream agrees
-    merged = _merge(code + code_spans(text))
-    return RstParse(title=title, layout=Layout(regions=tuple(regions), code=tuple(merged)))
+    return code
+
+
+def _is_code(block: nodes.Element) -> bool:
+    """False for the body of an unknown (Sphinx) directive that is not a code directive."""
+    if not any(isinstance(a, nodes.system_message) for a in _ancestors(block)):
+        return True
+    directive = _DIRECTIVE_NAME_RE.match(block.astext())
+    return directive is not None and directive.group(1).lower() in CODE_DIRECTIVES
 
 
 _EXPLICIT_RE = re.compile(r"^\.\.(?:\s|$)")

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from typing import Any
 
 from rag.errors import IngestError
+from rag.ingest.parsed import Parsed
 
 _HEADING_STYLE_RE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 _SPACES_RE = re.compile(r"\s+")
@@ -58,56 +58,82 @@ def _cell(text: str) -> str:
     return _SPACES_RE.sub(" ", text).strip().replace("|", "\\|")
 
 
-def parse_docx(raw: bytes, where: str) -> tuple[str, str]:
-    """(title, text) of a .docx file; the title is "" when the document has none."""
-    from docx import Document as open_docx
+def parse_docx(raw: bytes, where: str) -> Parsed:
+    """The Markdown-like text and title ("" when the document has none) of a .docx file."""
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
-    try:
-        word = open_docx(io.BytesIO(raw))
-        core_title = str(word.core_properties.title or "").strip()
-        items = list(word.iter_inner_content())
-        style_name = _StyleNames(word)
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
-    except Exception as exc:  # lxml and python-docx raise their own types on damaged parts
-        raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
-    blocks: list[str] = []
-    styled_title = first_heading = ""
+    core_title, items, style_name = _open(raw, where)
+    body = _Body(style_name)
     for item in items:
         if isinstance(item, Paragraph):
-            text = _SPACES_RE.sub(" ", item.text).strip()
-            if not text:
-                continue
-            style = style_name(item)
-            heading = _HEADING_STYLE_RE.match(style)
-            if style.lower() == "title":
-                styled_title = styled_title or text
-                blocks.append(f"# {text}")
-            elif heading:
-                first_heading = first_heading or text
-                blocks.append(f"{'#' * min(6, int(heading.group(1)))} {text}")
-            elif (level := _list_level(item, style)) is not None:
-                # consecutive items form one block; a blank line only before the first
-                line = f"{'  ' * min(level, 8)}- {text}"
-                if blocks and blocks[-1].lstrip().startswith("- "):
-                    blocks[-1] += f"\n{line}"
-                else:
-                    blocks.append(line)
-            else:
-                blocks.append(text)
+            body.add_paragraph(item)
         elif isinstance(item, Table):
-            rows = [[_cell(cell.text) for cell in row.cells] for row in item.rows]
-            rows = [row for row in rows if any(row)]
-            if not rows:
-                continue
-            lines = ["| " + " | ".join(rows[0]) + " |"]
-            if len(rows) > 1:
-                lines.append("|" + "---|" * len(rows[0]))
-            lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-            blocks.append("\n".join(lines))
-    text = "\n\n".join(blocks)
+            body.add_table(item)
+    text = "\n\n".join(body.blocks)
     if not text.strip():
         raise IngestError(where, "DOCX has no text")
-    return core_title or styled_title or first_heading, text + "\n"
+    return Parsed(text=text + "\n", title=core_title or body.styled_title or body.first_heading)
+
+
+def _open(raw: bytes, where: str) -> tuple[str, list[Any], _StyleNames]:
+    """The core-properties title, the body's paragraphs and tables in order, and the style lookup;
+    raises IngestError for a file python-docx cannot open."""
+    from docx import Document as open_docx
+
+    try:
+        word = open_docx(io.BytesIO(raw))
+        return (
+            str(word.core_properties.title or "").strip(),
+            list(word.iter_inner_content()),
+            _StyleNames(word),
+        )
+    except Exception as exc:  # zipfile, lxml and python-docx raise their own types on damaged parts
+        raise IngestError(where, f"unreadable DOCX: {type(exc).__name__}: {exc}") from None
+
+
+class _Body:
+    """The text blocks of a document body, built item by item, and the titles met on the way."""
+
+    def __init__(self, style_name: _StyleNames) -> None:
+        self._style_name = style_name
+        self.blocks: list[str] = []
+        self.styled_title = ""  # the first "Title"-styled paragraph
+        self.first_heading = ""
+
+    def add_paragraph(self, paragraph: Any) -> None:
+        """A heading as a "#" line, a list paragraph as a "- " item, else the text; blank ones are dropped."""
+        text = _SPACES_RE.sub(" ", paragraph.text).strip()
+        if not text:
+            return
+        style = self._style_name(paragraph)
+        heading = _HEADING_STYLE_RE.match(style)
+        if style.lower() == "title":
+            self.styled_title = self.styled_title or text
+            self.blocks.append(f"# {text}")
+        elif heading:
+            self.first_heading = self.first_heading or text
+            self.blocks.append(f"{'#' * min(6, int(heading.group(1)))} {text}")
+        elif (level := _list_level(paragraph, style)) is not None:
+            self._add_item(f"{'  ' * min(level, 8)}- {text}")
+        else:
+            self.blocks.append(text)
+
+    def _add_item(self, line: str) -> None:
+        # consecutive items form one block; a blank line only before the first
+        if self.blocks and self.blocks[-1].lstrip().startswith("- "):
+            self.blocks[-1] += f"\n{line}"
+        else:
+            self.blocks.append(line)
+
+    def add_table(self, table: Any) -> None:
+        """Rows as "| a | b |" lines, a header rule under the first; empty rows and tables are left out."""
+        rows = [[_cell(cell.text) for cell in row.cells] for row in table.rows]
+        rows = [row for row in rows if any(row)]
+        if not rows:
+            return
+        lines = ["| " + " | ".join(rows[0]) + " |"]
+        if len(rows) > 1:
+            lines.append("|" + "---|" * len(rows[0]))
+        lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
+        self.blocks.append("\n".join(lines))
