@@ -136,6 +136,11 @@ def _meaning(
     return own, margin, float(own >= best_other)
 
 
+def _meaning_of(tools: Tools | None) -> Meaning | None:
+    """The encoder's measurements of `tools` (None: the installed tools)."""
+    return (tools if tools is not None else installed()).meaning
+
+
 def _other_sentences(blocks: Sequence[Block], chosen_key: str) -> list[str]:
     """The sentences of the best-scored blocks (with their sections) other than the chosen one."""
     out: list[str] = []
@@ -169,9 +174,8 @@ def measure(
     asked_ids = identifiers(question)
     where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
     labelled = _labelled(block, chosen.text) if block is not None else chosen.text
-    meaning = (tools if tools is not None else installed()).meaning
     closeness, meaning_margin, meaning_rank = _meaning(
-        meaning, question, labelled, _other_sentences(blocks, normalise(chosen.text))
+        _meaning_of(tools), question, labelled, _other_sentences(blocks, normalise(chosen.text))
     )
     return {
         "own_coverage": chosen.own_coverage,

@@ -59,6 +59,7 @@ from rag.language.lexicon import (
     SCOPE_GROUPS,
     SOURCE_VERBS,
 )
+from rag.language.meaning import Matrix, Meaning
 from rag.language.numbers import find_numbers
 from rag.language.quantities import find_quantities
 from rag.language.syntax import EMPTY, Analysis, Frame, Parser
@@ -188,6 +189,10 @@ def default_options() -> CheckOptions:
     return CheckOptions(tools=installed(), model=active_model())
 
 
+def _or_default(options: CheckOptions | None) -> CheckOptions:
+    return options if options is not None else default_options()
+
+
 def check(
     sentence: str,
     spans: Sequence[str],
@@ -201,7 +206,7 @@ def check(
     `common` holds the request's topic terms (in most blocks): naming one of those is not naming another
     subject. Issues name the first block. The verdict is `decision.decide` over `signals`, with the
     model of `options` (None: `default_options()`)."""
-    options = options if options is not None else default_options()
+    options = _or_default(options)
     measured = signals(sentence, spans, blocks, common=common, options=options)
     return decide(measured, blocks[0].n, min_coverage=min_coverage, model=options.model)
 
@@ -220,7 +225,7 @@ def signals(
     tools of `options` (None: `default_options()`). `with_meaning`: measure the encoder's `meaning` and
     `word_meaning` (only the calibrated model reads them; by default, only when `options` has a model,
     so the rules' path encodes nothing for them)."""
-    options = options if options is not None else default_options()
+    options = _or_default(options)
     wn, parser = options.tools.wordnet, options.tools.parser
     core = sentence
     for block in blocks:
@@ -276,20 +281,29 @@ def _meaning_signals(
 ) -> tuple[float, float]:
     """`meaning` and `word_meaning` of `Signals` (their defaults, 0.0 and 1.0, without the encoder; the
     second also without WordNet, which decides the words left unaligned)."""
-    meaning, wn = options.tools.meaning, options.tools.wordnet
+    meaning = options.tools.meaning
     whole = meaning.similarity(sentence, evidence) if meaning is not None else None
     if meaning is None or whole is None:
         return 0.0, 1.0
+    return whole, _word_meaning(meaning, sentence, evidence, context, options)
+
+
+def _word_meaning(
+    meaning: Meaning, sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> float:
+    """The lowest best contextual similarity of a sentence word left unaligned to any span word; 1.0
+    when every word aligned, or without WordNet."""
+    wn = options.tools.wordnet
     if wn is None:
-        return whole, 1.0
+        return 1.0
     a = _alignment(wn, sentence, evidence, context, options)
     loose = [w for w, ok in zip(a.said, a.said_aligned, strict=True) if not ok]
     if not loose or not a.source:
-        return whole, 1.0
+        return 1.0
     sims = meaning.word_similarities(
         sentence, [(w.start, w.end) for w in loose], evidence, [(w.start, w.end) for w in a.source]
     )
-    return whole, float(sims.max(axis=1).min()) if sims is not None else 1.0
+    return float(sims.max(axis=1).min()) if sims is not None else 1.0
 
 
 def _capitalised(text: str) -> str:
@@ -593,11 +607,19 @@ def _align_by_meaning(
     )
     if sims is None:
         return
-    pairs = sorted(
-        ((float(sims[a, b]), a, b) for a in range(len(mine)) for b in range(len(theirs))), reverse=True
-    )
+    for a, b in _greedy_pairs(sims, threshold):
+        said_aligned[mine[a]] = True
+        source_aligned[theirs[b]] = True
+
+
+def _greedy_pairs(sims: Matrix, threshold: float) -> list[tuple[int, int]]:
+    """(row, column) pairs of `sims` at least `threshold` alike, most similar first, each row and column
+    in one pair at most."""
+    rows, columns = sims.shape
+    pairs = sorted(((float(sims[a, b]), a, b) for a in range(rows) for b in range(columns)), reverse=True)
     used_a: set[int] = set()
     used_b: set[int] = set()
+    out: list[tuple[int, int]] = []
     for sim, a, b in pairs:
         if sim < threshold:
             break
@@ -605,8 +627,8 @@ def _align_by_meaning(
             continue
         used_a.add(a)
         used_b.add(b)
-        said_aligned[mine[a]] = True
-        source_aligned[theirs[b]] = True
+        out.append((a, b))
+    return out
 
 
 MAX_ACRONYM = 6
