@@ -18,7 +18,7 @@ from pathlib import Path
 from rag.config import load_settings
 from rag.embeddings import embedding_text
 from rag.ingest.indexer import ingest_paths
-from rag.language.encoder import Encoder
+from rag.language.encoder import Encoder, model_dir
 from rag.language.text import split_sentences
 from rag.store.sqlite import SqliteStore
 
@@ -41,7 +41,7 @@ def _rate(encoder: Encoder, texts: list[str], batch: int) -> float:
 def main() -> None:
     rss_before = _rss_mb()
     started = time.perf_counter()
-    encoder = Encoder.load()
+    encoder = Encoder.load(model_dir())
     load_s = time.perf_counter() - started
     if encoder is None:
         print("encoder weights not installed (make install): skipped")

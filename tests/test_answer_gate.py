@@ -13,12 +13,13 @@ import numpy as np
 import pytest
 
 from rag.answer.pipeline import Pipeline, build_pipeline
+from rag.calibration import Model, from_json
 from rag.config import load_settings
 from rag.evals import answer_fit
 from rag.evals.answer_fit import Row
 from rag.ingest.indexer import ingest_paths
 from rag.reader import gate
-from rag.reader.gate import FEATURES, Model, choice, measure
+from rag.reader.gate import FEATURES, choice, measure
 from rag.reader.offline import OfflineGenerator
 from rag.store import SqliteStore
 
@@ -67,8 +68,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SqliteStore]:
     s.close()
 
 
-def _pipeline(store: SqliteStore) -> Pipeline:
-    settings = load_settings(db=":memory:", mock=True)
+def _pipeline(store: SqliteStore, answer_gate: str = "") -> Pipeline:
+    settings = load_settings(db=":memory:", mock=True, answer_gate=answer_gate)
     return build_pipeline(settings, store=store, generator=OfflineGenerator())
 
 
@@ -76,9 +77,8 @@ def _model(threshold: float, **weights: float) -> Model:
     return Model(weights=weights, means={}, scales={}, bias=0.0, threshold=threshold, adopted=True)
 
 
-def _use(monkeypatch: pytest.MonkeyPatch, model: Model | None, setting: str = "") -> None:
+def _use(monkeypatch: pytest.MonkeyPatch, model: Model | None) -> None:
     monkeypatch.setattr(gate, "stored_model", lambda: model)
-    monkeypatch.setenv("RAG_ANSWER_GATE", setting)
 
 
 def test_measure_reads_the_chosen_sentence_and_its_competitors(store: SqliteStore) -> None:
@@ -116,7 +116,7 @@ def test_a_confident_answer_is_kept(store: SqliteStore, monkeypatch: pytest.Monk
 
 
 def test_the_stored_model_refuses_a_neighbouring_sentence_and_keeps_a_direct_answer(
-    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+    store: SqliteStore,
 ) -> None:
     """The fitted weights (forced on: they are not adopted) on documents of another domain: the
     generator answers "when are hives inspected?" with the sentence next to the answer (the fee for
@@ -124,11 +124,9 @@ def test_the_stored_model_refuses_a_neighbouring_sentence_and_keeps_a_direct_ans
     it, and keeps the direct answers."""
     if gate.stored_model() is None:
         pytest.skip("no gate_weights.json")
-    monkeypatch.setenv("RAG_ANSWER_GATE", "off")
-    ungated = _pipeline(store).answer(NEIGHBOUR)
+    ungated = _pipeline(store, "off").answer(NEIGHBOUR)
     assert not ungated.abstained and "fee" in ungated.text  # the generator's wrong choice
-    monkeypatch.setenv("RAG_ANSWER_GATE", "on")
-    pipeline = _pipeline(store)
+    pipeline = _pipeline(store, "on")
     refused = pipeline.answer(NEIGHBOUR)
     assert refused.abstained and refused.reason == "no_citations" and refused.closest
     assert "not confident enough" in refused.message
@@ -141,8 +139,8 @@ def test_gate_off_gives_exactly_the_ungated_answers(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     questions = [CONFIDENT, WEAK, PRICE, NEIGHBOUR]
-    _use(monkeypatch, _model(2.0, coverage=1.0), setting="off")  # would refuse everything if it ran
-    gated_off = [_pipeline(store).answer(q) for q in questions]
+    _use(monkeypatch, _model(2.0, coverage=1.0))  # would refuse everything if it ran
+    gated_off = [_pipeline(store, "off").answer(q) for q in questions]
     _use(monkeypatch, None)
     ungated = [_pipeline(store).answer(q) for q in questions]
     assert [(a.abstained, a.reason, a.text, a.citations) for a in gated_off] == [
@@ -155,8 +153,7 @@ def test_a_model_not_adopted_is_not_applied_unless_forced(monkeypatch: pytest.Mo
     model = Model(weights={}, means={}, scales={}, bias=0.0, threshold=0.5, adopted=False)
     _use(monkeypatch, model)
     assert gate.active_model() is None
-    monkeypatch.setenv("RAG_ANSWER_GATE", "on")
-    assert gate.active_model() is model
+    assert gate.active_model("on") is model
 
 
 def _synthetic(seed: int = 3) -> list[Row]:
@@ -190,10 +187,10 @@ def test_fit_on_synthetic_rows_reaches_the_precision_rule_and_writes_weights(
     assert set(report["leave_one_set_out"]["per_set"]) == {"a", "b", "c"}
     data = json.loads(target.read_text(encoding="utf-8"))
     assert data["adopted"] is True and "meaning" in data["weights"] and data["weights"]["meaning"] > 0
-    model = Model.from_json(data)
+    model = from_json(data, name=target.name)
     right = {f: 0.0 for f in FEATURES} | {"meaning": 1.0}
     wrong = {f: 0.0 for f in FEATURES} | {"meaning": -1.0}
-    assert model.judge(right).keep and not model.judge(wrong).keep
+    assert model.keeps(right) and not model.keeps(wrong)
 
 
 def test_choose_threshold_is_the_lowest_reaching_the_target() -> None:

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from rag.language import encoder as encoder_module
-from rag.language.encoder import Encoder, encoder
+from rag.language.encoder import Encoder, model_dir
+from rag.language.tools import installed
 
-ENC = encoder()
+MEANING = installed().meaning
+ENC = MEANING.encoder() if MEANING is not None else None
 needs_model = pytest.mark.skipif(ENC is None, reason="the encoder's weights (ENCODER_PKG) are not installed")
 
 
@@ -61,19 +63,13 @@ def test_long_and_empty_inputs() -> None:
     assert ENC.token_count("word " * 2000) == 256
 
 
-def test_switched_off_or_missing(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setenv("RAG_ENCODER", "off")
-    assert Encoder.load() is None
-    monkeypatch.delenv("RAG_ENCODER")
-    monkeypatch.setenv("RAG_ENCODER_DIR", str(tmp_path))  # no weights there
-    assert Encoder.load() is None
+def test_switched_off_or_missing(tmp_path) -> None:
+    assert Encoder.load(model_dir(encoder="off")) is None
+    assert Encoder.load(model_dir(encoder_dir=str(tmp_path))) is None  # no weights there
 
 
-def test_damaged_weights_are_refused_with_a_warning(
-    monkeypatch: pytest.MonkeyPatch, tmp_path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_damaged_weights_are_refused_with_a_warning(tmp_path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "model.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00not json")
     (tmp_path / "config.json").write_text("{}")
-    monkeypatch.setenv("RAG_ENCODER_DIR", str(tmp_path))
-    assert encoder_module.Encoder.load() is None
+    assert encoder_module.Encoder.load(model_dir(encoder_dir=str(tmp_path))) is None
     assert "not loaded" in caplog.text

@@ -607,12 +607,14 @@ def test_split_question_reads_a_leading_condition_as_the_situation():
 
 
 def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():
+    from rag.language.tools import installed
     from rag.reader.offline import _read_question
 
     blocks = [block(1, CACHE), block(2, SERVER)]
-    lead = _read_question("If I start it without giving a port, which port does the server use?", blocks)
+    wn = installed().wordnet
+    lead = _read_question("If I start it without giving a port, which port does the server use?", blocks, wn)
     assert lead is not None and lead.default
-    setup = _read_question("My default port is 80. Which port does the server use?", blocks)
+    setup = _read_question("My default port is 80. Which port does the server use?", blocks, wn)
     assert setup is not None and not setup.default
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rag.language import wordnet
 from rag.language.text import content_words, normalise, terms, tokens
 from rag.reader import answer_types, offline, prose
 from rag.reader.answer_types import type_match
@@ -28,7 +29,7 @@ def block(n: int, text: str, title: str = "Guide", section: str = "") -> Block:
 def _caches() -> list[Any]:
     """Every lru cache of the modules the generator reads sentences with."""
     found = []
-    for module in (offline, answer_types, prose, offline.__dict__["wordnet"]):
+    for module in (offline, answer_types, prose, wordnet):
         assert isinstance(module, types.ModuleType)
         for value in vars(module).values():
             if callable(value) and hasattr(value, "cache_info") and value.__module__ == module.__name__:

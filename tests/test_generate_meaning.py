@@ -5,17 +5,22 @@ and without the encoder the generator gives exactly its lexical answers."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
 
 from rag.language import meaning
-from rag.language.encoder import encoder
-from rag.reader import offline
+from rag.language.meaning import Meaning
+from rag.language.tools import Tools, installed, open_tools
 from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
 
-needs_encoder = pytest.mark.skipif(not meaning.available(), reason="the sentence encoder is not installed")
+MEANING = installed().meaning
+needs_encoder = pytest.mark.skipif(
+    MEANING is None or not MEANING.available(), reason="the sentence encoder is not installed"
+)
 
 
 def block(n: int, text: str, section: str) -> Block:
@@ -62,13 +67,25 @@ WHERE_PICTURES = "Which environment variable decides where the pictures from the
 UNPROCESSED = "How long are the unprocessed pictures kept before they get thrown out?"
 
 
-def answer(question: str, blocks: Sequence[Block] = OBSERVATORY) -> list[str]:
-    return [d.text for d in OfflineGenerator(meaning=True).generate(question, blocks).drafts]
+def answer(question: str, blocks: Sequence[Block] = OBSERVATORY, tools: Tools | None = None) -> list[str]:
+    return [d.text for d in OfflineGenerator(meaning=True, tools=tools).generate(question, blocks).drafts]
+
+
+class Similarities:
+    """Stands in for the encoder's measurements: `similarities` answers as `measure` does."""
+
+    def __init__(self, measure: Callable[[str, Sequence[str]], Any]) -> None:
+        self.similarities = measure
+
+
+def measured_by(measure: Callable[[str, Sequence[str]], Any]) -> Tools:
+    """The installed tools with the encoder's similarities replaced by `measure`."""
+    return replace(installed(), meaning=Similarities(measure))
 
 
 @pytest.fixture
-def no_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offline.meaning, "similarities", lambda question, texts: None)
+def no_encoder() -> Tools:
+    return measured_by(lambda question, texts: None)
 
 
 @needs_encoder
@@ -93,29 +110,23 @@ def test_the_asker_s_problem_restated_is_no_answer() -> None:
     assert answer("Which flag keeps the single exposures once stacking finishes?") == [KEEP_SUBS]
 
 
-def test_without_the_encoder_the_lexical_answers_stand(no_encoder: None) -> None:
-    assert answer(WHERE_PICTURES) == []
-    assert answer(UNPROCESSED) == []
-    assert answer("How long are raw frames kept in the archive?") == [RAW_FRAMES]
+def test_without_the_encoder_the_lexical_answers_stand(no_encoder: Tools) -> None:
+    assert answer(WHERE_PICTURES, tools=no_encoder) == []
+    assert answer(UNPROCESSED, tools=no_encoder) == []
+    assert answer("How long are raw frames kept in the archive?", tools=no_encoder) == [RAW_FRAMES]
 
 
-def test_rag_encoder_off_switches_meaning_off(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAG_ENCODER", "off")
-    encoder.cache_clear()
-    try:
-        assert not meaning.available()
-        assert answer(WHERE_PICTURES) == []
-    finally:
-        monkeypatch.delenv("RAG_ENCODER")
-        encoder.cache_clear()
+def test_rag_encoder_off_switches_meaning_off() -> None:
+    tools = open_tools(encoder="off")
+    assert tools.meaning is None
+    assert answer(WHERE_PICTURES, tools=tools) == []
 
 
-def test_a_question_answered_on_words_never_asks_the_encoder(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_question_answered_on_words_never_asks_the_encoder() -> None:
     def refuse(question: str, texts: Sequence[str]) -> None:
         raise AssertionError("the encoder was asked about a question the words answer")
 
-    monkeypatch.setattr(offline.meaning, "similarities", refuse)
-    assert answer("Where are telescope images saved?") == [FRAME_STORE]
+    assert answer("Where are telescope images saved?", tools=measured_by(refuse)) == [FRAME_STORE]
 
 
 class CountingEncoder:
@@ -132,26 +143,22 @@ class CountingEncoder:
 
 def test_similarities_encode_each_text_once_and_forget_the_oldest(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = CountingEncoder()
-    monkeypatch.setattr(meaning, "encoder", lambda: fake)
+    measures = Meaning(lambda: fake)
     monkeypatch.setattr(meaning, "CACHE_SIZE", 3)
-    meaning.clear()
-    try:
-        first = meaning.similarities("q", ["a", "bb"])
-        again = meaning.similarities("q", ["bb", "a"])
-        assert first is not None and again is not None
-        assert fake.seen == ["q", "a", "bb"]  # the second call encodes nothing
-        np.testing.assert_allclose(again, first[::-1])
-        meaning.similarities("q", ["ccc"])  # "bb" is now the least recently used: dropped
-        meaning.similarities("q", ["a", "bb"])
-        assert fake.seen == ["q", "a", "bb", "ccc", "bb"]
-    finally:
-        meaning.clear()
+    first = measures.similarities("q", ["a", "bb"])
+    again = measures.similarities("q", ["bb", "a"])
+    assert first is not None and again is not None
+    assert fake.seen == ["q", "a", "bb"]  # the second call encodes nothing
+    np.testing.assert_allclose(again, first[::-1])
+    measures.similarities("q", ["ccc"])  # "bb" is now the least recently used: dropped
+    measures.similarities("q", ["a", "bb"])
+    assert fake.seen == ["q", "a", "bb", "ccc", "bb"]
 
 
-def test_similarities_without_the_encoder_are_none(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(meaning, "encoder", lambda: None)
-    assert meaning.similarities("q", ["a"]) is None
-    assert not meaning.available()
+def test_similarities_without_the_encoder_are_none() -> None:
+    measures = Meaning(lambda: None)
+    assert measures.similarities("q", ["a"]) is None
+    assert not measures.available()
 
 
 MARINA = [
@@ -173,40 +180,34 @@ SEASONAL = "Seasonal berth: Price $900; Valid April to October."
 FINE = "How much is the fine for mooring without a berth?"
 
 
-def similar(monkeypatch: pytest.MonkeyPatch, closeness: Callable[[str], float]) -> None:
-    """Replace the encoder's similarities by `closeness` of each text (the question ignored)."""
+def similar(closeness: Callable[[str], float]) -> Tools:
+    """The encoder's similarities replaced by `closeness` of each text (the question ignored)."""
 
     def fake(question: str, texts: Sequence[str]) -> np.ndarray:
         return np.asarray([closeness(t) for t in texts], dtype=np.float32)
 
-    monkeypatch.setattr(offline.meaning, "similarities", fake)
+    return measured_by(fake)
 
 
-def test_two_sentences_equally_close_in_meaning_answer_neither(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_sentences_equally_close_in_meaning_answer_neither() -> None:
     # nothing answers the fine on words; both prices bind to "berth" and carry the asked kind
-    similar(monkeypatch, lambda text: 0.8)
-    assert answer(FINE, MARINA) == []
-    similar(monkeypatch, lambda text: 0.8 if "Seasonal" in text else 0.7)
-    assert answer(FINE, MARINA) == [SEASONAL]
+    assert answer(FINE, MARINA, similar(lambda text: 0.8)) == []
+    assert answer(FINE, MARINA, similar(lambda text: 0.8 if "Seasonal" in text else 0.7)) == [SEASONAL]
 
 
-def test_a_description_matched_on_words_but_not_in_meaning_is_refused(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_description_matched_on_words_but_not_in_meaning_is_refused() -> None:
     question = "How do I make the logbook module track support for exported engines?"
-    similar(monkeypatch, lambda text: 0.9)
-    assert answer(question, MARINA) == [
+    assert answer(question, MARINA, similar(lambda text: 0.9)) == [
         "Experimental: support for tracking engine hours exported from the logbook module."
     ]
-    similar(monkeypatch, lambda text: 0.1)
-    assert answer(question, MARINA) == []
+    far = similar(lambda text: 0.1)
+    assert answer(question, MARINA, far) == []
     # a typed answer ("Price $900") says too little for its meaning to be judged: it stays
-    assert answer("How much does a seasonal berth cost?", MARINA) == [SEASONAL]
+    assert answer("How much does a seasonal berth cost?", MARINA, far) == [SEASONAL]
 
 
-def test_off_unless_asked_for_the_encoder_is_never_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_off_unless_asked_for_the_encoder_is_never_asked() -> None:
     def refuse(question: str, texts: Sequence[str]) -> None:
         raise AssertionError("the meaning pass ran without being switched on")
 
-    monkeypatch.setattr(offline.meaning, "similarities", refuse)
-    assert OfflineGenerator().generate(WHERE_PICTURES, OBSERVATORY).drafts == ()
+    assert OfflineGenerator(tools=measured_by(refuse)).generate(WHERE_PICTURES, OBSERVATORY).drafts == ()

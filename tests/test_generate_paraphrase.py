@@ -3,14 +3,16 @@ one WordNet link away (rag.reader.offline, ALIGN_WEIGHT; WordNet from the option
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from rag.language import wordnet
-from rag.reader import offline
+from rag.language.tools import Tools, installed
 from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
 
-needs_wordnet = pytest.mark.skipif(not wordnet.available(), reason="WordNet's files are not installed")
+WORDNET = installed().wordnet
+needs_wordnet = pytest.mark.skipif(WORDNET is None, reason="WordNet's files are not installed")
 
 
 def block(n: int, text: str, section: str = "") -> Block:
@@ -43,12 +45,14 @@ APIARY = [
 DISCARDED = "Seedlings that have not sprouted after 21 days are discarded and the compost is reused."
 
 
-def answer(question: str, blocks: list[Block]) -> list[str]:
-    return [d.text for d in OfflineGenerator().generate(question, blocks).drafts]
+def answer(question: str, blocks: list[Block], tools: Tools | None = None) -> list[str]:
+    return [d.text for d in OfflineGenerator(tools=tools).generate(question, blocks).drafts]
 
 
 @needs_wordnet
 def test_wordnet_related_follows_senses_derivations_hypernyms_and_phrases() -> None:
+    wordnet = WORDNET
+    assert wordnet is not None
     delete = wordnet.related("delete", 4)
     assert {"erase", "deletion", "remove"} <= delete  # same sense, derived form, direct hypernym
     assert "prime" not in wordnet.related("number")  # a hyponym ("prime number") is not followed
@@ -63,11 +67,10 @@ def test_question_word_no_block_writes_is_covered_by_a_linked_word() -> None:
 
 
 @needs_wordnet
-def test_without_wordnet_the_paraphrase_covers_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(offline.wordnet, "available", lambda: False)
+def test_without_wordnet_the_paraphrase_covers_nothing() -> None:
     # the sentence encoder would match the paraphrase by meaning (tests/test_generate_meaning.py)
-    monkeypatch.setattr(offline.meaning, "similarities", lambda question, texts: None)
-    assert answer("How long until dud seedlings get thrown away?", NURSERY) == []
+    words_alone = replace(installed(), wordnet=None, meaning=None)
+    assert answer("How long until dud seedlings get thrown away?", NURSERY, words_alone) == []
 
 
 @needs_wordnet

@@ -1,5 +1,6 @@
 """The import graph of `rag`: no cycle between modules or between packages, deferred imports included;
-imports between rooms run one way (`LAYERS`); terminal code only in `rag.cli`.
+imports between rooms run one way (`LAYERS`); terminal code only in `rag.cli`; the environment read
+only by `rag.config`.
 
 `import_graph()` reads module-level imports (what runs when a module loads; `if TYPE_CHECKING:` counts
 too: a cycle there still tangles the design); `import_graph(deferred=True)` adds the imports inside
@@ -143,7 +144,14 @@ def test_rag_imports_without_cycles_counting_deferred_imports() -> None:
 # -> language -> types, with the store, embeddings and the top-level helpers beside them.
 _BASE = {"rag.types", "rag.errors"}
 _CORE = _BASE | {"rag.config", "rag.access", "rag.breaker", "rag.serialize", "rag.voyage"}
-_BELOW_ANSWER = {"rag.language", "rag.support", "rag.reader", "rag.embeddings", "rag.store"}
+_BELOW_ANSWER = {
+    "rag.language",
+    "rag.calibration",
+    "rag.support",
+    "rag.reader",
+    "rag.embeddings",
+    "rag.store",
+}
 LAYERS: dict[str, set[str]] = {
     "rag": set(),
     "rag.__main__": {"rag.cli"},
@@ -155,10 +163,11 @@ LAYERS: dict[str, set[str]] = {
     "rag.serialize": _BASE,
     "rag.voyage": _BASE | {"rag.config", "rag.breaker"},
     "rag.language": _BASE,
+    "rag.calibration": _BASE,
     "rag.examples": _BASE | {"rag.language"},
     "rag.review": _BASE | {"rag.language"},
-    "rag.support": _BASE | {"rag.language"},
-    "rag.reader": _BASE | {"rag.language"},
+    "rag.support": _BASE | {"rag.language", "rag.calibration"},
+    "rag.reader": _BASE | {"rag.language", "rag.calibration"},
     "rag.embeddings": _CORE,
     "rag.store": _CORE | {"rag.language"},
     "rag.ingest": _CORE | {"rag.language", "rag.embeddings", "rag.store"},
@@ -198,3 +207,46 @@ def test_only_the_cli_imports_click() -> None:
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "click":
                 offenders.append(module)
     assert offenders == []
+
+
+# What reads or writes the process environment through `os`.
+_ENVIRONMENT = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv"})
+
+
+def touches_environment(source: str) -> bool:
+    """Whether Python `source` reads or writes the environment: `os.environ`, `os.getenv`, `os.putenv`,
+    ... (also through `import os as x`), or imports one of them from `os`. Text that only names them
+    (a docstring, a comment) does not count."""
+    tree = ast.parse(source)
+    names = {"os"} | {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == "os"
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "os":
+            if any(alias.name in _ENVIRONMENT for alias in node.names):
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr in _ENVIRONMENT:
+            if isinstance(node.value, ast.Name) and node.value.id in names:
+                return True
+    return False
+
+
+def test_only_config_reads_or_writes_the_environment() -> None:
+    touching = [
+        module
+        for module, (path, _) in _modules().items()
+        if touches_environment(path.read_text(encoding="utf-8"))
+    ]
+    assert [module for module in touching if module != "rag.config"] == []
+
+
+def test_environment_check_reports_reads_and_writes() -> None:
+    assert touches_environment('import os\nsetting = os.environ.get("RAG_PARSER", "")')
+    assert touches_environment('import os\nos.environ["RAG_ANSWER_GATE"] = "off"')
+    assert touches_environment('import os as system\nsystem.putenv("RAG_ENCODER", "off")')
+    assert touches_environment("from os import getenv\n")
+    assert not touches_environment('"""Reads os.environ."""\nimport os\nos.path.join("a", "b")')

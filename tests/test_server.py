@@ -195,18 +195,21 @@ def test_app_starts_even_when_warm_up_fails(corpus_db: str, caplog: pytest.LogCa
 
 @pytest.mark.parametrize("native", [False, True])
 def test_warm_up_loads_wordnet_for_every_reader_and_the_parser_only_for_native_citations(
-    corpus_db: str, monkeypatch: pytest.MonkeyPatch, native: bool
+    corpus_db: str, monkeypatch: pytest.MonkeyPatch, native: bool, tmp_path: Path
 ) -> None:
     from rag.api.app import warm_up
-    from rag.language import syntax, wordnet
+    from rag.language.syntax import Parser
+    from rag.language.tools import Tools
+    from rag.language.wordnet import WordNet
 
     loaded: list[str] = []
-    monkeypatch.setattr(syntax, "warm", lambda: loaded.append("parser") or True)
-    monkeypatch.setattr(wordnet, "available", lambda: loaded.append("wordnet") or True)
+    monkeypatch.setattr(Parser, "warm", lambda self: loaded.append("parser") or True)
+    monkeypatch.setattr(WordNet, "warm", lambda self: loaded.append("wordnet"))
+    tools = Tools(wordnet=WordNet(tmp_path), parser=Parser("en_core_web_sm"))
     pipeline = build_pipeline(load_settings(db=corpus_db, mock=True))
     generator = type("Reader", (), {"name": "x", "native_citations": native})()
     try:
-        warm_up(replace(pipeline, generator=generator))
+        warm_up(replace(pipeline, generator=generator), tools)
     finally:
         pipeline.store.close()
     # WordNet serves the offline generator's paraphrase alignment too; the parser only the support check.

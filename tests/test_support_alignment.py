@@ -5,16 +5,17 @@ Sentences are written here about a made-up lending library, not taken from the b
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import pytest
 
-from rag.language import wordnet
-from rag.support import check
-from rag.support.check import judge
+from rag.language.tools import installed, open_tools
+from rag.support.check import CheckOptions, Decision, check, default_options
 from rag.types import Block, Chunk
 
-needs_wordnet = pytest.mark.skipif(not wordnet.available(), reason="WordNet's files are not installed")
+WORDNET = installed().wordnet
+needs_wordnet = pytest.mark.skipif(WORDNET is None, reason="WordNet's files are not installed")
 
 
 def _block(text: str, title: str = "Library lending rules") -> Block:
@@ -30,12 +31,14 @@ def _block(text: str, title: str = "Library lending rules") -> Block:
     return Block(n=1, chunk=chunk, score=0.9, sent_text=text)
 
 
-def _verdict(sentence: str, span: str) -> check.Judgement:
-    return judge(sentence, [span], [_block(span)])
+def _verdict(sentence: str, span: str, options: CheckOptions | None = None) -> Decision:
+    return check(sentence, [span], [_block(span)], options=options)
 
 
 @needs_wordnet
 def test_wordnet_reads_senses_antonyms_and_usual_parts_of_speech() -> None:
+    wordnet = WORDNET
+    assert wordnet is not None
     assert "refuse" in wordnet.synonyms("rejected")
     assert "upload" in wordnet.antonyms("downloads")
     assert wordnet.base_forms("rejected", "verb") == ("reject",)
@@ -91,11 +94,11 @@ def test_a_compound_preposition_is_not_a_subject() -> None:
     assert _verdict(sentence, span).issue is None
 
 
-def test_without_wordnet_the_check_runs_on_stems_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(check.wordnet, "available", lambda: False)
+def test_without_wordnet_the_check_runs_on_stems_alone() -> None:
+    stems = replace(default_options(), tools=open_tools(wordnet_dir="off"))
     sentence = (
         "A reservation that is not collected within 5 days is cancelled and the branch librarian is notified."
     )
-    verdict = _verdict(sentence, SPAN)
+    verdict = _verdict(sentence, SPAN, stems)
     assert verdict.issue is None  # the substitution needs WordNet's parts of speech; stems alone pass it
-    assert _verdict("A reservation that is collected within 5 days is cancelled.", SPAN).contradicts
+    assert _verdict("A reservation that is collected within 5 days is cancelled.", SPAN, stems).contradicts

@@ -2,24 +2,27 @@
 
 Sentences are about a made-up hostel, not taken from the bundled corpus. The encoder's alignment is off
 by default (docs/eval.md, fifth round: on dev no threshold tells a paraphrase from a sibling); these tests
-turn it on with `RAG_SUPPORT_WORD_SIMILARITY` to check what it does, and check that, off, nothing changes.
+turn it on (`CheckOptions.min_word_similarity`, `RAG_SUPPORT_WORD_SIMILARITY`) to check what it does, and
+check that, off, nothing changes.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 
 import numpy as np
 import pytest
 
-from rag.language import meaning, wordnet
-from rag.language.encoder import encoder
-from rag.support import check
-from rag.support.check import judge, signals
+from rag.language.tools import installed
+from rag.support import check as support_check
+from rag.support.check import CheckOptions, check, default_options, signals
 from rag.types import Block, Chunk
 
+MEANING = installed().meaning
+ENCODER = MEANING.encoder() if MEANING is not None else None
 needs_both = pytest.mark.skipif(
-    encoder() is None or not wordnet.available(), reason="the encoder's weights or WordNet not installed"
+    ENCODER is None or installed().wordnet is None, reason="the encoder's weights or WordNet not installed"
 )
 
 SPAN = "Guests of the hostel can store their luggage in the lockers near the reception desk until checkout."
@@ -38,13 +41,13 @@ def _block(text: str) -> Block:
     return Block(n=1, chunk=chunk, score=0.9, sent_text=text)
 
 
-def _kept(sentence: str) -> bool:
-    return judge(sentence, [SPAN], [_block(SPAN)]).issue is None
+def _kept(sentence: str, options: CheckOptions | None = None) -> bool:
+    return check(sentence, [SPAN], [_block(SPAN)], options=options).issue is None
 
 
 @needs_both
 def test_token_vectors_carry_offsets_into_the_text() -> None:
-    enc = encoder()
+    enc = ENCODER
     assert enc is not None
     text = "Checkout is at 11:00, luggage storage included."
     vectors, offsets = enc.tokens(text)
@@ -61,28 +64,26 @@ def test_a_word_is_closer_to_its_paraphrase_than_to_a_sibling_in_the_same_place(
     bikes = "Guests can store their bikes in the lockers."
     luggage = "Guests can store their luggage in the lockers."
     at = [(luggage.index("luggage"), luggage.index("luggage") + len("luggage"))]
-    to_bags = meaning.word_similarities(bags, [(23, 27)], luggage, at)
-    to_bikes = meaning.word_similarities(bikes, [(23, 28)], luggage, at)
+    assert MEANING is not None
+    to_bags = MEANING.word_similarities(bags, [(23, 27)], luggage, at)
+    to_bikes = MEANING.word_similarities(bikes, [(23, 28)], luggage, at)
     assert to_bags is not None and to_bikes is not None
     assert to_bags[0, 0] > to_bikes[0, 0]
 
 
 @needs_both
-def test_off_by_default_a_paraphrase_wordnet_lacks_is_still_withheld(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("RAG_SUPPORT_WORD_SIMILARITY", raising=False)
+def test_off_by_default_a_paraphrase_wordnet_lacks_is_still_withheld() -> None:
     assert not _kept(SPAN.replace("luggage", "bags"))
 
 
 @needs_both
-def test_aligned_by_meaning_a_paraphrase_is_kept_and_another_entity_withheld(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv("RAG_SUPPORT_WORD_SIMILARITY", "0.7")
-    assert _kept(SPAN)
-    assert _kept(SPAN.replace("luggage", "bags"))  # a paraphrase WordNet does not know
-    assert not _kept(SPAN.replace("luggage", "bikes"))  # another thing in the same place
-    assert not _kept(SPAN.replace("Guests", "Staff"))  # another role
-    assert not _kept(SPAN.replace("reception desk", "bar"))
+def test_aligned_by_meaning_a_paraphrase_is_kept_and_another_entity_withheld() -> None:
+    aligned = replace(default_options(), min_word_similarity=0.7)
+    assert _kept(SPAN, aligned)
+    assert _kept(SPAN.replace("luggage", "bags"), aligned)  # a paraphrase WordNet does not know
+    assert not _kept(SPAN.replace("luggage", "bikes"), aligned)  # another thing in the same place
+    assert not _kept(SPAN.replace("Guests", "Staff"), aligned)  # another role
+    assert not _kept(SPAN.replace("reception desk", "bar"), aligned)
 
 
 @needs_both
@@ -94,19 +95,17 @@ def test_meaning_signals_measure_the_sentence_against_its_span() -> None:
     assert other.meaning < same.meaning and other.word_meaning < 0.7
 
 
-def test_without_the_encoder_the_signals_and_verdicts_are_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RAG_SUPPORT_WORD_SIMILARITY", "0.7")
+def test_without_the_encoder_the_signals_and_verdicts_are_unchanged() -> None:
     sentences = [SPAN, SPAN.replace("luggage", "bags"), SPAN.replace("Guests", "Staff")]
-    monkeypatch.setattr(meaning, "available", lambda: False)
-    off = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True) for s in sentences]
+    defaults = default_options()
+    without = replace(defaults, tools=replace(defaults.tools, meaning=None), min_word_similarity=0.7)
+    off = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True, options=without) for s in sentences]
     assert all(s.meaning == 0.0 and s.word_meaning == 1.0 for s in off)
-    monkeypatch.delenv("RAG_SUPPORT_WORD_SIMILARITY")
-    monkeypatch.setattr(meaning, "available", lambda: True)
-    if encoder() is not None:
+    if ENCODER is not None:
         on = [signals(s, [SPAN], [_block(SPAN)], with_meaning=True) for s in sentences]
         strip = {"meaning": 0.0, "word_meaning": 1.0}
-        assert [check.Signals(**{**_fields(s), **strip}) for s in on] == off
+        assert [support_check.Signals(**{**_fields(s), **strip}) for s in on] == off
 
 
-def _fields(s: check.Signals) -> dict[str, object]:
-    return {name: getattr(s, name) for name in check.Signals.__dataclass_fields__}
+def _fields(s: support_check.Signals) -> dict[str, object]:
+    return {name: getattr(s, name) for name in support_check.Signals.__dataclass_fields__}

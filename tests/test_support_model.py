@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rag.calibration import Model, from_json
 from rag.support import decision
 from rag.support.check import signals
-from rag.support.decision import FEATURES, Model, Signals, decide, rules, stored_model, vector
+from rag.support.decision import FEATURES, Signals, active_model, decide, rules, stored_model, vector
 from tests.blocks import lending_block
 
 _block = lending_block
@@ -86,41 +87,46 @@ def _model(**weights: float) -> Model:
 
 def test_model_keeps_or_withholds_by_its_weighted_sum() -> None:
     model = _model(negation_flip=-5.0)
-    kept = model.judge(Signals(core="x", coverage=0.9), 1, min_coverage=0.5)
+    kept = decide(Signals(core="x", coverage=0.9), 1, min_coverage=0.5, model=model)
     assert kept.issue is None
-    flipped = model.judge(Signals(core="x", coverage=0.9, negation_flip="negates"), 1, min_coverage=0.5)
+    flip = Signals(core="x", coverage=0.9, negation_flip="negates")
+    flipped = decide(flip, 1, min_coverage=0.5, model=model)
     assert flipped.issue is not None and flipped.issue.kind == "contradiction" and flipped.contradicts
     # a rule the model weighs lightly no longer withholds alone
-    light = _model(new_scope=-1.0).judge(
-        Signals(core="x", coverage=0.9, new_scope="any"), 1, min_coverage=0.5
+    light = decide(
+        Signals(core="x", coverage=0.9, new_scope="any"), 1, min_coverage=0.5, model=_model(new_scope=-1.0)
     )
     assert light.issue is None
-    p = model.probability(vector(Signals(core="x", coverage=0.9, negation_flip="negates"), min_coverage=0.5))
+    p = model.probability(_features(Signals(core="x", coverage=0.9, negation_flip="negates")))
     assert p == pytest.approx(1 / (1 + math.exp(3.0)))
 
 
 def test_model_keeps_the_hard_verdicts_and_the_coverage_floor() -> None:
     keep_all = Model(weights={}, bias=50.0, threshold=0.5)
-    other = keep_all.judge(Signals(core="x", misattributed="the Staff Handbook"), 1, min_coverage=0.5)
+    other = decide(Signals(core="x", misattributed="the Staff Handbook"), 1, min_coverage=0.5, model=keep_all)
     assert other.issue is not None and other.issue.kind == "other_subject"
-    empty = keep_all.judge(Signals(core="x", empty=True), 1, min_coverage=0.5)
+    empty = decide(Signals(core="x", empty=True), 1, min_coverage=0.5, model=keep_all)
     assert empty.issue is not None and empty.issue.kind == "nothing_to_verify"
-    low = keep_all.judge(Signals(core="x", coverage=0.2), 1, min_coverage=0.5)
+    low = decide(Signals(core="x", coverage=0.2), 1, min_coverage=0.5, model=keep_all)
     assert low.issue is not None and low.issue.kind == "low_overlap"
 
 
 def test_model_withheld_with_nothing_fired_reports_low_overlap() -> None:
     strict = Model(weights={"coverage": 1.0}, bias=-10.0, threshold=0.5)
-    verdict = strict.judge(Signals(core="x", coverage=0.7), 1, min_coverage=0.5)
+    verdict = decide(Signals(core="x", coverage=0.7), 1, min_coverage=0.5, model=strict)
     assert verdict.issue is not None and verdict.issue.kind == "low_overlap" and not verdict.contradicts
+
+
+def _from_json(data: dict[str, object]) -> Model:
+    return from_json(data, name="weights.json", features=FEATURES)
 
 
 def test_model_from_json_rejects_unknown_features_and_bad_numbers() -> None:
     with pytest.raises(ValueError, match="unknown features"):
-        Model.from_json({"weights": {"vibes": 1.0}, "bias": 0, "threshold": 0.5})
+        _from_json({"weights": {"vibes": 1.0}, "bias": 0, "threshold": 0.5})
     with pytest.raises(ValueError, match="numbers"):
-        Model.from_json({"weights": {}, "bias": "high", "threshold": 0.5})
-    model = Model.from_json({"weights": {"coverage": 2}, "bias": -1, "threshold": 0.4, "adopted": True})
+        _from_json({"weights": {}, "bias": "high", "threshold": 0.5})
+    model = _from_json({"weights": {"coverage": 2}, "bias": -1, "threshold": 0.4, "adopted": True})
     assert model.adopted and model.weights == {"coverage": 2.0}
 
 
@@ -136,17 +142,17 @@ def test_stored_weights_name_known_features_and_a_threshold_in_range() -> None:
 def test_decide_uses_the_model_only_when_adopted_or_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     keep_all = Model(weights={}, bias=50.0, threshold=0.5)
     flipped = Signals(core="x", coverage=0.9, negation_flip="negates")
+
+    def decided(setting: str) -> object:
+        return decide(flipped, 1, min_coverage=0.5, model=active_model(setting)).issue
+
     monkeypatch.setattr(decision, "stored_model", lambda: keep_all)
-    monkeypatch.delenv("RAG_SUPPORT_MODEL", raising=False)
-    assert decide(flipped, 1, min_coverage=0.5).issue is not None  # not adopted: the rules
-    monkeypatch.setenv("RAG_SUPPORT_MODEL", "on")
-    assert decide(flipped, 1, min_coverage=0.5).issue is None
+    assert decided("") is not None  # not adopted: the rules
+    assert decided("on") is None
     adopted = Model(weights={}, bias=50.0, threshold=0.5, adopted=True)
     monkeypatch.setattr(decision, "stored_model", lambda: adopted)
-    monkeypatch.setenv("RAG_SUPPORT_MODEL", "off")
-    assert decide(flipped, 1, min_coverage=0.5).issue is not None
-    monkeypatch.delenv("RAG_SUPPORT_MODEL")
-    assert decide(flipped, 1, min_coverage=0.5).issue is None
+    assert decided("off") is not None
+    assert decided("") is None
 
 
 def test_fit_logistic_learns_the_sign_of_each_feature() -> None:

@@ -92,6 +92,31 @@ class Settings(BaseSettings):
         False, description="offline generator: match sentences to the question by meaning (local encoder)"
     )
 
+    # English tools and calibrated decisions: read where the pipeline is built (`open_tools`, the support
+    # check's options, the answer gate), handed down from there
+    wordnet_dir: str = Field(
+        "",
+        description="WordNet's files: this folder first, then the installed ones; 'off' turns WordNet off",
+    )
+    parser: str = Field("", description="'off' turns the dependency parser of the support check off")
+    encoder: str = Field("", description="'off' (or 0, false, no) turns the local sentence encoder off")
+    encoder_dir: str = Field(
+        "", description="the encoder's files in another folder ('off': none); empty: the installed package"
+    )
+    support_model: str = Field(
+        "",
+        description="the support check's calibrated model: 'on' uses it even when not adopted, 'off' keeps"
+        " the rules; empty: only when its weights say adopted",
+    )
+    support_word_similarity: float | None = Field(
+        None, description="support check: align words by meaning at this similarity; unset: off"
+    )
+    answer_gate: str = Field(
+        "",
+        description="offline answer gate: 'on' applies it even when not adopted, 'off' skips it; empty:"
+        " only when its weights say adopted",
+    )
+
     # models
     generation_model: str = DEFAULT_GENERATION_MODEL
     compression_model: str = DEFAULT_COMPRESSION_MODEL
@@ -190,6 +215,11 @@ class Settings(BaseSettings):
     def _voyage_root(cls, value: str) -> str:
         """The API root ending in /v1, whether or not it was given; a non-URL fails at startup."""
         return normalise_base_url(value)
+
+    @field_validator("support_word_similarity", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if value == "" else value
 
     @field_validator("mock", mode="before")
     @classmethod

@@ -4,6 +4,6 @@
 (`core.py`, `events.py`).
 
 May import: `rag.support`, `rag.reader`, `rag.language`, `rag.embeddings`, `rag.store`, and the top
-level (`types`, `errors`, `config`, `access`, `serialize`, `voyage`, `breaker`); never `rag.ingest`,
-`rag.api`, `rag.cli` or `rag.evals`.
+level (`types`, `errors`, `config`, `access`, `serialize`, `voyage`, `breaker`, `calibration`); never
+`rag.ingest`, `rag.api`, `rag.cli` or `rag.evals`.
 """

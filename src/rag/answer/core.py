@@ -31,6 +31,7 @@ from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import is_refusal
 from rag.answer.verify import verify
 from rag.language.lexicon import PLEASANTRY_RE
+from rag.support.check import CheckOptions
 from rag.types import (
     CUT_STOP_REASONS,
     Answer,
@@ -86,6 +87,7 @@ class Judge:
     min_overlap: float
     label: str = "draft 1"
     buffer: SentenceBuffer
+    support: CheckOptions | None = None  # the support check of native citations (None: its defaults)
     sentences: list[Sentence] = field(default_factory=list)
     dropped: list[Dropped] = field(default_factory=list)
     failed: list[Verdict] = field(default_factory=list)
@@ -123,7 +125,7 @@ class Judge:
 
     def _judge(self, draft: Draft) -> Event | None:
         started = time.perf_counter()
-        verdict = verify([draft], self.blocks, min_overlap=self.min_overlap)[0]
+        verdict = verify([draft], self.blocks, min_overlap=self.min_overlap, support=self.support)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
         self.history.append(summary(verdict, self.label))
         if verdict.ok:

@@ -43,16 +43,19 @@ from rag.answer.gates import (
     retrieval_gate,
     top_score,
 )
-from rag.answer.generate import Generator, make_generator
+from rag.answer.generate import Generator, make_generator, support_options, tools_for
 from rag.answer.parse import SentenceBuffer
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.answer.verify import feedback_lines
+from rag.calibration import Model
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
-from rag.reader.gate import Ranking, active_model, judge_answer
+from rag.language.tools import Tools, installed
+from rag.reader.gate import Ranking, active_model, assess
 from rag.store import Store, open_store
+from rag.support.check import CheckOptions, default_options
 from rag.types import (
     Answer,
     AskRecord,
@@ -139,6 +142,9 @@ class Pipeline:
     embedder: Embedder | None = None
     compressor: Compressor | None = None
     min_score: float | None = None
+    tools: Tools = field(default_factory=installed)  # English tools (the answer gate's encoder)
+    support: CheckOptions = field(default_factory=default_options)  # the support check of native citations
+    answer_gate: Model | None = field(default_factory=active_model)  # None: offline answers are not gated
 
     @property
     def reader(self) -> Reader:
@@ -281,16 +287,17 @@ class Pipeline:
         """The answer gate (`rag.reader.gate`) on the offline generator's choice: when the
         calibrated model finds the chosen sentence unlikely to answer the question, the plan refuses
         with `no_citations`, the closest passages and the reason. Only the offline path is gated (with
-        Claude the support check judges each sentence); `RAG_ANSWER_GATE=off` turns it off."""
+        Claude the support check judges each sentence); without `answer_gate` (`RAG_ANSWER_GATE=off`) none."""
         generator = self.generator
         if plan.refusal is not None or self.reader != "offline" or not isinstance(generator, Ranking):
             return
-        model = active_model()
+        model = self.answer_gate
         if model is None:
             return
         with _timed(plan.timings, "generate"):
             drafts = self.generator.generate(plan.question, plan.blocks).drafts
-            verdict = judge_answer(generator, plan.question, plan.blocks, [d.text for d in drafts], model)
+            texts = [d.text for d in drafts]
+            verdict = assess(generator, plan.question, plan.blocks, texts, model, tools=self.tools)
         if verdict is not None and not verdict.keep:
             plan.refusal = self._refusal(plan, "no_citations", f"{NO_CITATIONS_MESSAGE} {verdict.reason}")
 
@@ -311,6 +318,7 @@ class Pipeline:
             min_overlap=self.settings.min_overlap,
             label=label,
             buffer=SentenceBuffer(native=self.generator.native_citations),
+            support=self.support,
         )
 
     def _ending(self, plan: Plan, judge: Judge) -> list[Event]:
@@ -584,9 +592,11 @@ def build_pipeline(
     generator: Generator | None = None,
     reranker: Reranker | None = None,
 ) -> Pipeline:
-    """Wire the stages from settings: Claude when a key is set and MOCK is off, offline otherwise."""
+    """Wire the stages from settings: Claude when a key is set and MOCK is off, offline otherwise; the
+    English tools, the support check's options and the answer gate's model from the settings too."""
+    tools = tools_for(settings)
     if generator is None:
-        generator = make_generator(settings)
+        generator = make_generator(settings, tools)
     compressor: Compressor | None = None
     if settings.compress:
         if settings.use_claude:
@@ -602,4 +612,7 @@ def build_pipeline(
         embedder=make_embedder(settings),
         generator=generator,
         compressor=compressor,
+        tools=tools,
+        support=support_options(settings, tools),
+        answer_gate=active_model(settings.answer_gate),
     )

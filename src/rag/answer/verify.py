@@ -6,7 +6,7 @@ Per claim, grouped by block number, in order:
    offsets (`Claim.start`/`end`, relative to the text sent) when they hold it, else by search, exact
    first, then up to whitespace. Without a claimed span (inline contract) the span shown is an exact
    occurrence of the sentence in the chunk, else the chunk sentence with the highest overlap;
-3. gate two, support. Native: `support.judge`, the sentence against its own spans (attribution
+3. gate two, support. Native: `support.check.check`, the sentence against its own spans (attribution
    lead-in naming the cited document set aside; coverage, negation flips, swapped roles). Inline:
    substantive overlap (below) between the sentence and the whole chunk is at least `min_overlap`;
 4. addressed text: evidence that addresses an assistant ("ignore previous instructions", "tell the
@@ -34,7 +34,7 @@ from functools import lru_cache
 from rag.answer.parse import strip_markers
 from rag.language.injection import addressed_spans, overlaps_addressed
 from rag.language.text import sentence_spans, term_set
-from rag.support.check import judge
+from rag.support.check import CheckOptions, check
 from rag.support.figures import missing_figures
 from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
@@ -111,13 +111,19 @@ def overlap(sentence: str, source: str, *, common: frozenset[str] = frozenset())
     return len(wanted & term_set(source)) / len(wanted)
 
 
-def verify(drafts: Sequence[Draft], blocks: Sequence[Block], *, min_overlap: float) -> list[Verdict]:
+def verify(
+    drafts: Sequence[Draft],
+    blocks: Sequence[Block],
+    *,
+    min_overlap: float,
+    support: CheckOptions | None = None,
+) -> list[Verdict]:
     """One Verdict per draft, in order. Evidence is always `block.chunk.text`; `block.sent_text` is read
     only to interpret the provider's offsets. `min_overlap` is the inline contract's calibrated floor
-    (`Settings.min_overlap`)."""
+    (`Settings.min_overlap`); `support` the native contract's support check (None: its defaults)."""
     by_n = {block.n: block for block in blocks}
     common = common_terms(blocks)
-    return [_verify_one(draft, by_n, common, min_overlap) for draft in drafts]
+    return [_verify_one(draft, by_n, common, min_overlap, support) for draft in drafts]
 
 
 def feedback_lines(verdicts: Iterable[Verdict]) -> list[str]:
@@ -155,20 +161,26 @@ class _Unsupported:
     contradicts: bool = False
 
 
-def _verify_one(draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float) -> Verdict:
+def _verify_one(
+    draft: Draft,
+    by_n: dict[int, Block],
+    common: frozenset[str],
+    min_overlap: float,
+    support: CheckOptions | None,
+) -> Verdict:
     unverifiable = _unverifiable(draft, common)
     if unverifiable is not None:
         return unverifiable
-    issues, passed, unsupported = _judge_blocks(draft, by_n, common, min_overlap)
+    issues, passed, unsupported = _judge_blocks(draft, by_n, common, min_overlap, support)
     vetoes = [i for u in unsupported if u.contradicts for i in u.issues]
     if vetoes:  # a cited span that says the opposite withholds the sentence, whatever else supports it
         return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
     if not passed and len(unsupported) > 1:
-        passed = _merged(draft.text, unsupported, common)
+        passed = _merged(draft.text, unsupported, common, support)
     if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
     if passed:
-        passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common)
+        passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common, support)
         issues.extend(figure_issues)
     kept = {p.block.n for p in passed}
     issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
@@ -186,7 +198,11 @@ def _unverifiable(draft: Draft, common: frozenset[str]) -> Verdict | None:
 
 
 def _judge_blocks(
-    draft: Draft, by_n: dict[int, Block], common: frozenset[str], min_overlap: float
+    draft: Draft,
+    by_n: dict[int, Block],
+    common: frozenset[str],
+    min_overlap: float,
+    support: CheckOptions | None,
 ) -> tuple[list[Issue], list[_Passed], list[_Unsupported]]:
     """Each cited block judged alone (native spans if quoted, else inline): issues, passed, unsupported."""
     issues: list[Issue] = []
@@ -199,7 +215,7 @@ def _judge_blocks(
             continue
         quoted = [c for c in claims if c.cited_text is not None]
         result = (
-            _native(draft.text, block, quoted, common)
+            _native(draft.text, block, quoted, common, support)
             if quoted
             else _inline(draft.text, block, common, min_overlap)
         )
@@ -213,7 +229,11 @@ def _judge_blocks(
 
 
 def _figures_checked(
-    sentence: str, passed: list[_Passed], unsupported: list[_Unsupported], common: frozenset[str]
+    sentence: str,
+    passed: list[_Passed],
+    unsupported: list[_Unsupported],
+    common: frozenset[str],
+    support: CheckOptions | None,
 ) -> tuple[list[_Passed], list[Issue]]:
     """The passed blocks if their evidence states every figure of the sentence (alone, or merged with the
     unsupported spans); else no block passes and each carries a "figures" issue."""
@@ -222,7 +242,7 @@ def _figures_checked(
     if missing and unsupported and all(p.texts for p in passed):
         # a figure may come from a block that does not support the sentence alone (merged spans)
         parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
-        together = _merged(sentence, parts, common)
+        together = _merged(sentence, parts, common, support)
         if together and not missing_figures(together[0].sentence, [together[0].evidence]):
             return together, []
     if not missing:
@@ -252,7 +272,7 @@ def _citations(passed: Sequence[_Passed]) -> tuple[Citation, ...]:
 
 
 def _native(
-    sentence: str, block: Block, claims: Sequence[Claim], common: frozenset[str]
+    sentence: str, block: Block, claims: Sequence[Claim], common: frozenset[str], support: CheckOptions | None
 ) -> _Passed | _Unsupported | list[Issue]:
     """The block's cited spans located in the original chunk and judged against the sentence."""
     n, chunk_text = block.n, block.chunk.text
@@ -270,30 +290,36 @@ def _native(
     if not usable:
         return [*issues, Issue("addressed_text", f"[{n}] {ADDRESSED}")]
     texts = [chunk_text[s:e] for s, e in usable]
-    judgement = judge(sentence, texts, [block], common=common)
-    if not judgement.contradicts and len(texts) > 1:
+    decision = check(sentence, texts, [block], common=common, options=support)
+    if not decision.contradicts and len(texts) > 1:
         # each span alone may contradict the clause it is cited for, which the other spans hide
-        judgement = next(
-            (j for j in (judge(sentence, [t], [block], common=common) for t in texts) if j.contradicts),
-            judgement,
+        decision = next(
+            (
+                d
+                for d in (check(sentence, [t], [block], common=common, options=support) for t in texts)
+                if d.contradicts
+            ),
+            decision,
         )
-    if judgement.issue:
+    if decision.issue:
         return _Unsupported(
-            block, tuple(usable), tuple(texts), (*issues, judgement.issue), judgement.contradicts
+            block, tuple(usable), tuple(texts), (*issues, decision.issue), decision.contradicts
         )
-    return _Passed(block, tuple(usable), " ".join(texts), judgement.core, tuple(texts))
+    return _Passed(block, tuple(usable), " ".join(texts), decision.core, tuple(texts))
 
 
-def _merged(sentence: str, parts: Sequence[_Unsupported], common: frozenset[str]) -> list[_Passed]:
+def _merged(
+    sentence: str, parts: Sequence[_Unsupported], common: frozenset[str], support: CheckOptions | None
+) -> list[_Passed]:
     """A sentence that merges spans of several blocks, none enough alone, judged against all of them:
     when they support it together, each block whose spans share a term with the sentence passes."""
     texts = [t for u in parts for t in u.texts]
-    judgement = judge(sentence, texts, [u.block for u in parts], common=common)
-    if judgement.issue:
+    decision = check(sentence, texts, [u.block for u in parts], common=common, options=support)
+    if decision.issue:
         return []
-    wanted = term_set(judgement.core)
+    wanted = term_set(decision.core)
     return [
-        _Passed(u.block, u.spans, " ".join(texts), judgement.core, u.texts)
+        _Passed(u.block, u.spans, " ".join(texts), decision.core, u.texts)
         for u in parts
         if wanted & term_set(" ".join(u.texts))
     ]

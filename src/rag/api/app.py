@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException
 from rag import __version__
 from rag.access import Principal
 from rag.answer.events import Event
+from rag.answer.generate import tools_for
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
 from rag.api.feedback import ReaderStore, add_reader_routes
@@ -59,6 +60,7 @@ from rag.api.stream import EventStreamResponse, sse_stream
 from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
+from rag.language.tools import Tools, installed
 from rag.serialize import answer_json, chunk_json, document_json, usage_json
 from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document
@@ -208,25 +210,26 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal_error)
 
 
-def warm_up(qa: QAService) -> None:
+def warm_up(qa: QAService, tools: Tools | None = None) -> None:
     """Load what the first ask would otherwise load lazily (the general-English word list behind the
-    lexical reranker, the store's connection, WordNet's index when installed, and, for a generator
+    lexical reranker, the store's connection, WordNet's index when `tools` has it, and, for a generator
     with native citations, the dependency parser of the support check), so the first request after
     start is not the slow one. WordNet serves both paths (the support check's alignment and the
     offline generator's paraphrase alignment); the parser serves only the support check, which judges
     only native citations, so an offline server does not load it (seconds and about 130 MB).
+    `tools`: those the pipeline was built with (None: the installed ones).
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
-    from rag.language.syntax import warm as warm_parser
     from rag.language.text import english_frequency
-    from rag.language.wordnet import available as wordnet_available
 
+    tools = tools if tools is not None else installed()
     try:
         english_frequency("the")
-        wordnet_available()
-        if qa.generator.native_citations:
-            warm_parser()
+        if tools.wordnet is not None:
+            tools.wordnet.warm()
+        if qa.generator.native_citations and tools.parser is not None:
+            tools.parser.warm()
         qa.store.stats()
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
@@ -266,7 +269,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
-        await run_in_threadpool(warm_up, qa)
+        await run_in_threadpool(warm_up, qa, tools_for(settings))
         if freeze_heap:
             settle_heap()
         yield

@@ -1,9 +1,10 @@
 """Fit the answer gate (`rag.reader.gate`) on the development sets, never on holdout6.
 
 `python -m rag.evals.answer_fit [--write] [--rows FILE]` runs every development set offline with the
-gate off (`RAG_ANSWER_GATE=off`), and for every question the extractive generator answers measures the
-gate's features of its chosen sentence and labels the answer right or wrong by the eval runner's own
-rule (`Outcome.correct_answer`; an answer to an unanswerable or conflict question is wrong). It then
+gate off (`answer_gate="off"`, whatever `RAG_ANSWER_GATE` says), and for every question the
+extractive generator answers measures the gate's features of its chosen sentence and labels the answer
+right or wrong by the eval runner's own rule (`Outcome.correct_answer`; an answer to an unanswerable or
+conflict question is wrong). It then
 fits L2-regularised logistic regressions over standardised features (Newton's method, numpy, classes
 weighted equally) and picks the regularisation, the feature set (all, or the k best by greedy forward
 selection) and the inner precision target by leave-one-set-out cross-validation: each set is held out in
@@ -27,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +36,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag.calibration import Model
 from rag.evals.support_fit import class_weight, fit_logistic, forward_select, probabilities
-from rag.reader.gate import FEATURES, WEIGHTS_FILE, Model, Ranking, choice, measure, stored_model
+from rag.reader.gate import FEATURES, WEIGHTS_FILE, Ranking, choice, measure, stored_model
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +86,7 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0)
     from rag.evals.metrics import contains_fact
     from rag.evals.runner import corpus_store, outcome_of
 
-    os.environ["RAG_ANSWER_GATE"] = "off"
-    settings = load_settings(mock=True)
+    settings = load_settings(mock=True, answer_gate="off")
     rows: list[Row] = []
     for name, questions, corpus in sets:
         cases = load_golden(str(repo_root() / questions))
@@ -103,7 +103,7 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0)
                     picked = [c for c in ranked if c.text != skip][:others]
                     for c in picked:
                         right = case.label == "answer" and contains_fact(c.text, case.expect)
-                        x = measure(answer.question, answer.blocks, ranked, c, 1)
+                        x = measure(answer.question, answer.blocks, ranked, c, 1, tools=pipeline.tools)
                         rows.append(Row(name, case.id, case.label == "answer", right, x, chosen=False))
                 if answer.abstained:
                     continue
@@ -113,7 +113,7 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0)
                 if found is None:
                     continue
                 ranked, chosen = found
-                x = measure(answer.question, answer.blocks, ranked, chosen, len(texts))
+                x = measure(answer.question, answer.blocks, ranked, chosen, len(texts), tools=pipeline.tools)
                 label = case.label == "answer" and outcome.correct_answer
                 rows.append(Row(name, case.id, case.label == "answer", label, x))
         log.info("%s: %d answered", name, sum(r.group == name and r.chosen for r in rows))
@@ -343,7 +343,7 @@ def measure_set(name: str, questions: str, corpus: str, model: Model) -> dict[st
 
     answerable = sum(c.label == "answer" for c in load_golden(str(repo_root() / questions)))
     rows = collect([(name, questions, corpus)])
-    kept = [model.judge(r.x).keep for r in rows]
+    kept = [model.keeps(r.x) for r in rows]
     return set_figures(rows, kept, answerable)
 
 

@@ -104,8 +104,13 @@ def record_drafts(settings: Settings, cases: Sequence[GoldenCase]) -> list[Draft
     with corpus_store(settings, cases) as (store, _):
         pipeline = build_pipeline(settings, store=store)
         min_coverage = getattr(pipeline.generator, "min_coverage", None)
-        honest = OfflineGenerator() if min_coverage is None else OfflineGenerator(min_coverage=min_coverage)
-        faker = OfflineGenerator("unrelated", min_coverage=honest.min_coverage)
+        tools = pipeline.tools
+        honest = (
+            OfflineGenerator(tools=tools)
+            if min_coverage is None
+            else OfflineGenerator(min_coverage=min_coverage, tools=tools)
+        )
+        faker = OfflineGenerator("unrelated", min_coverage=honest.min_coverage, tools=tools)
         for case in cases:
             started = time.perf_counter()
             answer = pipeline.answer(case.question)

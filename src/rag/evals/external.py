@@ -283,9 +283,11 @@ def run_external(settings: Settings, name: str, *, limit: int | None = None) -> 
     if name == "conflicts":
         return {"set": name, **run_conflicts(load_conflicts(directory, limit=limit))}
     if name == "support":
+        from rag.answer.generate import support_options, tools_for
         from rag.evals.support import run_support
 
-        return run_support(min_overlap=settings.min_overlap, limit=limit)
+        support = support_options(settings, tools_for(settings))
+        return run_support(min_overlap=settings.min_overlap, limit=limit, support=support)
     from rag.errors import ConfigError
 
     raise ConfigError(f"unknown external set {name!r}")

@@ -20,6 +20,7 @@ from rag.answer.verify import verify
 from rag.evals.datasets import SUPPORT_SET, SupportCase, load_support, repo_root
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import parse_document
+from rag.support.check import CheckOptions
 from rag.types import Block, Chunk, Claim, Draft, Verdict
 
 CORPUS = "fixtures/corpus"
@@ -79,12 +80,14 @@ def _loose_chunk(doc: str, span: str, i: int) -> Chunk:
     return Chunk(chunk_id=f"{doc}#span{i}", doc_id=doc, title=doc, section="", text=span, end_char=len(span))
 
 
-def judge_case(case: SupportCase, *, min_overlap: float, corpus: str) -> SupportOutcome:
+def judge_case(
+    case: SupportCase, *, min_overlap: float, corpus: str, support: CheckOptions | None = None
+) -> SupportOutcome:
     blocks, claims = case_blocks(case, corpus)
     drafts = [replace(d, claims=tuple(claims)) for d in parse_inline(case.sentence)] or [
         Draft(text=case.sentence, claims=tuple(claims))
     ]
-    verdicts: list[Verdict] = verify(drafts, blocks, min_overlap=min_overlap)
+    verdicts: list[Verdict] = verify(drafts, blocks, min_overlap=min_overlap, support=support)
     kept = all(v.ok for v in verdicts)
     return SupportOutcome(case=case, kept=kept, issues=tuple(i for v in verdicts for i in v.issues))
 
@@ -113,11 +116,19 @@ def support_metrics(outcomes: Sequence[SupportOutcome]) -> dict[str, Any]:
     }
 
 
-def run_support(*, min_overlap: float, path: str = SUPPORT_SET, limit: int | None = None) -> dict[str, Any]:
-    """The support report, overall and per split (tune on "dev", report "test"), as a JSON-ready dict."""
+def run_support(
+    *,
+    min_overlap: float,
+    path: str = SUPPORT_SET,
+    limit: int | None = None,
+    support: CheckOptions | None = None,
+) -> dict[str, Any]:
+    """The support report, overall and per split (tune on "dev", report "test"), as a JSON-ready dict;
+    `support`: the support check's options (None: its defaults)."""
     corpus = str(repo_root() / CORPUS)
     outcomes = [
-        judge_case(c, min_overlap=min_overlap, corpus=corpus) for c in load_support(path, limit=limit)
+        judge_case(c, min_overlap=min_overlap, corpus=corpus, support=support)
+        for c in load_support(path, limit=limit)
     ]
     splits = sorted({o.case.split for o in outcomes})
     return {

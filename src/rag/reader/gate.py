@@ -12,9 +12,10 @@ retrieved blocks), and a small logistic model turns them into a probability of b
 
 The weights and the threshold are fitted on the development sets by `rag.evals.answer_fit` (threshold
 chosen by cross-validation grouped by set, so that precision when answered reaches 0.90 on a set the
-fit never saw) and stored in `gate_weights.json`. Below the threshold the pipeline refuses with
-`no_citations` and the closest passages (`Pipeline._gate_answer`). `RAG_ANSWER_GATE=off` turns the
-gate off (exactly the generator's answers), `=on` applies the stored model even when not adopted.
+fit never saw) and stored in `gate_weights.json` (a `rag.calibration.Model`). Below the threshold the
+pipeline refuses with `no_citations` and the closest passages (`Pipeline._gate_answer`). The pipeline
+is given the model `active_model` picks for the `RAG_ANSWER_GATE` setting: `off` turns the gate off
+(exactly the generator's answers), `on` applies the stored model even when not adopted.
 
 Only the offline path is gated: with Claude, the support check judges every sentence against its
 cited span, and the generator is not extractive, so these features do not describe its answers.
@@ -22,19 +23,18 @@ cited span, and the generator is not extractive, so these features do not descri
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from rag.language import meaning
+from rag.calibration import Model, in_use, load
+from rag.language.meaning import Meaning
 from rag.language.text import normalise, split_sentences
+from rag.language.tools import Tools, installed
 from rag.reader.answer_types import answer_type, type_match
 from rag.reader.offline import identifiers
 from rag.types import Block
@@ -92,7 +92,7 @@ class Ranking(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class GateDecision:
     """The gate's decision on one answer: keep it or not, with the probability and the threshold."""
 
     keep: bool
@@ -113,16 +113,20 @@ def _labelled(block: Block, sentence: str) -> str:
     return f"{where}: {sentence}" if where else sentence
 
 
-def _encode(texts: Sequence[str]) -> list[np.ndarray] | None:
+def _encode(meaning: Meaning | None, texts: Sequence[str]) -> list[np.ndarray] | None:
     """Unit vectors of `texts` (each cut to `_MAX_SENTENCE_CHARS`), through the shared cache of
-    `rag.language.meaning`; None when the encoder is not installed."""
+    `meaning`; None without the encoder."""
+    if meaning is None:
+        return None
     return meaning.vectors([t[:_MAX_SENTENCE_CHARS] for t in texts])
 
 
-def _meaning(question: str, chosen: str, others: Sequence[str]) -> tuple[float, float, float]:
+def _meaning(
+    meaning: Meaning | None, question: str, chosen: str, others: Sequence[str]
+) -> tuple[float, float, float]:
     """(cosine to the chosen sentence, its margin over the closest other sentence, 1 when none is closer);
-    (0, 0, 0) when the encoder is not installed."""
-    vectors = _encode([question, chosen, *others])
+    (0, 0, 0) without the encoder."""
+    vectors = _encode(meaning, [question, chosen, *others])
     if vectors is None:
         return 0.0, 0.0, 0.0
     q = vectors[0]
@@ -130,6 +134,11 @@ def _meaning(question: str, chosen: str, others: Sequence[str]) -> tuple[float, 
     best_other = max((float(v @ q) for v in vectors[2:]), default=-1.0)
     margin = own - best_other if others else 1.0 - own
     return own, margin, float(own >= best_other)
+
+
+def _meaning_of(tools: Tools | None) -> Meaning | None:
+    """The encoder's measurements of `tools` (None: the installed tools)."""
+    return (tools if tools is not None else installed()).meaning
 
 
 def _other_sentences(blocks: Sequence[Block], chosen_key: str) -> list[str]:
@@ -144,9 +153,16 @@ def _other_sentences(blocks: Sequence[Block], chosen_key: str) -> list[str]:
 
 
 def measure(
-    question: str, blocks: Sequence[Block], ranked: Sequence[Chosen], chosen: Chosen, sentences: int = 1
+    question: str,
+    blocks: Sequence[Block],
+    ranked: Sequence[Chosen],
+    chosen: Chosen,
+    sentences: int = 1,
+    *,
+    tools: Tools | None = None,
 ) -> dict[str, float]:
-    """Every feature of FEATURES for the answer whose first sentence is `chosen` (one of `ranked`)."""
+    """Every feature of FEATURES for the answer whose first sentence is `chosen` (one of `ranked`); the
+    meaning features by the encoder of `tools` (None: the installed tools; 0 without the encoder)."""
     by_n = {b.n: b for b in blocks}
     scores = sorted((b.score for b in blocks), reverse=True)
     top = scores[0] if scores else 0.0
@@ -158,8 +174,8 @@ def measure(
     asked_ids = identifiers(question)
     where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
     labelled = _labelled(block, chosen.text) if block is not None else chosen.text
-    meaning, meaning_margin, meaning_rank = _meaning(
-        question, labelled, _other_sentences(blocks, normalise(chosen.text))
+    closeness, meaning_margin, meaning_rank = _meaning(
+        _meaning_of(tools), question, labelled, _other_sentences(blocks, normalise(chosen.text))
     )
     return {
         "own_coverage": chosen.own_coverage,
@@ -175,7 +191,7 @@ def measure(
         "kind_fit": type_match(chosen.text, kind, question) if kind else 0.0,
         "asks_id": float(bool(asked_ids)),
         "names_id": float(bool(asked_ids) and asked_ids <= identifiers(f"{chosen.text} {where}")),
-        "meaning": meaning,
+        "meaning": closeness,
         "meaning_margin": meaning_margin,
         "meaning_rank": meaning_rank,
         "sentences": float(sentences),
@@ -196,74 +212,32 @@ def choice(
     return (ranked, chosen) if chosen is not None else None
 
 
-@dataclass(frozen=True, slots=True)
-class Model:
-    """A logistic model over standardised features: p = sigmoid(bias + sum w_f (x_f - mean_f) / scale_f)."""
-
-    weights: Mapping[str, float]
-    means: Mapping[str, float]
-    scales: Mapping[str, float]
-    bias: float
-    threshold: float
-    adopted: bool = False
-
-    def probability(self, features: Mapping[str, float]) -> float:
-        z = self.bias + sum(
-            w * (features.get(f, 0.0) - self.means.get(f, 0.0)) / (self.scales.get(f, 1.0) or 1.0)
-            for f, w in self.weights.items()
-        )
-        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
-
-    def judge(self, features: Mapping[str, float]) -> Verdict:
-        p = self.probability(features)
-        return Verdict(keep=p >= self.threshold, probability=p, threshold=self.threshold)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Model:
-        return cls(
-            weights={str(k): float(v) for k, v in data["weights"].items()},
-            means={str(k): float(v) for k, v in data.get("means", {}).items()},
-            scales={str(k): float(v) for k, v in data.get("scales", {}).items()},
-            bias=float(data["bias"]),
-            threshold=float(data["threshold"]),
-            adopted=data.get("adopted") is True,
-        )
-
-
-@lru_cache(maxsize=1)
 def stored_model() -> Model | None:
     """The model in `gate_weights.json`, None when the file is absent."""
-    if not WEIGHTS_FILE.is_file():
-        return None
-    return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
+    return load(WEIGHTS_FILE)
 
 
-def active_model() -> Model | None:
-    """The model the pipeline applies: the stored one when adopted, unless `RAG_ANSWER_GATE=off`;
-    `RAG_ANSWER_GATE=on` applies it even when not adopted (for measuring)."""
-    setting = os.environ.get("RAG_ANSWER_GATE", "").strip().lower()
-    if setting == "off":
-        return None
-    model = stored_model()
-    if model is not None and (model.adopted or setting == "on"):
-        return model
-    return None
+def active_model(setting: str = "") -> Model | None:
+    """The model the pipeline applies for the `RAG_ANSWER_GATE` setting (`Settings.answer_gate`, any
+    case): the stored one when adopted; none with "off"; with "on", the stored one even when not
+    adopted (for measuring)."""
+    return in_use(stored_model(), setting.strip().lower())
 
 
-def judge_answer(
+def assess(
     generator: Ranking,
     question: str,
     blocks: Sequence[Block],
     answer: Sequence[str],
-    model: Model | None = None,
-) -> Verdict | None:
-    """The verdict on an offline answer whose sentences are `answer`; None when nothing is judged (no
-    model active, or no answer)."""
-    model = model if model is not None else active_model()
-    if model is None:
-        return None
+    model: Model,
+    *,
+    tools: Tools | None = None,
+) -> GateDecision | None:
+    """The gate's decision by `model` on an offline answer whose sentences are `answer` (its meaning
+    features measured with `tools`, see `measure`); None when there is no answer to decide on."""
     found = choice(generator, question, blocks, answer)
     if found is None:
         return None
     ranked, chosen = found
-    return model.judge(measure(question, blocks, ranked, chosen, len(answer)))
+    p = model.probability(measure(question, blocks, ranked, chosen, len(answer), tools=tools))
+    return GateDecision(keep=p >= model.threshold, probability=p, threshold=model.threshold)

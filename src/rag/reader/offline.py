@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
 
-from rag.language import meaning, wordnet
 from rag.language.injection import is_addressed
 from rag.language.lexicon import (
     ANAPHOR_RE,
@@ -43,6 +42,7 @@ from rag.language.lexicon import (
     WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
+from rag.language.meaning import Matrix, Meaning
 from rag.language.numbers import find_numbers
 from rag.language.text import (
     content_words,
@@ -55,6 +55,8 @@ from rag.language.text import (
     terms,
     tokens,
 )
+from rag.language.tools import Tools, installed
+from rag.language.wordnet import WordNet
 from rag.reader.answer_types import (
     QUANTITY_KINDS,
     AnswerType,
@@ -132,7 +134,7 @@ PROPOSAL_PENALTY = 0.5
 # IDF) counts as covered by a sentence or its context that writes a word one WordNet link away from
 # it (sharing a sense, a derived form, a direct hypernym: "thrown away" / "discarded", "delete" /
 # "erase"), at this share of the word's weight (an exact match counts fully); only with WordNet's
-# data installed (`wordnet.available()`). Aligning words the blocks do write too, or following
+# data installed (`Tools.wordnet`). Aligning words the blocks do write too, or following
 # hyponyms, answered with neighbours of the answer on the held-out sets (docs/eval.md, round 4).
 ALIGN_WEIGHT = 0.7
 # Only the first senses of each part of speech are followed (WordNet lists the most used first):
@@ -314,6 +316,7 @@ class OfflineGenerator:
         min_coverage: float = MIN_COVERAGE,
         max_sentences: int = MAX_SENTENCES,
         meaning: bool = False,
+        tools: Tools | None = None,
     ) -> None:
         self.fabricate: Fabrication = fabricate
         self.min_coverage = min_coverage
@@ -321,6 +324,8 @@ class OfflineGenerator:
         # the meaning pass and the relatedness veto (`_by_meaning`, `_related`; the local sentence
         # encoder): off unless asked for, see `Settings.offline_meaning`
         self.meaning = meaning
+        # WordNet (the paraphrase alignment) and the encoder (the meaning pass); None: the installed ones
+        self.tools = tools if tools is not None else installed()
 
     def generate(
         self,
@@ -364,7 +369,7 @@ class OfflineGenerator:
         """Every distinct block sentence that answers the question (see the class doc), scored. When
         no sentence answers on words, the sentences closest to the question in meaning are tried
         again with the question words they do not write counted as paraphrased (see `_by_meaning`)."""
-        ask = _read_question(question, blocks)
+        ask = _read_question(question, blocks, self.tools.wordnet)
         if ask is None:
             return []
         leads = _leads(blocks)
@@ -372,7 +377,7 @@ class OfflineGenerator:
         read = [(block, r) for block in blocks for r in _readings(ask, block, leads.get(block.n, ""))]
         found = self._collect(ask, [(b, r, 0.0) for b, r in read], variants)
         if self.meaning:
-            found = self._by_meaning_too(ask, read, blocks, _related(ask, found))
+            found = self._by_meaning_too(ask, read, blocks, _related(self.tools.meaning, ask, found))
         return [c for c in found.values() if not _shared_across_subjects(ask, c, blocks, leads)]
 
     def _by_meaning_too(
@@ -387,12 +392,13 @@ class OfflineGenerator:
         if found or not read:
             return found
         unwritten = _unwritten(ask.weights.keys(), blocks)
-        if _foreign_names(ask.question, unwritten - ask.typed):
+        if _foreign_names(self.tools.wordnet, ask.question, unwritten - ask.typed):
             return found
         # the words no block writes are the asker's own: the subject is what the blocks do write
         meant = replace(ask, aligned={**{t: frozenset() for t in unwritten}, **ask.aligned})
-        found = self._collect(meant, _by_meaning(meant, read), _variants(meant))
-        return {} if _meanings_tie(ask.question, found) else found
+        meaning = self.tools.meaning
+        found = self._collect(meant, _by_meaning(meaning, meant, read), _variants(meant))
+        return {} if _meanings_tie(meaning, ask.question, found) else found
 
     def _collect(
         self,
@@ -471,10 +477,10 @@ class OfflineGenerator:
         return bool(c.own - covered) or c.own_coverage >= EXTRA_RATIO * best.own_coverage
 
 
-def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
+def _read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) -> _Ask | None:
     """The question's weighted terms (IDF over the blocks; kind-naming words and words of the
     situation described before the asking sentence discounted), or None when it has no content term
-    or there are no blocks. The asked kind is read from the asking sentence."""
+    or there are no blocks. The asked kind is read from the asking sentence; `wn` aligns its words."""
     # the verb of using a named thing ("call flash()", "run ``celery purge``") adds no topic of its own
     q_terms = [t for t in question_terms(question) if t not in _usage_verbs(question)]
     if not q_terms or not blocks:
@@ -522,15 +528,15 @@ def _read_question(question: str, blocks: Sequence[Block]) -> _Ask | None:
         code_noun=term_set(code_kind(question)) if kind == "code" else frozenset(),
         noun="" if kind else asked_noun(asking),
         condition=_condition_terms(asking, weights.keys() - typed),
-        aligned=_alignments(question, _unwritten(weights.keys(), blocks)),
+        aligned=_alignments(wn, question, _unwritten(weights.keys(), blocks)),
     )
 
 
-def _alignments(question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
+def _alignments(wn: WordNet | None, question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
     """For each question term, the stems of the words one WordNet link away from its word, or from
     the phrase it starts ("thrown away" -> "discard", "dispose", ...); empty without WordNet. Numbers
     and identifiers never align; stop words are no question terms."""
-    if not wordnet.available():
+    if wn is None:
         return _NO_ALIGNMENT
     words = _tokens(question)
     found: dict[str, set[str]] = {}
@@ -538,11 +544,11 @@ def _alignments(question: str, keys: Set[str]) -> Mapping[str, frozenset[str]]:
         t = stem(word)
         if t not in keys or not word.isalpha() or find_numbers(word):
             continue  # a figure, a number word ("ten", "first") or an identifier's part
-        lemmas = set(wordnet.related(word, ALIGN_SENSES))
+        lemmas = set(wn.related(word, ALIGN_SENSES))
         for pos in ("verb", "noun"):
-            phrase = wordnet.phrase_lemma(tuple(words[i : i + 2]), pos)
+            phrase = wn.phrase_lemma(tuple(words[i : i + 2]), pos)
             if phrase:
-                lemmas |= wordnet.related(phrase, ALIGN_SENSES)
+                lemmas |= wn.related(phrase, ALIGN_SENSES)
                 if stem(words[i + 1]) in keys:
                     found.setdefault(stem(words[i + 1]), set()).update(_stems(lemmas))
         found.setdefault(t, set()).update(_stems(lemmas))
@@ -769,13 +775,20 @@ def _readings(ask: _Ask, block: Block, lead: str = "") -> Iterator[_Reading]:
         )
 
 
-def _by_meaning(ask: _Ask, read: Sequence[tuple[Block, _Reading]]) -> list[tuple[Block, _Reading, float]]:
+def _similarities(meaning: Meaning | None, question: str, texts: Sequence[str]) -> Matrix | None:
+    """The encoder's similarity of each text to the question; None without it."""
+    return meaning.similarities(question, texts) if meaning is not None else None
+
+
+def _by_meaning(
+    meaning: Meaning | None, ask: _Ask, read: Sequence[tuple[Block, _Reading]]
+) -> list[tuple[Block, _Reading, float]]:
     """The readings whose sentence (with its label) is within MEANING_MARGIN of the closest in meaning
     to the question and at least MIN_MEANING close, each with the topic words its context does not
     write counted as covered by paraphrase (`via`: ALIGN_WEIGHT, and never the subject itself, see
     `_subject_in_own_words`); empty without the encoder. The binding rules then decide as for words."""
     texts = [_meaning_text(r.sentence, b.chunk.title) for b, r in read]
-    sims = meaning.similarities(ask.question, texts)
+    sims = _similarities(meaning, ask.question, texts)
     if sims is None or not len(sims):
         return []
     best = float(sims.max())
@@ -794,7 +807,7 @@ def _by_meaning(ask: _Ask, read: Sequence[tuple[Block, _Reading]]) -> list[tuple
     return out
 
 
-def _related(ask: _Ask, found: dict[str, _Candidate]) -> dict[str, _Candidate]:
+def _related(meaning: Meaning | None, ask: _Ask, found: dict[str, _Candidate]) -> dict[str, _Candidate]:
     """`found`, or nothing when the question asks no kind of value and not whether something holds,
     and the best-ranked candidate is less than MIN_RELATED close to it in meaning: a description
     chosen because its words happen to be the question's ("support for measuring processes started
@@ -804,7 +817,7 @@ def _related(ask: _Ask, found: dict[str, _Candidate]) -> dict[str, _Candidate]:
     if not found or ask.kind or ask.required or ask.yes_no:
         return found
     best = min(found.values(), key=_rank_key)
-    sims = meaning.similarities(ask.question, [best.said])
+    sims = _similarities(meaning, ask.question, [best.said])
     if sims is None or float(sims[0]) >= MIN_RELATED:
         return found
     return {}
@@ -815,19 +828,19 @@ def _rank_key(c: _Candidate) -> tuple[float, float, tuple[int, int]]:
     return (-c.rank, -c.own_coverage, c.order)
 
 
-def _meanings_tie(question: str, found: Mapping[str, _Candidate]) -> bool:
+def _meanings_tie(meaning: Meaning | None, question: str, found: Mapping[str, _Candidate]) -> bool:
     """Two different sentences matched by meaning are within UNSURE_MARGIN of each other in meaning
     (two permits' prices for "the fine for parking without one"): neither is the answer."""
     if len(found) < 2:
         return False
-    sims = meaning.similarities(question, [c.said for c in found.values()])
+    sims = _similarities(meaning, question, [c.said for c in found.values()])
     if sims is None:
         return False
     top = sorted((float(x) for x in sims), reverse=True)
     return top[0] - top[1] < UNSURE_MARGIN
 
 
-def _foreign_names(question: str, unwritten: Set[str]) -> frozenset[str]:
+def _foreign_names(wn: WordNet | None, question: str, unwritten: Set[str]) -> frozenset[str]:
     """The question words no block writes that general English rarely uses (below EVERYDAY_FREQUENCY)
     and WordNet does not know ("telnet", "CVE"): names of things the blocks do not cover, not the
     asker's wording of what they say; meaning must not stand for them. Without WordNet every rare
@@ -838,7 +851,7 @@ def _foreign_names(question: str, unwritten: Set[str]) -> frozenset[str]:
         if stem(word) in unwritten
         and word.isalpha()
         and english_frequency(word) < EVERYDAY_FREQUENCY
-        and not wordnet.parts_of_speech(word)
+        and not (wn is not None and wn.parts_of_speech(word))
     )
 
 

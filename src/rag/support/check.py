@@ -11,7 +11,7 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    has and the sentence drops ("must" / "must not", "no longer", "cannot"); the entities of the span
    in swapped roles ("admins invite members" / "members invite admins"); a subject the span does not
    name. Changed figures are judged by `figures.missing_figures` on the same span.
-4. alignment (with WordNet's data installed, the `lexical` extra; `wordnet.available()`): each content
+4. alignment (with WordNet's data installed, the `lexical` extra; `Tools.wordnet`): each content
    word of the sentence is aligned to the span by stem, by a shared WordNet sense, or as an acronym of
    a run of words. A sentence word left unaligned that stands where an unaligned span word stood (next
    to the same aligned word) replaces it: when the two are WordNet antonyms ("downloads" / "uploads")
@@ -20,7 +20,7 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    notified" / "its creator is notified"). A capitalised name the span lacks, while the span has a
    name the sentence lacks, is another subject wherever it stands. Verbs are left to paraphrase:
    WordNet's verb senses are too narrow to tell a paraphrase ("switched on" / "enabled") from a change.
-5. frames (with a dependency parser installed, the `parse` extra; `syntax.available()`): each predicate of
+5. frames (with a dependency parser installed, the `parse` extra; `Tools.parser`): each predicate of
    the sentence is compared with the span's instances of the same predicate: the other polarity ("they
    expire" / "days do not expire"), a subject or object given to a word the span names in another role
    (a swap: "finance approves the claim" / "your manager approves the claim ... approval from finance"),
@@ -29,24 +29,26 @@ The API guarantees that `cited_text` is in the document; what is left to judge i
    owner" / "organisation owner"). The parser also vetoes a substitution of (4) between words it tags
    as a verb and a word of another part of speech ("in a row" / "is disabled"), or as two verbs.
    Without the parser, (5) is skipped and the check runs as before.
-6. meaning (with the sentence encoder installed, `meaning.available()`): words left unaligned by (4) may
-   align by their contextual vectors (`MIN_WORD_SIMILARITY`, off: on dev a sibling in a word's place is
-   as alike as a paraphrase), and the sentence-to-span similarities are signals for the calibrated model
-   (measured only when it decides). Without the encoder, or with `RAG_ENCODER=off`, nothing changes.
-`signals` measures all of the above for one sentence (no rule stops the others); `support_model.decide`
+6. meaning (with the sentence encoder installed, `Tools.meaning`): words left unaligned by (4) may
+   align by their contextual vectors (`CheckOptions.min_word_similarity`, off: on dev a sibling in a
+   word's place is as alike as a paraphrase), and the sentence-to-span similarities are signals for the
+   calibrated model (measured only when it decides). Without the encoder, or with `RAG_ENCODER=off`,
+   nothing changes.
+`signals` measures all of the above for one sentence (no rule stops the others); `decision.decide`
 turns the measurements into the verdict (the hand rules, in the order above, or a calibrated model).
+The tools, the model and the alignment threshold come in one `CheckOptions` (built from `Settings` where
+the pipeline is built); a caller that passes none gets `default_options()`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from rag.language import meaning, syntax, wordnet
+from rag.calibration import Model
 from rag.language.lexicon import (
     COMPOUND_PREPOSITION_HEADS,
     COMPOUND_PREPOSITION_TAILS,
@@ -57,17 +59,37 @@ from rag.language.lexicon import (
     SCOPE_GROUPS,
     SOURCE_VERBS,
 )
+from rag.language.meaning import Matrix, Meaning
 from rag.language.numbers import find_numbers
 from rag.language.quantities import find_quantities
+from rag.language.syntax import EMPTY, Analysis, Frame, Parser
 from rag.language.text import STOP_WORDS, stem, term_set, terms
-from rag.support.decision import Judgement, Signals, decide, uses_model
+from rag.language.tools import Tools, installed
+from rag.language.wordnet import WordNet
+from rag.support.decision import Decision, Signals, active_model, decide
 from rag.support.figures import missing_figures
 from rag.types import Block
 
-__all__ = ["Judgement", "Signals", "judge", "misattribution", "signals", "strip_attribution"]
+__all__ = [
+    "CheckOptions",
+    "Decision",
+    "Signals",
+    "check",
+    "default_options",
+    "misattribution",
+    "signals",
+    "strip_attribution",
+]
 
 # Calibrated on fixtures/support/claims.jsonl (dev split), see docs/eval.md.
 MIN_COVERAGE = 0.5
+# Contextual similarity at which two words left unaligned by stem and WordNet align by meaning (the
+# encoder's token vectors). Off by default: on dev no threshold separates a faithful paraphrase from a
+# sibling put in its place (faithful "newer" / "higher" 0.59; harmful "newest" / "oldest" and "email" /
+# "message" 0.66; names, left out anyway, "SMS" / "text" 0.77, "October" / "September" 0.75), so every value
+# tried traded faithful kept for harmful shown one for one or worse (docs/eval.md, fifth round).
+# `RAG_SUPPORT_WORD_SIMILARITY=0.7` (`CheckOptions.min_word_similarity`) turns it on for a measurement.
+MIN_WORD_SIMILARITY: float | None = None
 
 # Words that refer to a document in general: a lead-in naming only these refers to the cited block.
 _GENERIC_SOURCE = frozenset(term_set(GENERIC_SOURCE_WORDS))
@@ -150,19 +172,43 @@ def strip_attribution(sentence: str, block: Block) -> str:
     return sentence
 
 
-def judge(
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CheckOptions:
+    """What the check reads besides its texts: the English tools, the decision model (None: the hand
+    rules, `decision.rules`) and the similarity at which words align by meaning (None: not at all)."""
+
+    tools: Tools
+    model: Model | None = None
+    min_word_similarity: float | None = MIN_WORD_SIMILARITY
+
+
+@lru_cache(maxsize=1)
+def default_options() -> CheckOptions:
+    """The options of a caller that passes none: the installed tools, the stored model only when it was
+    adopted (`decision.active_model`), no alignment by meaning."""
+    return CheckOptions(tools=installed(), model=active_model())
+
+
+def _or_default(options: CheckOptions | None) -> CheckOptions:
+    return options if options is not None else default_options()
+
+
+def check(
     sentence: str,
     spans: Sequence[str],
     blocks: Sequence[Block],
     *,
     common: frozenset[str] = frozenset(),
     min_coverage: float = MIN_COVERAGE,
-) -> Judgement:
+    options: CheckOptions | None = None,
+) -> Decision:
     """Whether `sentence` says what `spans` (verbatim text of the `blocks`' chunks) say (module docstring).
     `common` holds the request's topic terms (in most blocks): naming one of those is not naming another
-    subject. Issues name the first block. The verdict is `support_model.decide` over `signals`."""
-    measured = signals(sentence, spans, blocks, common=common)
-    return decide(measured, blocks[0].n, min_coverage=min_coverage)
+    subject. Issues name the first block. The verdict is `decision.decide` over `signals`, with the
+    model of `options` (None: `default_options()`)."""
+    options = _or_default(options)
+    measured = signals(sentence, spans, blocks, common=common, options=options)
+    return decide(measured, blocks[0].n, min_coverage=min_coverage, model=options.model)
 
 
 def signals(
@@ -172,11 +218,15 @@ def signals(
     *,
     common: frozenset[str] = frozenset(),
     with_meaning: bool | None = None,
+    options: CheckOptions | None = None,
 ) -> Signals:
     """Every signal of the check for `sentence` against `spans` (no rule stops the others, except a
-    lead-in naming another document and a sentence with nothing to judge, which need no more).
-    `with_meaning`: measure the encoder's `meaning` and `word_meaning` (only the calibrated model reads
-    them; by default, only when `decide` will use it, so the rules' path encodes nothing for them)."""
+    lead-in naming another document and a sentence with nothing to judge, which need no more), with the
+    tools of `options` (None: `default_options()`). `with_meaning`: measure the encoder's `meaning` and
+    `word_meaning` (only the calibrated model reads them; by default, only when `options` has a model,
+    so the rules' path encodes nothing for them)."""
+    options = _or_default(options)
+    wn, parser = options.tools.wordnet, options.tools.parser
     core = sentence
     for block in blocks:
         core = strip_attribution(core, block)
@@ -191,17 +241,17 @@ def signals(
     span_terms = term_set(evidence)
     found = span_terms | context
     stem_coverage = len(wanted & found) / len(wanted)
-    aligned, unaligned = _aligned_share(core, evidence, context)
-    substituted = _substituted(core, evidence, context)
+    aligned, unaligned = _aligned_share(core, evidence, context, options)
+    substituted = _substituted(core, evidence, context, options)
     vetoed = False
     if (
         substituted
         and substituted[2] != "antonym"
-        and _other_kinds(substituted[0], core, substituted[1], evidence)
+        and _other_kinds(parser, substituted[0], core, substituted[1], evidence)
     ):
         substituted, vetoed = None, True  # the parser tags the two words as different kinds, or both as verbs
-    wanted_meaning = uses_model() if with_meaning is None else with_meaning
-    measured_meaning = _meaning_signals(core, evidence, context) if wanted_meaning else (0.0, 1.0)
+    wanted_meaning = options.model is not None if with_meaning is None else with_meaning
+    measured_meaning = _meaning_signals(core, evidence, context, options) if wanted_meaning else (0.0, 1.0)
     return Signals(
         core=core,
         lead_in=core != sentence,
@@ -219,29 +269,41 @@ def signals(
         substituted=substituted,
         substitution_vetoed=vetoed,
         swapped=_swapped(core, evidence),
-        frames=_frame_conflicts(core, evidence, context | common),
+        frames=_frame_conflicts(parser, wn, core, evidence, context | common),
         missing_figures=len(missing_figures(core, [evidence])),
         meaning=measured_meaning[0],
         word_meaning=measured_meaning[1],
     )
 
 
-def _meaning_signals(sentence: str, evidence: str, context: frozenset[str]) -> tuple[float, float]:
+def _meaning_signals(
+    sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> tuple[float, float]:
     """`meaning` and `word_meaning` of `Signals` (their defaults, 0.0 and 1.0, without the encoder; the
     second also without WordNet, which decides the words left unaligned)."""
-    whole = meaning.similarity(sentence, evidence)
-    if whole is None:
+    meaning = options.tools.meaning
+    whole = meaning.similarity(sentence, evidence) if meaning is not None else None
+    if meaning is None or whole is None:
         return 0.0, 1.0
-    if not wordnet.available():
-        return whole, 1.0
-    a = _alignment(sentence, evidence, context)
+    return whole, _word_meaning(meaning, sentence, evidence, context, options)
+
+
+def _word_meaning(
+    meaning: Meaning, sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> float:
+    """The lowest best contextual similarity of a sentence word left unaligned to any span word; 1.0
+    when every word aligned, or without WordNet."""
+    wn = options.tools.wordnet
+    if wn is None:
+        return 1.0
+    a = _alignment(wn, sentence, evidence, context, options)
     loose = [w for w, ok in zip(a.said, a.said_aligned, strict=True) if not ok]
     if not loose or not a.source:
-        return whole, 1.0
+        return 1.0
     sims = meaning.word_similarities(
         sentence, [(w.start, w.end) for w in loose], evidence, [(w.start, w.end) for w in a.source]
     )
-    return whole, float(sims.max(axis=1).min()) if sims is not None else 1.0
+    return float(sims.max(axis=1).min()) if sims is not None else 1.0
 
 
 def _capitalised(text: str) -> str:
@@ -462,33 +524,38 @@ def _align_words(text: str) -> list[_Word]:
 
 
 @lru_cache(maxsize=65536)
-def _sense_stems(word: str) -> frozenset[str]:
-    """Stems of the one-word synonyms of `word` and the stem sets of its multiword ones ("turn down")."""
-    return frozenset(stem(w) for w in wordnet.synonyms(word) if " " not in w and "-" not in w)
+def _sense_stems(wn: WordNet | None, word: str) -> frozenset[str]:
+    """Stems of the one-word synonyms of `word` (none without WordNet)."""
+    if wn is None:
+        return frozenset()
+    return frozenset(stem(w) for w in wn.synonyms(word) if " " not in w and "-" not in w)
 
 
 @lru_cache(maxsize=65536)
-def _antonym_stems(word: str) -> frozenset[str]:
-    return frozenset(stem(w) for w in wordnet.antonyms(word) if " " not in w)
+def _antonym_stems(wn: WordNet, word: str) -> frozenset[str]:
+    return frozenset(stem(w) for w in wn.antonyms(word) if " " not in w)
 
 
 @lru_cache(maxsize=65536)
-def _phrases(word: str) -> tuple[frozenset[str], ...]:
+def _phrases(wn: WordNet, word: str) -> tuple[frozenset[str], ...]:
+    """The stem sets of the multiword synonyms of `word` ("turn down")."""
     return tuple(
         frozenset(stem(p) for p in w.replace("-", " ").split() if p not in STOP_WORDS)
-        for w in wordnet.synonyms(word)
+        for w in wn.synonyms(word)
         if " " in w or "-" in w
     )
 
 
-def _aligns(word: _Word, stems: frozenset[str], senses: frozenset[str], initials: frozenset[str]) -> bool:
+def _aligns(
+    wn: WordNet, word: _Word, stems: frozenset[str], senses: frozenset[str], initials: frozenset[str]
+) -> bool:
     """Whether `word` has a counterpart among `stems` (the other text's stems; `senses`: their synonyms;
     `initials`: the initials of its runs of words, for an acronym: "IdP" / "identity provider")."""
     if word.stem in stems or word.stem in senses or word.lower in initials:
         return True
-    if _sense_stems(word.lower) & stems:
+    if _sense_stems(wn, word.lower) & stems:
         return True
-    return any(p and p <= stems for p in _phrases(word.lower))
+    return any(p and p <= stems for p in _phrases(wn, word.lower))
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,33 +566,22 @@ class _Alignment:
     source_aligned: list[bool]
 
 
-def _alignment(sentence: str, evidence: str, context: frozenset[str]) -> _Alignment:
+def _alignment(
+    wn: WordNet, sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> _Alignment:
     said, source = _align_words(sentence), _align_words(evidence)
     source_stems = frozenset(w.stem for w in source)
     said_stems = frozenset(w.stem for w in said)
-    source_senses = frozenset().union(*(_sense_stems(w.lower) for w in source)) if source else frozenset()
-    said_senses = frozenset().union(*(_sense_stems(w.lower) for w in said)) if said else frozenset()
-    said_aligned = [_aligns(w, source_stems | context, source_senses, _initials(evidence)) for w in said]
-    source_aligned = [_aligns(w, said_stems, said_senses, _initials(sentence)) for w in source]
-    _align_by_meaning(sentence, said, said_aligned, evidence, source, source_aligned)
+    source_senses = frozenset().union(*(_sense_stems(wn, w.lower) for w in source)) if source else frozenset()
+    said_senses = frozenset().union(*(_sense_stems(wn, w.lower) for w in said)) if said else frozenset()
+    said_aligned = [_aligns(wn, w, source_stems | context, source_senses, _initials(evidence)) for w in said]
+    source_aligned = [_aligns(wn, w, said_stems, said_senses, _initials(sentence)) for w in source]
+    _align_by_meaning(options, sentence, said, said_aligned, evidence, source, source_aligned)
     return _Alignment(said, source, said_aligned, source_aligned)
 
 
-# Contextual similarity at which two words left unaligned by stem and WordNet align by meaning (the
-# encoder's token vectors). Off by default: on dev no threshold separates a faithful paraphrase from a
-# sibling put in its place (faithful "newer" / "higher" 0.59; harmful "newest" / "oldest" and "email" /
-# "message" 0.66; names, left out anyway, "SMS" / "text" 0.77, "October" / "September" 0.75), so every value
-# tried traded faithful kept for harmful shown one for one or worse (docs/eval.md, fifth round).
-# `RAG_SUPPORT_WORD_SIMILARITY=0.7` turns it on for a measurement.
-MIN_WORD_SIMILARITY: float | None = None
-
-
-def _min_word_similarity() -> float | None:
-    setting = os.environ.get("RAG_SUPPORT_WORD_SIMILARITY", "")
-    return float(setting) if setting else MIN_WORD_SIMILARITY
-
-
 def _align_by_meaning(
+    options: CheckOptions,
     sentence: str,
     said: list[_Word],
     said_aligned: list[bool],
@@ -534,10 +590,10 @@ def _align_by_meaning(
     source_aligned: list[bool],
 ) -> None:
     """Align, in place, the sentence words still unaligned to unaligned span words whose contextual
-    vectors are at least `MIN_WORD_SIMILARITY` alike, greedily, most similar pair first, one to one.
-    Names are left out (a name for another name is another entity, however alike their vectors)."""
-    threshold = _min_word_similarity()
-    if threshold is None or not meaning.available():
+    vectors are at least `options.min_word_similarity` alike, greedily, most similar pair first, one to
+    one. Names are left out (a name for another name is another entity, however alike their vectors)."""
+    threshold, meaning = options.min_word_similarity, options.tools.meaning
+    if threshold is None or meaning is None or not meaning.available():
         return
     mine = [i for i, w in enumerate(said) if not said_aligned[i] and not w.capital]
     theirs = [j for j, w in enumerate(source) if not source_aligned[j] and not w.capital]
@@ -551,11 +607,19 @@ def _align_by_meaning(
     )
     if sims is None:
         return
-    pairs = sorted(
-        ((float(sims[a, b]), a, b) for a in range(len(mine)) for b in range(len(theirs))), reverse=True
-    )
+    for a, b in _greedy_pairs(sims, threshold):
+        said_aligned[mine[a]] = True
+        source_aligned[theirs[b]] = True
+
+
+def _greedy_pairs(sims: Matrix, threshold: float) -> list[tuple[int, int]]:
+    """(row, column) pairs of `sims` at least `threshold` alike, most similar first, each row and column
+    in one pair at most."""
+    rows, columns = sims.shape
+    pairs = sorted(((float(sims[a, b]), a, b) for a in range(rows) for b in range(columns)), reverse=True)
     used_a: set[int] = set()
     used_b: set[int] = set()
+    out: list[tuple[int, int]] = []
     for sim, a, b in pairs:
         if sim < threshold:
             break
@@ -563,8 +627,8 @@ def _align_by_meaning(
             continue
         used_a.add(a)
         used_b.add(b)
-        said_aligned[mine[a]] = True
-        source_aligned[theirs[b]] = True
+        out.append((a, b))
+    return out
 
 
 MAX_ACRONYM = 6
@@ -578,43 +642,52 @@ def _initials(text: str) -> frozenset[str]:
     )
 
 
-def _neighbour_stems(words: list[_Word], aligned: list[bool], at: int, step: int) -> frozenset[str]:
+def _neighbour_stems(
+    wn: WordNet, words: list[_Word], aligned: list[bool], at: int, step: int
+) -> frozenset[str]:
     """The stem (and synonyms) of the nearest aligned word before (`step` -1) or after (+1) `at`."""
     i = at + step
     while 0 <= i < len(words):
         if aligned[i]:
-            return frozenset({words[i].stem}) | _sense_stems(words[i].lower)
+            return frozenset({words[i].stem}) | _sense_stems(wn, words[i].lower)
         i += step
     return frozenset()
 
 
-def _same_slot(a: _Alignment, i: int, j: int) -> bool:
+def _same_slot(wn: WordNet, a: _Alignment, i: int, j: int) -> bool:
     """Whether sentence word `i` and span word `j` stand by the same aligned word (the nearest aligned
     word on either side of each): "with approval from finance" / "with your manager's approval"."""
-    mine = _neighbour_stems(a.said, a.said_aligned, i, -1) | _neighbour_stems(a.said, a.said_aligned, i, 1)
-    theirs = _neighbour_stems(a.source, a.source_aligned, j, -1)
-    theirs |= _neighbour_stems(a.source, a.source_aligned, j, 1)
+    mine = _neighbour_stems(wn, a.said, a.said_aligned, i, -1)
+    mine |= _neighbour_stems(wn, a.said, a.said_aligned, i, 1)
+    theirs = _neighbour_stems(wn, a.source, a.source_aligned, j, -1)
+    theirs |= _neighbour_stems(wn, a.source, a.source_aligned, j, 1)
     return bool(mine & theirs)
 
 
-def _aligned_share(sentence: str, evidence: str, context: frozenset[str]) -> tuple[float, int]:
+def _aligned_share(
+    sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> tuple[float, int]:
     """Share of the sentence's content words aligned to the span (or the title) and how many are not;
     (0.0, 0) without WordNet."""
-    if not wordnet.available():
+    wn = options.tools.wordnet
+    if wn is None:
         return 0.0, 0
-    a = _alignment(sentence, evidence, context)
+    a = _alignment(wn, sentence, evidence, context, options)
     if not a.said:
         return 0.0, 0
     return sum(a.said_aligned) / len(a.said), len(a.said) - sum(a.said_aligned)
 
 
-def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple[str, str, str] | None:
+def _substituted(
+    sentence: str, evidence: str, context: frozenset[str], options: CheckOptions
+) -> tuple[str, str, str] | None:
     """(the sentence's word, the span's word, "antonym" / "name" / "noun") for a word of the sentence that
     takes the place of a word of the span without sharing a sense with it ("the workspace owner is
-    notified" / "its creator is notified"); None when every new word is a paraphrase."""
-    if not wordnet.available():
+    notified" / "its creator is notified"); None when every new word is a paraphrase, or without WordNet."""
+    wn = options.tools.wordnet
+    if wn is None:
         return None
-    a = _alignment(sentence, evidence, frozenset())
+    a = _alignment(wn, sentence, evidence, frozenset(), options)
     dropped = [j for j, ok in enumerate(a.source_aligned) if not ok]
     names = [j for j in dropped if a.source[j].capital]
     for i, word in enumerate(a.said):
@@ -622,49 +695,53 @@ def _substituted(sentence: str, evidence: str, context: frozenset[str]) -> tuple
             continue
         for j in dropped:
             other = a.source[j]
-            if other.stem in _antonym_stems(word.lower) or word.stem in _antonym_stems(other.lower):
+            if other.stem in _antonym_stems(wn, word.lower) or word.stem in _antonym_stems(wn, other.lower):
                 return word.lower, other.lower, "antonym"
         if word.capital and word.stem not in context and names:
             return word.lower, a.source[names[0]].lower, "name"  # a name in place of another
-        if not _nominal(word) or word.stem in context:
+        if not _nominal(wn, word) or word.stem in context:
             continue
         for j in dropped:
-            if _nominal(a.source[j]) and _same_kind(word, a.source[j]) and _same_slot(a, i, j):
+            if _nominal(wn, a.source[j]) and _same_kind(wn, word, a.source[j]) and _same_slot(wn, a, i, j):
                 return word.lower, a.source[j].lower, "noun"
     return None
 
 
-def _same_kind(a: _Word, b: _Word) -> bool:
+def _same_kind(wn: WordNet, a: _Word, b: _Word) -> bool:
     """Names stand for names, nouns for nouns: the usual parts of speech of the two words meet."""
     if a.capital or b.capital:
         return True
-    mine, theirs = wordnet.usual_parts_of_speech(a.lower), wordnet.usual_parts_of_speech(b.lower)
+    mine, theirs = wn.usual_parts_of_speech(a.lower), wn.usual_parts_of_speech(b.lower)
     return not mine or not theirs or bool(mine & theirs)
 
 
-def _nominal(word: _Word) -> bool:
+def _nominal(wn: WordNet, word: _Word) -> bool:
     """A name or a word that can be a noun or an adjective (what names a subject or a role)."""
     if word.capital:
         return True
-    kinds = wordnet.usual_parts_of_speech(word.lower)
+    kinds = wn.usual_parts_of_speech(word.lower)
     return not kinds or bool(kinds & {"noun", "adj"})
 
 
 # --- frames: the same predicate with other arguments, or the other polarity (the `parse` extra) ---
 
 
-def _same_word(a: str, b: str) -> bool:
+def _same_word(wn: WordNet | None, a: str, b: str) -> bool:
     """Same stem, or a WordNet sense shared (the lemmas of two frames' words)."""
     sa, sb = stem(a), stem(b)
-    return sa == sb or sb in _sense_stems(a) or sa in _sense_stems(b)
+    return sa == sb or sb in _sense_stems(wn, a) or sa in _sense_stems(wn, b)
 
 
-def _in_text(word: str, stems: frozenset[str]) -> bool:
-    return stem(word) in stems or bool(_sense_stems(word) & stems)
+def _in_text(wn: WordNet | None, word: str, stems: frozenset[str]) -> bool:
+    return stem(word) in stems or bool(_sense_stems(wn, word) & stems)
+
+
+def _analyse(parser: Parser | None, text: str) -> Analysis:
+    return parser.analyse(text) if parser is not None else EMPTY
 
 
 def _frame_conflicts(
-    sentence: str, evidence: str, context: frozenset[str]
+    parser: Parser | None, wn: WordNet | None, sentence: str, evidence: str, context: frozenset[str]
 ) -> tuple[tuple[str, str, str], ...]:
     """What each sentence predicate changes against its span counterparts (the same predicate, by lemma
     or WordNet sense), in order, at most one per kind and predicate: ("negation", "negates"/"drops the
@@ -674,47 +751,49 @@ def _frame_conflicts(
     ("split", ...) two arguments the span gives to two instances of the predicate; ("narrowed", ...) an
     argument narrowed by another word ("workspace owner" / "organisation owner"). Empty without the
     parser or when the frames agree."""
-    said = syntax.analyse(sentence)
+    said = _analyse(parser, sentence)
     if not said.frames:
         return ()
-    source = syntax.analyse(evidence)
+    source = _analyse(parser, evidence)
     said_stems = frozenset(term_set(sentence))
     source_stems = frozenset(term_set(evidence))
     out: list[tuple[str, str, str]] = []
     for frame in said.frames:
-        matching = [f for f in source.frames if _same_word(f.head, frame.head)]
+        matching = [f for f in source.frames if _same_word(wn, f.head, frame.head)]
         if not matching:
             continue
-        flipped = _polarity_flip(frame, matching)
+        flipped = _polarity_flip(wn, frame, matching)
         if flipped:
             out.append(("negation", flipped, frame.head))
-        changed = _role_change(frame, matching, said, source, said_stems, source_stems | context)
+        changed = _role_change(wn, frame, matching, said, source, said_stems, source_stems | context)
         if changed is not None:
             out.append(changed)
-        split = _split_pair(frame, matching)
+        split = _split_pair(wn, frame, matching)
         if split is not None:
             out.append(("split", split[0], split[1]))
-        narrowed = _narrowed(frame, matching, said_stems, source_stems)
+        narrowed = _narrowed(wn, frame, matching, said_stems, source_stems)
         if narrowed is not None:
             out.append(("narrowed", narrowed[0], narrowed[1]))
     return tuple(out)
 
 
-def _shares(frame: syntax.Frame, other: syntax.Frame, but: tuple[str, str] | None = None) -> bool:
+def _shares(wn: WordNet | None, frame: Frame, other: Frame, but: tuple[str, str] | None = None) -> bool:
     """Whether the two frames give one role the same word (`but` aside)."""
-    return any(r == r2 and _same_word(a, a2) for r, a in frame.args if (r, a) != but for r2, a2 in other.args)
+    return any(
+        r == r2 and _same_word(wn, a, a2) for r, a in frame.args if (r, a) != but for r2, a2 in other.args
+    )
 
 
-def _same_subject(frame: syntax.Frame, other: syntax.Frame) -> bool:
+def _same_subject(wn: WordNet | None, frame: Frame, other: Frame) -> bool:
     mine, theirs = frame.fillers("subj"), other.fillers("subj")
-    return not mine or not theirs or any(_same_word(a, b) for a in mine for b in theirs)
+    return not mine or not theirs or any(_same_word(wn, a, b) for a in mine for b in theirs)
 
 
-def _has_core(frame: syntax.Frame) -> bool:
+def _has_core(frame: Frame) -> bool:
     return any(r in ("subj", "obj") for r, _ in frame.args)
 
 
-def _polarity_flip(frame: syntax.Frame, matching: list[syntax.Frame]) -> str:
+def _polarity_flip(wn: WordNet | None, frame: Frame, matching: list[Frame]) -> str:
     """ "negates" / "drops the negation of" when every span counterpart about the same thing (sharing an
     argument and the subject; when none does, those whose subject and object are pronouns) has the other
     polarity ("carried-over days do not expire" / "after which they expire"); "" otherwise. A claim
@@ -722,21 +801,22 @@ def _polarity_flip(frame: syntax.Frame, matching: list[syntax.Frame]) -> str:
     if frame.restricted:
         return ""
     matching = [f for f in matching if not f.restricted]
-    related = [f for f in matching if _shares(frame, f) and _same_subject(frame, f)]
+    related = [f for f in matching if _shares(wn, frame, f) and _same_subject(wn, frame, f)]
     if not related and not _has_core(frame):
-        related = [f for f in matching if _same_subject(frame, f)]
+        related = [f for f in matching if _same_subject(wn, frame, f)]
     if not related:
-        related = [f for f in matching if _same_subject(frame, f) and not _has_core(f)]
+        related = [f for f in matching if _same_subject(wn, frame, f) and not _has_core(f)]
     if related and all(f.negated != frame.negated for f in related):
         return "drops the negation of" if related[0].negated else "negates"
     return ""
 
 
 def _role_change(
-    frame: syntax.Frame,
-    matching: list[syntax.Frame],
-    said: syntax.Analysis,
-    source: syntax.Analysis,
+    wn: WordNet | None,
+    frame: Frame,
+    matching: list[Frame],
+    said: Analysis,
+    source: Analysis,
     said_stems: frozenset[str],
     source_stems: frozenset[str],
 ) -> tuple[str, str, str] | None:
@@ -746,36 +826,36 @@ def _role_change(
     ("subject", word, other) when neither word is in the other text at all."""
     for role in ("subj", "obj"):
         mine = frame.fillers(role)
-        if any(_same_word(a, x) for a in mine for f in matching for x in f.fillers(role)):
+        if any(_same_word(wn, a, x) for a in mine for f in matching for x in f.fillers(role)):
             continue
         for word in sorted(mine):
-            for f in (f for f in matching if _shares(frame, f, (role, word))):
+            for f in (f for f in matching if _shares(wn, frame, f, (role, word))):
                 for other in sorted(f.fillers(role)):
-                    moved = other in said.nouns - _in_role(said.frames, frame.head, role)
-                    if moved and word in source.nouns - _in_role(source.frames, frame.head, role):
+                    moved = other in said.nouns - _in_role(wn, said.frames, frame.head, role)
+                    if moved and word in source.nouns - _in_role(wn, source.frames, frame.head, role):
                         return "swap", word, other
-                    new = not _in_text(other, said_stems) and not _in_text(word, source_stems)
+                    new = not _in_text(wn, other, said_stems) and not _in_text(wn, word, source_stems)
                     if role == "subj" and new:
                         return "subject", word, other
     return None
 
 
-def _other_kinds(word: str, sentence: str, other: str, evidence: str) -> bool:
+def _other_kinds(parser: Parser | None, word: str, sentence: str, other: str, evidence: str) -> bool:
     """Whether the parser tags `word` (in the sentence) and `other` (in the span) as a verb and a word of
     another part of speech ("in a row" / "is disabled"), or both as verbs (verbs are left to paraphrase);
     a noun against an adjective is not told apart (the tagger is unsure of capitalised words)."""
-    mine, theirs = syntax.analyse(sentence).kinds_of(word), syntax.analyse(evidence).kinds_of(other)
+    mine, theirs = _analyse(parser, sentence).kinds_of(word), _analyse(parser, evidence).kinds_of(other)
     if not mine or not theirs:
         return False
     return "verb" in mine | theirs and (not mine & theirs or mine | theirs == {"verb"})
 
 
-def _in_role(frames: Sequence[syntax.Frame], head: str, role: str) -> frozenset[str]:
+def _in_role(wn: WordNet | None, frames: Sequence[Frame], head: str, role: str) -> frozenset[str]:
     """The words that fill `role` of the predicate `head` (or a synonym) in `frames`."""
-    return frozenset(w for f in frames if _same_word(f.head, head) for w in f.fillers(role))
+    return frozenset(w for f in frames if _same_word(wn, f.head, head) for w in f.fillers(role))
 
 
-def _split_pair(frame: syntax.Frame, matching: list[syntax.Frame]) -> tuple[str, str] | None:
+def _split_pair(wn: WordNet | None, frame: Frame, matching: list[Frame]) -> tuple[str, str] | None:
     """Two arguments of one sentence predicate that the span gives to two different instances of it,
     one of which has the other role filled by another word ("downgrades take effect immediately" /
     "upgrades take effect immediately ... downgrades take effect at renewal")."""
@@ -784,8 +864,8 @@ def _split_pair(frame: syntax.Frame, matching: list[syntax.Frame]) -> tuple[str,
         for r2, a2 in args[i + 1 :]:
             if r1 == r2:
                 continue
-            with_1 = [f for f in matching if any(r == r1 and _same_word(a1, x) for r, x in f.args)]
-            with_2 = [f for f in matching if any(r == r2 and _same_word(a2, x) for r, x in f.args)]
+            with_1 = [f for f in matching if any(r == r1 and _same_word(wn, a1, x) for r, x in f.args)]
+            with_2 = [f for f in matching if any(r == r2 and _same_word(wn, a2, x) for r, x in f.args)]
             if not with_1 or not with_2 or set(map(id, with_1)) & set(map(id, with_2)):
                 continue
             for f in with_2:
@@ -800,8 +880,9 @@ def _split_pair(frame: syntax.Frame, matching: list[syntax.Frame]) -> tuple[str,
 
 
 def _narrowed(
-    frame: syntax.Frame,
-    matching: list[syntax.Frame],
+    wn: WordNet | None,
+    frame: Frame,
+    matching: list[Frame],
     said_stems: frozenset[str],
     source_stems: frozenset[str],
 ) -> tuple[str, str] | None:
@@ -811,17 +892,17 @@ def _narrowed(
     for role, lemma, mine in frame.modifiers:
         for f in matching:
             for r, other, theirs in f.modifiers:
-                if r != role or not _same_word(lemma, other):
+                if r != role or not _same_word(wn, lemma, other):
                     continue
                 new = [
                     m
                     for m in mine
-                    if not any(_same_word(m, t) for t in theirs) and not _in_text(m, source_stems)
+                    if not any(_same_word(wn, m, t) for t in theirs) and not _in_text(wn, m, source_stems)
                 ]
                 lost = [
                     t
                     for t in theirs
-                    if not any(_same_word(t, m) for m in mine) and not _in_text(t, said_stems)
+                    if not any(_same_word(wn, t, m) for m in mine) and not _in_text(wn, t, said_stems)
                 ]
                 if new and lost:
                     return sorted(new)[0], sorted(lost)[0]

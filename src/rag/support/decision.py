@@ -5,25 +5,22 @@ alignment's substitutions, the parser's frame conflicts). Two deciders read thos
 - `rules`: the hand-combined rules, in order: a lead-in naming another document, nothing to verify,
   coverage under the floor, then the first rule that fires (a new name, a new scope word, reversed
   opposites, a negation flip, a substituted word, swapped terms, a frame conflict) withholds;
-- `Model`: a logistic model over `vector(signals)` (weights fitted on the support set's dev split by
-  `rag.evals.support_fit`, stored in `weights.json`). A lead-in naming another document, a
+- a calibrated `rag.calibration.Model` over `vector(signals)` (weights fitted on the support set's dev
+  split by `rag.evals.support_fit`, stored in `weights.json`). A lead-in naming another document, a
   sentence with nothing to verify and coverage under the floor stay hard rules; the model keeps the
   sentence when its probability of being faithful reaches its threshold, else the first signal that
   fired names the reason.
-`decide` uses the model only when the weights file says it was adopted (`docs/eval.md`); otherwise,
-and with `RAG_SUPPORT_MODEL=off`, the rules.
+`decide` is given the model or None (the rules); `active_model` is the model the `RAG_SUPPORT_MODEL`
+setting leaves in use: the stored one only when the weights file says it was adopted (`docs/eval.md`),
+none with `off`, the stored one even when not adopted with `on`.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from rag.calibration import Model, in_use, load
 from rag.types import Issue
 
 WEIGHTS_FILE = Path(__file__).with_name("weights.json")
@@ -35,7 +32,7 @@ _CONTRADICTING_FRAMES = frozenset({"negation", "swap", "split"})
 
 
 @dataclass(frozen=True, slots=True)
-class Judgement:
+class Decision:
     """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
     `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
     swapped values), which no other citation can make right."""
@@ -71,7 +68,7 @@ class Signals:
     swapped: tuple[str, str] | None = None
     frames: tuple[tuple[str, str, str], ...] = ()  # (kind in FRAME_KINDS, sentence's, span's), in order
     missing_figures: int = 0  # figures of the sentence its spans do not state (verify withholds those)
-    # with the sentence encoder (`meaning.available()`; else these defaults): the cosine of the sentence's
+    # with the sentence encoder (`Tools.meaning`; else these defaults): the cosine of the sentence's
     # and its spans' sentence vectors, and the lowest best contextual similarity of a sentence word
     # left unaligned by stem and WordNet to any span word (1.0 when every word aligned)
     meaning: float = 0.0
@@ -136,15 +133,15 @@ def vector(s: Signals, *, min_coverage: float) -> list[float]:
     return [values[name] for name in FEATURES]
 
 
-def _hard(s: Signals, n: int) -> Judgement | None:
+def _hard(s: Signals, n: int) -> Decision | None:
     """The verdicts no weight changes: a lead-in naming another document, nothing to verify."""
     if s.misattributed:
         issue = Issue(
             "other_subject", f"[{n}] is attributed to {s.misattributed!r}, not to the cited document"
         )
-        return Judgement(issue, 0.0, s.core)
+        return Decision(issue, 0.0, s.core)
     if s.empty:
-        return Judgement(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, s.core)
+        return Decision(Issue("nothing_to_verify", "nothing substantive to verify"), 0.0, s.core)
     return None
 
 
@@ -190,92 +187,49 @@ def _low(s: Signals, n: int) -> Issue:
     return Issue("low_overlap", f"[{n}] has only {s.coverage:.2f} overlap with its cited span")
 
 
-def rules(s: Signals, n: int, *, min_coverage: float) -> Judgement:
+def rules(s: Signals, n: int, *, min_coverage: float) -> Decision:
     """The hand-combined rules: hard verdicts, the coverage floor, then the first rule that fires."""
     hard = _hard(s, n)
     if hard is not None:
         return hard
     if s.coverage < min_coverage:
-        return Judgement(_low(s, n), s.coverage, s.core)
+        return Decision(_low(s, n), s.coverage, s.core)
     reasons = _reasons(s, n)
     if reasons:
         issue, contradicts = reasons[0]
-        return Judgement(issue, s.coverage, s.core, contradicts)
-    return Judgement(None, s.coverage, s.core)
+        return Decision(issue, s.coverage, s.core, contradicts)
+    return Decision(None, s.coverage, s.core)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Model:
-    """A logistic model: P(faithful) = sigmoid(bias + sum(weight * feature)); kept at `threshold` or above.
-    Features without a weight count zero."""
-
-    weights: Mapping[str, float]
-    bias: float
-    threshold: float
-    adopted: bool = False
-
-    def probability(self, features: Sequence[float]) -> float:
-        z = self.bias + sum(
-            self.weights.get(name, 0.0) * x for name, x in zip(FEATURES, features, strict=True)
-        )
-        return 1.0 / (1.0 + math.exp(-z)) if z > -60 else 0.0
-
-    def judge(self, s: Signals, n: int, *, min_coverage: float) -> Judgement:
-        """Hard verdicts and the coverage floor first; then kept when the probability reaches the
-        threshold, else withheld for the first rule that fired (low coverage when none did)."""
-        hard = _hard(s, n)
-        if hard is not None:
-            return hard
-        if s.coverage < min_coverage:
-            return Judgement(_low(s, n), s.coverage, s.core)
-        if self.probability(vector(s, min_coverage=min_coverage)) >= self.threshold:
-            return Judgement(None, s.coverage, s.core)
-        reasons = _reasons(s, n)
-        issue, contradicts = reasons[0] if reasons else (_low(s, n), False)
-        return Judgement(issue, s.coverage, s.core, contradicts)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> Model:
-        """The model of a weights file; a clear error when a weight names an unknown feature."""
-        raw = data.get("weights")
-        if not isinstance(raw, dict):
-            raise ValueError("support weights: 'weights' must be an object of feature -> weight")
-        unknown = sorted(set(raw) - set(FEATURES))
-        if unknown:
-            raise ValueError(f"support weights: unknown features {unknown}")
-        bias, threshold = data.get("bias"), data.get("threshold")
-        if not isinstance(bias, int | float) or not isinstance(threshold, int | float):
-            raise ValueError("support weights: 'bias' and 'threshold' must be numbers")
-        weights = {str(k): float(v) for k, v in raw.items()}
-        return cls(
-            weights=weights, bias=float(bias), threshold=float(threshold), adopted=data.get("adopted") is True
-        )
+def _by_model(model: Model, s: Signals, n: int, *, min_coverage: float) -> Decision:
+    """Hard verdicts and the coverage floor first; then kept when the model's probability reaches its
+    threshold, else withheld for the first rule that fired (low coverage when none did)."""
+    hard = _hard(s, n)
+    if hard is not None:
+        return hard
+    if s.coverage < min_coverage:
+        return Decision(_low(s, n), s.coverage, s.core)
+    if model.keeps(dict(zip(FEATURES, vector(s, min_coverage=min_coverage), strict=True))):
+        return Decision(None, s.coverage, s.core)
+    reasons = _reasons(s, n)
+    issue, contradicts = reasons[0] if reasons else (_low(s, n), False)
+    return Decision(issue, s.coverage, s.core, contradicts)
 
 
-@lru_cache(maxsize=1)
 def stored_model() -> Model | None:
-    """The model in `weights.json`, None when the file is absent."""
-    if not WEIGHTS_FILE.is_file():
-        return None
-    return Model.from_json(json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")))
+    """The model in `weights.json` (its weights in `FEATURES` order), None when the file is absent."""
+    return load(WEIGHTS_FILE, features=FEATURES)
 
 
-def active_model() -> Model | None:
-    """The model `decide` uses: the stored one when it was adopted and not turned off
-    (`RAG_SUPPORT_MODEL=off`); `RAG_SUPPORT_MODEL=on` uses it even when not adopted (for measuring)."""
-    setting = os.environ.get("RAG_SUPPORT_MODEL", "")
-    model = stored_model() if setting != "off" else None
-    return model if model is not None and (model.adopted or setting == "on") else None
+def active_model(setting: str = "") -> Model | None:
+    """The model `decide` is given for the `RAG_SUPPORT_MODEL` setting (`Settings.support_model`): the
+    stored one when it was adopted; none with "off"; with "on", the stored one even when not adopted
+    (for measuring)."""
+    return in_use(stored_model(), setting)
 
 
-def uses_model() -> bool:
-    """Whether `decide` will use the stored model (so the signals only it reads are worth measuring)."""
-    return active_model() is not None
-
-
-def decide(s: Signals, n: int, *, min_coverage: float) -> Judgement:
-    """The verdict: the active model's (`active_model`), else the rules'."""
-    model = active_model()
+def decide(s: Signals, n: int, *, min_coverage: float, model: Model | None) -> Decision:
+    """The verdict: the model's when one is given, else the rules'."""
     if model is not None:
-        return model.judge(s, n, min_coverage=min_coverage)
+        return _by_model(model, s, n, min_coverage=min_coverage)
     return rules(s, n, min_coverage=min_coverage)
