@@ -1,6 +1,6 @@
 """The answer core: generator output in, answer events out, the same for `/ask` and `/ask/stream`.
 
-A `Judge` reads one draft's pieces (native text blocks with their claims, or inline `[n]` text),
+A `Core` reads one draft's pieces (native text blocks with their claims, or inline `[n]` text),
 cuts them into sentences with `parse.SentenceBuffer`, verifies each sentence against the
 ORIGINAL chunks, and returns a `SentenceEvent` (verified) or a `DroppedEvent` (withheld, with its
 reasons). Sentences that are only structure (a heading, a list intro, a pleasantry) and the
@@ -72,15 +72,15 @@ def carries_claim(draft: Draft) -> bool:
     return bool(draft.claims or _FIGURE_RE.search(draft.text) or _NAME_RE.search(draft.text))
 
 
-def pieces_of(generation: Generation) -> tuple[Piece, ...]:
+def draft_pieces(generation: Generation) -> tuple[Piece, ...]:
     """The generation as the core reads it: its pieces, or its inline text as one piece, then its end."""
     body = generation.pieces or (Piece(text=generation.text),)
     return (*body, Piece(usage=generation.usage, stop_reason=generation.stop_reason))
 
 
 @dataclass(slots=True, kw_only=True)
-class Judge:
-    """Cuts one draft's pieces into sentences and judges each; collects what it decided."""
+class Core:
+    """Cuts one draft's pieces into sentences and verifies each; collects what it decided."""
 
     blocks: Sequence[Block]
     min_overlap: float
@@ -104,28 +104,28 @@ class Judge:
         if piece.stop_reason in CUT_STOP_REASONS:
             self.cut = True
             self.cut_by = piece.stop_reason
-        return self._judge_all(self.buffer.feed(piece))
+        return self._decide_all(self.buffer.feed(piece))
 
     def close(self, *, cut: bool = False) -> list[Event]:
-        """The output ended: judge what is left, unless the reply was cut (then it is discarded)."""
+        """The output ended: decide what is left, unless the reply was cut (then it is discarded)."""
         self.cut = self.cut or cut
         if self.cut:
             return []
-        return self._judge_all(self.buffer.flush())
+        return self._decide_all(self.buffer.flush())
 
-    def _judge_all(self, drafts: Iterable[Draft]) -> list[Event]:
+    def _decide_all(self, drafts: Iterable[Draft]) -> list[Event]:
         events: list[Event] = []
         for draft in drafts:
-            event = self._judge(draft)
+            event = self._decide(draft)
             if event is not None:
                 events.append(event)
         return events
 
-    def _judge(self, draft: Draft) -> Event | None:
+    def _decide(self, draft: Draft) -> Event | None:
         started = time.perf_counter()
         verdict = verify([draft], self.blocks, min_overlap=self.min_overlap)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
-        self.history.append(summary(verdict, self.label))
+        self.history.append(verdict_line(verdict, self.label))
         if verdict.ok:
             sentence = Sentence(
                 text=draft.text, citations=verdict.citations, starts=draft.starts, withheld=verdict.issues
@@ -149,16 +149,16 @@ class Judge:
         return self.claims_dropped and not self.model_refused
 
 
-def run(judge: Judge, pieces: Iterable[Piece]) -> list[Event]:
-    """Feed every piece to `judge` and close it: the sentence and dropped events of one whole draft."""
+def run(core: Core, pieces: Iterable[Piece]) -> list[Event]:
+    """Feed every piece to `core` and close it: the sentence and dropped events of one whole draft."""
     events: list[Event] = []
     for piece in pieces:
-        events.extend(judge.feed(piece))
-    events.extend(judge.close())
+        events.extend(core.feed(piece))
+    events.extend(core.close())
     return events
 
 
-def summary(verdict: Verdict, stage: str) -> str:
+def verdict_line(verdict: Verdict, stage: str) -> str:
     """One ask-log line per verdict: stage, ok/dropped, claimed numbers, sentence, issues."""
     claimed = "".join(f"[{c.n}]" for c in verdict.draft.claims) or "[-]"
     status = "ok" if verdict.ok else "dropped"
@@ -175,7 +175,7 @@ def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
     return tuple(seen.values())
 
 
-def layout(sentences: Sequence[Sentence]) -> str:
+def joined_text(sentences: Sequence[Sentence]) -> str:
     """The sentences as one text, keeping paragraphs (blank line) and list items ("- ")."""
     parts: list[str] = []
     for i, s in enumerate(sentences):
@@ -219,7 +219,7 @@ def fold(base: Answer, events: Iterable[Event]) -> Answer:
     return replace(
         answer,
         sentences=tuple(sentences),
-        text=layout(sentences),
+        text=joined_text(sentences),
         citations=unique_citations(sentences),
         dropped=tuple(dropped),
     )

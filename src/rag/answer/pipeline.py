@@ -30,7 +30,7 @@ from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import detect_conflict
-from rag.answer.core import Judge, fold, pieces_of, run
+from rag.answer.core import Core, draft_pieces, fold, run
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
@@ -305,31 +305,31 @@ class Pipeline:
             min_score=plan.threshold,
         )
 
-    def _judge(self, plan: Plan, label: str = "draft 1") -> Judge:
-        return Judge(
+    def _core(self, plan: Plan, label: str = "draft 1") -> Core:
+        return Core(
             blocks=plan.blocks,
             min_overlap=self.settings.min_overlap,
             label=label,
             buffer=SentenceBuffer(native=self.generator.native_citations),
         )
 
-    def _ending(self, plan: Plan, judge: Judge) -> list[Event]:
+    def _ending(self, plan: Plan, core: Core) -> list[Event]:
         """After the last piece: the refusal when no sentence verified, then `done`."""
-        events = judge.close()
-        usage = plan.usage + judge.usage
-        if not grounding_gate(judge.sentences):
+        events = core.close()
+        usage = plan.usage + core.usage
+        if not grounding_gate(core.sentences):
             refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
             events.append(_refusal_event(refusal))
             status: DoneStatus = "abstained"
         else:
             status = "answered"
-        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + judge.verify_ms, 3)
+        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + core.verify_ms, 3)
         events.append(
             DoneEvent(
                 status=status,
-                emitted=len(judge.sentences),
-                dropped=len(judge.dropped),
-                cut=judge.cut,
+                emitted=len(core.sentences),
+                dropped=len(core.dropped),
+                cut=core.cut,
                 usage=usage,
                 timings=_stamp(plan),
             )
@@ -361,9 +361,9 @@ class Pipeline:
 
     def _draft(
         self, plan: Plan, label: str, feedback: Sequence[str] = (), max_tokens: int | None = None
-    ) -> tuple[Judge, list[Event]]:
-        """One whole draft through the core: generate, then judge its pieces."""
-        judge = self._judge(plan, label)
+    ) -> tuple[Core, list[Event]]:
+        """One whole draft through the core: generate, then core its pieces."""
+        core = self._core(plan, label)
         stage = "generate" if label.startswith("draft 1") else "regenerate"
         with _timed(plan.timings, stage):
             if max_tokens is None:  # generators written before the budget keyword still work
@@ -372,9 +372,9 @@ class Pipeline:
                 generation = self.generator.generate(
                     plan.question, plan.blocks, feedback=feedback, max_tokens=max_tokens
                 )
-        return judge, run(judge, pieces_of(generation))
+        return core, run(core, draft_pieces(generation))
 
-    def _longer(self, plan: Plan, cut: Judge, events: list[Event]) -> tuple[Judge, list[Event], list[Judge]]:
+    def _longer(self, plan: Plan, cut: Core, events: list[Event]) -> tuple[Core, list[Event], list[Core]]:
         """A draft cut at `max_tokens` asked for once more with `retry_max_tokens` (when that is larger):
         (the draft kept, its events, every draft made, in order). The longer draft is kept unless it
         verified nothing while the cut one did; if the retry fails, the cut draft stands, with a note."""
@@ -412,7 +412,7 @@ class Pipeline:
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
         kept, events, drafts = self._longer(plan, *self._draft(plan, "draft 1"))
-        other: Judge | None = None
+        other: Core | None = None
         history = [line for draft in drafts for line in draft.history]
         if kept.wants_regeneration:
             try:
@@ -484,7 +484,7 @@ class Pipeline:
         )
         await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
-        judge = self._judge(plan, "stream")
+        core = self._core(plan, "stream")
         try:
             if plan.refusal is not None:
                 seen.extend(self._pre_refusal(plan))
@@ -493,7 +493,7 @@ class Pipeline:
                 return
             seen.append(self._meta(plan))
             yield seen[-1]
-            async for event in self._stream_events(plan, judge):
+            async for event in self._stream_events(plan, core):
                 seen.append(event)
                 yield event
         finally:
@@ -501,34 +501,34 @@ class Pipeline:
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(judge.history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(core.history)))
 
-    async def _stream_events(self, plan: Plan, judge: Judge) -> AsyncIterator[Event]:
+    async def _stream_events(self, plan: Plan, core: Core) -> AsyncIterator[Event]:
         pieces = self.generator.stream(plan.question, plan.blocks)
         generating = time.perf_counter()
         try:
             async for piece in pieces:
-                for event in judge.feed(piece):
+                for event in core.feed(piece):
                     yield event
         except RagError as exc:  # the provider failed or refused: an error event, never a traceback
-            judge.close(cut=True)
+            core.close(cut=True)
             yield ErrorEvent(type=exc.type, message=str(exc))
             yield DoneEvent(
                 status="error",
-                emitted=len(judge.sentences),
-                dropped=len(judge.dropped),
+                emitted=len(core.sentences),
+                dropped=len(core.dropped),
                 cut=True,
-                usage=plan.usage + judge.usage,
-                detail=f"the model provider failed after {len(judge.sentences)} verified sentence(s)",
+                usage=plan.usage + core.usage,
+                detail=f"the model provider failed after {len(core.sentences)} verified sentence(s)",
                 timings=_stamp(plan),
             )
             return
         finally:
-            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
+            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - core.verify_ms, 3)
             aclose = getattr(pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
-        for event in self._ending(plan, judge):
+        for event in self._ending(plan, core):
             yield event
 
 

@@ -32,7 +32,7 @@ from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
-from rag.api.feedback import ReaderStore, add_reader_routes
+from rag.api.feedback import FeedbackStore, add_feedback_routes
 from rag.api.metrics import install_metrics
 from rag.api.middleware import (
     ACCESS_KEY,
@@ -302,10 +302,10 @@ def create_app(
     app.add_middleware(RequestContext)
     app.add_middleware(SecurityHeaders)
     install_metrics(app)
-    # Readers' and owners' routes need more of the store than the read interface: every backend
+    # The feedback and admin routes need more of the store than the read interface: every backend
     # has it; a test double without it simply has no such routes.
-    if isinstance(qa.store, ReaderStore):
-        add_reader_routes(app, qa.store)
+    if isinstance(qa.store, FeedbackStore):
+        add_feedback_routes(app, qa.store)
     if isinstance(qa.store, ReviewStore):
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
