@@ -7,8 +7,9 @@ reasons). Sentences that are only structure (a heading, a list intro, a pleasant
 model's own refusal wording are neither shown nor reported. When the model's reply was cut
 (`max_tokens`, `refusal`, `pause_turn`), the sentence in progress is discarded, never shown.
 
-`fold` reads a finished run of events into an `Answer`: the streaming route sends the events,
-the non-streaming route folds them, and the ask log records the fold of either.
+`fold` reads a run of events into an `Answer`, the one fold: the streaming route sends the events,
+the non-streaming route folds them; the ask log, the access log and the metrics read the fold of
+either.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ def joined_text(sentences: Sequence[Sentence]) -> str:
 
 def fold(base: Answer, events: Iterable[Event]) -> Answer:
     """Read a run of events into an Answer; `base` carries what the events do not (question, closest,
-    note, trace id). Sentences and dropped sentences are kept in event order."""
+    note, trace id). Sentences and dropped sentences are kept in event order; usage, timings and
+    status are `done`'s (a run that never got there keeps `base`'s, with status None)."""
     sentences: list[Sentence] = []
     dropped: list[Dropped] = []
     answer = base
@@ -200,7 +202,7 @@ def fold(base: Answer, events: Iterable[Event]) -> Answer:
         elif isinstance(event, DroppedEvent):
             dropped.append(event.dropped)
         elif isinstance(event, MetaEvent):
-            answer = replace(answer, blocks=event.blocks)
+            answer = replace(answer, blocks=event.blocks, issued=True)
         elif isinstance(event, RefusalEvent):
             answer = replace(
                 answer,
@@ -211,9 +213,11 @@ def fold(base: Answer, events: Iterable[Event]) -> Answer:
                 conflict=event.conflict,
             )
         elif isinstance(event, DoneEvent):
-            answer = replace(answer, usage=event.usage, cut=event.cut)
+            answer = replace(
+                answer, usage=event.usage, cut=event.cut, timings=event.timings, status=event.status
+            )
         elif isinstance(event, ErrorEvent):
-            answer = replace(answer, cut=True)
+            answer = replace(answer, cut=True, error=event.type)
     if answer.abstained:
         sentences = []
     return replace(
