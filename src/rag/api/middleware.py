@@ -275,13 +275,7 @@ class ApiKeyAuth:
         if scope["type"] != "http" or not self.keys or not self.protected(scope["path"]):
             await self.app(scope, receive, send)
             return
-        authorization = Headers(scope=scope).get("authorization", "")
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer":
-            token = ""
-        if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
-            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            token = query.get("key", "")
+        token = _sent_key(scope)
         key = matching_key(token.strip(), self.keys)
         if key is None:
             message = "invalid API key" if token else "missing API key: send Authorization: Bearer <key>"
@@ -289,6 +283,19 @@ class ApiKeyAuth:
             return
         scope[PRINCIPAL_KEY] = self.principals[key]
         await self.app(scope, receive, send)
+
+
+def _sent_key(scope: Scope) -> str:
+    """The key a request sends: its `Authorization: Bearer` token, else (`GET /ask/stream` only, for
+    `EventSource`) its `?key=`; "" when none."""
+    authorization = Headers(scope=scope).get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        token = ""
+    if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        token = query.get("key", "")
+    return token
 
 
 class BodyLimit:
