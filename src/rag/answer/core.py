@@ -7,9 +7,9 @@ reasons). Sentences that are only structure (a heading, a list intro, a pleasant
 model's own refusal wording are neither shown nor reported. When the model's reply was cut
 (`max_tokens`, `refusal`, `pause_turn`), the sentence in progress is discarded, never shown.
 
-`fold` reads a run of events into an `Answer`, the one fold: the streaming route sends the events,
-the non-streaming route folds them; the ask log, the access log and the metrics read the fold of
-either.
+`fold` reads a run of events into an `Answer`, the one fold of the event stream: the streaming
+route sends the events, the non-streaming route folds them, the ask log records the fold of either,
+and the access log and the metrics read the fold of what each route answered (a stream: what it sent).
 """
 
 from __future__ import annotations

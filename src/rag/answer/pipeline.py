@@ -373,7 +373,7 @@ class Pipeline:
     def _draft(
         self, plan: Plan, label: str, feedback: Sequence[str] = (), max_tokens: int | None = None
     ) -> tuple[Core, list[Event]]:
-        """One whole draft through the core: generate, then core its pieces."""
+        """One whole draft through the core: generate, then cut its pieces into sentences and verify each."""
         core = self._core(plan, label)
         stage = "generate" if label.startswith("draft 1") else "regenerate"
         with _timed(plan.timings, stage):
