@@ -37,16 +37,8 @@ def run_eval_cli(
     """
     if corpus is not None and (sweep is not None or external is not None):
         raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
-    if sweep == "gate_claude":
-        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
-
-        gate = run_gate_sim(settings)
-        md, png = write_report(gate, Path(out))
-        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
-        return
     if sweep is not None:
-        run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
-        click.echo(_json(run.json()) if as_json else sweep_text(run))
+        _sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=out, as_json=as_json)
         return
     if external is not None:
         report = run_external(settings, external, limit=limit)
@@ -54,6 +46,21 @@ def run_eval_cli(
         return
     golden = run_golden(settings, dataset, limit=limit, corpus=corpus)
     click.echo(_json(golden_json(golden)) if as_json else golden_text(golden))
+
+
+def _sweep_cli(
+    settings: Settings, sweep: str, *, dataset: str, limit: int | None, out: str, as_json: bool
+) -> None:
+    """`rag eval --sweep`: a threshold sweep, or (`gate_claude`) the simulated gate in front of Claude."""
+    if sweep == "gate_claude":
+        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
+
+        gate = run_gate_sim(settings)
+        md, png = write_report(gate, Path(out))
+        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
+        return
+    run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
+    click.echo(_json(run.json()) if as_json else sweep_text(run))
 
 
 def _json(value: Any) -> str:
