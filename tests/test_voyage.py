@@ -54,6 +54,7 @@ def voyage_env(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
     monkeypatch.setenv("MOCK", "0")
     monkeypatch.setenv("VOYAGE_API_KEY", "pa-test-key")
     monkeypatch.setenv("VOYAGE_BASE_URL", base_url)
+    monkeypatch.setenv("RAG_DENSE", "auto")  # conftest turns dense retrieval off
 
 
 @pytest.fixture
@@ -473,7 +474,7 @@ def test_voyage_key_without_the_voyage_extra_is_a_one_line_config_error(
 
     monkeypatch.setitem(sys.modules, "voyageai", None)
     monkeypatch.setitem(sys.modules, "voyageai.client", None)
-    settings = load_settings(voyage_api_key="k", mock=False)
+    settings = load_settings(voyage_api_key="k", mock=False, dense="auto")
     with pytest.raises(ConfigError, match=r"pip install -e '\.\[voyage\]'"):
         make_embedder(settings)
     assert isinstance(make_reranker(settings), LexicalReranker)
