@@ -54,12 +54,20 @@ def main() -> None:
     default="",
     help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
 )
+@click.option(
+    "--embed",
+    is_flag=True,
+    help="Embed the chunks lacking vectors from the local encoder now, with a progress line"
+    " (otherwise `rag serve` embeds them in the background).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> None:
-    """Ingest Markdown, text and HTML files or folders (recursively).
+def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str, embed: bool) -> None:
+    """Ingest Markdown, text, HTML, reST, PDF and DOCX files or folders (recursively).
 
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
+    Without it, the local sentence encoder's vectors are left to `rag serve`, which embeds in the
+    background, unless --embed embeds them here; the summary says how many chunks await them.
 
     Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
     """
@@ -69,30 +77,46 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> N
         groups = tuple(sorted(group_names(access, where="--access")))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--access") from None
-    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups)
+    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups, embed=embed)
 
 
 def _ingest(
-    settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
+    settings: Settings,
+    paths: Sequence[str],
+    *,
+    prune: bool,
+    as_json: bool,
+    access: tuple[str, ...] = (),
+    embed: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
-    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
+    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths, pending_embeddings
     from rag.store import open_store
 
+    embedder = make_embedder(settings)
+    if embed and embedder is None:
+        click.echo("--embed: no embedder (RAG_DENSE=off, or the local encoder is not installed)", err=True)
+    # a background embedder (the local encoder) embeds here only when asked to
+    now = embedder if embedder is not None and (embed or not embedder.background) else None
     store = open_store(settings)
     progress = render.IngestProgress()
+    embedding = render.EmbedProgressLine(before=progress.close)
     try:
         report = ingest_paths(
             store,
             paths,
             settings=settings,
             prune=prune,
-            embedder=make_embedder(settings),
+            embedder=now,
             progress=progress,
             access=access,
+            on_embed=embedding,
         )
+        if embedder is not None and now is None:
+            report = pending_embeddings(store, embedder, report)
     finally:
         progress.close()
+        embedding.close()
         store.close()
     if as_json:
         click.echo(serialize.dumps(report, indent=True).decode())
