@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import HybridReranker, LexicalReranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.api.app import create_app
+from rag.api.schemas import ReadyOut
 from rag.config import Settings, load_settings
 from rag.embeddings import LOCAL_MODEL, LocalEmbedder, make_embedder
 from rag.embeddings.backfill import Backfill
@@ -301,6 +301,25 @@ def test_readyz_reports_embedding_progress_until_done(tmp_path: Path) -> None:
             ready = client.get("/readyz").json()["embedding"]
         assert (ready["embedded"], ready["total"], ready["state"]) == (4, 4, "done")
         assert client.get("/readyz").json()["reranker"] == "hybrid"
+
+
+def test_readyz_reports_the_background_embedding_as_it_goes(tmp_path: Path) -> None:
+    settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
+    ingest_paths(SqliteStore(settings.db), [write_docs(tmp_path / "docs")], settings=settings)
+    backfill = Backfill(SqliteStore(settings.db), WordEmbedder(delay=0.2), batch=1, poll=0.05)
+    seen = []
+    with TestClient(create_app(settings, backfill=backfill)) as client:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            ready = client.get("/readyz").json()
+            ReadyOut.model_validate(ready)
+            seen.append((ready["embedding"]["embedded"], ready["embedding"]["state"]))
+            if seen[-1][1] == "done":
+                break
+            time.sleep(0.05)
+    assert seen[-1] == (4, "done") and ("running" in {state for _, state in seen})
+    assert ready["embedding"]["model"] == "test/words" and ready["embedding"]["total"] == 4
+    assert backfill._thread is None  # stopped with the app
 
 
 def test_readyz_without_dense_retrieval_has_no_embedding(tmp_path: Path) -> None:

@@ -251,21 +251,26 @@ def _protected(path: str) -> bool:
 
 
 def create_app(
-    settings: Settings, *, pipeline: QAService | None = None, freeze_heap: bool = False
+    settings: Settings,
+    *,
+    pipeline: QAService | None = None,
+    freeze_heap: bool = False,
+    backfill: Backfill | None = None,
 ) -> FastAPI:
     """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given).
 
     `freeze_heap`: after warm-up, `settle_heap()` (for a server process, which `rag serve` is; not
-    for an app built inside another program or a test, whose heap is not the app's alone)."""
+    for an app built inside another program or a test, whose heap is not the app's alone).
+    `backfill`: the background embedding the app runs from start to shutdown and `/readyz` reports;
+    by default the owned pipeline's, when its embedder embeds in the background (the local encoder):
+    the chunks a lexical ingest left without its vectors get them while the app serves."""
     built: Pipeline | None = None
     if pipeline is None:
         built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
     embedder = built.embedder if built is not None else None
-    # the chunks a lexical ingest left without the local encoder's vectors get them in the background
-    backfill = (
-        Backfill(built.store, embedder) if built is not None and embedder and embedder.background else None
-    )
+    if backfill is None and built is not None and embedder is not None and embedder.background:
+        backfill = Backfill(built.store, embedder)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
