@@ -246,6 +246,32 @@ def test_background_embedding_failure_is_reported_and_retrieval_stays_lexical(
         "Where do visitors park?", store=lexical_store, reranker=HybridReranker(), embedder=failing
     )
     assert found[0].chunk.doc_id == "parking" and found[0].scorer == "lexical"
+    # vectors made before the encoder broke: the question cannot be embedded, words still answer
+    Backfill(lexical_store, WordEmbedder()).run()
+    found = retrieve(
+        "Where do visitors park?", store=lexical_store, reranker=HybridReranker(), embedder=failing
+    )
+    assert found[0].chunk.doc_id == "parking" and found[0].scorer == "lexical"
+
+
+def test_a_store_without_the_models_vectors_costs_no_question_embedding(lexical_store: SqliteStore) -> None:
+    class Counting(WordEmbedder):
+        queries = 0
+
+        def embed_query(self, text: str) -> list[float]:
+            self.queries += 1
+            return super().embed_query(text)
+
+    embedder = Counting()
+    found = retrieve(
+        "Where do visitors park?", store=lexical_store, reranker=HybridReranker(), embedder=embedder
+    )
+    assert found[0].chunk.doc_id == "parking" and found[0].scorer == "lexical" and embedder.queries == 0
+    Backfill(lexical_store, embedder).run()
+    found = retrieve(
+        "Where do visitors park?", store=lexical_store, reranker=HybridReranker(), embedder=embedder
+    )
+    assert found[0].chunk.doc_id == "parking" and found[0].scorer == "hybrid" and embedder.queries == 1
 
 
 def test_background_embedding_catches_chunks_a_later_ingest_adds(tmp_path: Path) -> None:

@@ -48,8 +48,9 @@ def _warn_model_mismatch(store: Store, model: str) -> None:
     others = [(m, n) for m, _, n in store.embedding_counts() if m != model]
     if others:
         logger.warning(
-            "dense retrieval is off: the store's vectors come from %s, not the configured"
-            " RAG_VOYAGE_EMBED_MODEL=%s; run `rag ingest` to re-embed them (BM25 only until then)",
+            "dense retrieval is off: the store's vectors come from %s, not the configured embedding"
+            " model %s (RAG_VOYAGE_EMBED_MODEL with a Voyage key, else the local encoder); run `rag ingest`"
+            " (with a key) or `rag ingest --embed` (without) to re-embed them (BM25 only until then)",
             ", ".join(f"{m or 'an unrecorded model'} ({n} vectors)" for m, n in others),
             model,
         )
@@ -76,17 +77,22 @@ def candidates_for(
     """
     query_terms = search_terms(question)
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
+    words = [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    if embedder is None:
+        return words
+    if not store.has_embeddings(embedder.model):  # none yet (or another model's): no question vector
+        _warn_model_mismatch(store, embedder.model)
+        return words
     vector = _query_vector(question, embedder)
-    if vector is None or embedder is None:
-        return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    if vector is None:
+        return words
     try:
         dense = store.similar(vector, candidates, model=embedder.model, groups=groups)
     except Exception as exc:  # a store without usable vectors: lexical retrieval only
         logger.warning("dense retrieval failed (%s); using BM25 only", exc)
         dense = []
     if not dense:
-        _warn_model_mismatch(store, embedder.model)
-        return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+        return words
     pool = _fused(lexical, dense, candidates)
     near = {s.chunk.chunk_id: s.dense for s in pool if s.dense}
     unscored = [s.chunk.chunk_id for s in pool if s.chunk.chunk_id not in near]

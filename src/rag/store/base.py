@@ -578,6 +578,9 @@ class SqlStore(Generic[C]):
         )
         return [chunk_from_row(row) for row in rows]
 
+    def has_embeddings(self, model: str) -> bool:
+        return bool(self._read("SELECT 1 FROM embeddings WHERE model = ? LIMIT 1", (model,)))
+
     def embedding_progress(self, model: str, *, groups: Groups = None) -> tuple[int, int]:
         if groups is None:
             # vectors always name stored chunks (deleted with them, `put_embeddings` skips unknown ids)

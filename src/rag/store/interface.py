@@ -110,6 +110,11 @@ class Store(StoreReader, Protocol):
         document order; the first `limit` of them when given."""
         ...
 
+    def has_embeddings(self, model: str) -> bool:
+        """Whether any chunk has a vector made by `model` (one index probe: retrieval asks it before
+        embedding a question, so a store without such vectors costs no encoder call)."""
+        ...
+
     def embedding_progress(self, model: str, *, groups: Groups = None) -> tuple[int, int]:
         """(chunks with a vector made by `model`, all chunks), counting what `groups` may read."""
         ...
