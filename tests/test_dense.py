@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
+from rag.answer.gates import GATE_THRESHOLDS
+from rag.answer.pipeline import build_pipeline
 from rag.answer.rerank import HybridReranker, LexicalReranker, make_reranker
 from rag.answer.retrieve import retrieve
 from rag.api.app import create_app
@@ -20,6 +22,7 @@ from rag.api.schemas import ReadyOut
 from rag.config import Settings, load_settings
 from rag.embeddings import LOCAL_MODEL, LocalEmbedder, make_embedder
 from rag.embeddings.backfill import Backfill
+from rag.evals.reach import RecordingReader
 from rag.ingest.indexer import ingest_paths
 from rag.language.tools import installed
 from rag.store import SqliteStore
@@ -32,11 +35,11 @@ needs_encoder = pytest.mark.skipif(
 
 # Only meaning connects "Who originally created R?" to its answer: "created"/"written",
 # "originally"/"initially", and the one-letter name R, which the lexical index does not keep; the
-# writing guide shares a word ("originally") and nothing else.
+# review page shares a word ("originally") and nothing else.
 DOCS = {
     "r-history.md": "# R history\n\nR was initially written by Ross Ihaka and Robert Gentleman at the"
     " University of Auckland in New Zealand.\n",
-    "writing-guide.md": "# Writing guide\n\nOriginally, every page of this handbook was reviewed by two"
+    "review.md": "# Review process\n\nOriginally, every page of this handbook was reviewed by two"
     " editors before it went out.\n",
     "parking.md": "# Parking\n\nStaff may park in the east car park on weekdays; visitors use the west"
     " entrance.\n",
@@ -308,6 +311,45 @@ def test_fusion_finds_a_paraphrase_that_shares_no_word_with_the_question(tmp_pat
     fused = retrieve(question, store=store, reranker=make_reranker(settings), embedder=embedder)
     assert fused[0].chunk.doc_id == "r-history" and fused[0].scorer == "hybrid"
     assert fused[0].dense > 0.5
+
+
+@needs_encoder
+def test_who_originally_wrote_r_finds_r_was_initially_written_by(tmp_path: Path) -> None:
+    settings = dense_settings(tmp_path)
+    store = SqliteStore(settings.db)
+    ingest_paths(store, [write_docs(tmp_path / "docs")], settings=settings)
+    question = "Who originally wrote R?"
+    # words alone: "wrote" finds "written" (an irregular verb's forms are searched together), though R
+    # is no term at all and "originally" is the review page's word
+    lexical = retrieve(question, store=store, reranker=LexicalReranker())
+    assert [s.chunk.doc_id for s in lexical[:2]] == ["r-history", "review"]
+    embedder = make_embedder(settings)
+    assert embedder is not None
+    Backfill(store, embedder).run()
+    fused = retrieve(question, store=store, reranker=make_reranker(settings), embedder=embedder)
+    assert fused[0].chunk.doc_id == "r-history"
+
+
+@needs_encoder
+def test_gate_lets_the_paraphrase_through_and_still_refuses_the_off_topic(tmp_path: Path) -> None:
+    settings = dense_settings(tmp_path)
+    store = SqliteStore(settings.db)
+    ingest_paths(store, [write_docs(tmp_path / "docs")], settings=settings)
+    # a paraphrase sharing no word with its answer scores by meaning alone (DENSE_WEIGHT x cosine):
+    # about 0.37 here, over the calibrated threshold in front of Claude but under the offline one
+    question = "Who were the original authors of R?"
+    lexical = build_pipeline(settings.model_copy(update={"dense": "off"}), store=store).plan(question)
+    assert lexical.refusal is not None or all(b.chunk.doc_id != "r-history" for b in lexical.blocks)
+    # with Claude reading (native citations), whose gate the paraphrase must pass
+    pipeline = build_pipeline(settings, store=store, generator=RecordingReader())
+    assert pipeline.embedder is not None and pipeline.reader == "claude"
+    Backfill(store, pipeline.embedder).run()
+    plan = pipeline.plan(question)
+    assert plan.refusal is None and plan.scorer == "hybrid"
+    assert plan.threshold == GATE_THRESHOLDS[("hybrid", "claude")]
+    assert plan.blocks[0].chunk.doc_id == "r-history"
+    far = pipeline.plan("What is the boiling point of tungsten?")
+    assert far.refusal is not None and far.refusal.reason == "low_retrieval_score"
 
 
 @needs_encoder
