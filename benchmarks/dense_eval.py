@@ -15,8 +15,10 @@ functions over a private copy of a set's store:
            `rag eval --sweep gate_claude` does (`gate_sim.choose`); for the scorer dense mode gives.
   measure  per set: answered correctly and abstention recall (`run_golden`), and evidence reach with
            Claude and offline (`run_reach`).
+  weights  evidence reach pooled over the sets for each dense weight of the hybrid score (`--weights`).
 
-Usage: python -m benchmarks.dense_eval sweep|measure|prepare [--dense auto|off] [--cache DIR] [--fresh] SET...
+Usage: python -m benchmarks.dense_eval sweep|measure|weights|prepare [--dense auto|off] [--cache DIR]
+         [--fresh] [--weights W,W,...] SET...
        python -m benchmarks.dense_eval seed [--cache DIR] DB...
 SET: golden, devdocs, holdout, holdout2, ... (fixtures/<SET>; golden is fixtures/eval).
 Never run `sweep` on the held-out sets kept for measuring (holdout6 and later).
@@ -220,13 +222,45 @@ def measure(names: list[str], cache: Path, dense: str) -> dict[str, Any]:
     return {"dense": dense, "sets": rows}
 
 
+def weights(names: list[str], cache: Path, dense: str, values: list[float]) -> dict[str, Any]:
+    """Evidence reach pooled over `names` for each dense weight of the hybrid score (the gates'
+    thresholds as configured): answerable questions whose passage reaches Claude, and the offline
+    reader's blocks or shown passages."""
+    from rag.answer import rerank
+    from rag.evals.reach import run_reach
+
+    defaults = rerank.HybridReranker.__init__.__kwdefaults__
+    assert defaults is not None
+    kept = defaults["dense_weight"]
+    rows: dict[str, dict[str, Any]] = {}
+    try:
+        for weight in values:
+            defaults["dense_weight"] = weight  # what make_reranker's HybridReranker() takes
+            claude = offline = answerable = 0
+            for name in names:
+                cases = run_reach(settings_for(prepare(name, cache), dense), paths(name)[0]).cases
+                answerable += len(cases)
+                claude += sum(c.to_claude for c in cases)
+                offline += sum(c.offline_shown for c in cases)  # read, or shown on a refusal
+            rows[f"{weight:.2f}"] = {
+                "reach_claude": round(claude / answerable, 3),
+                "offline_read_or_shown": round(offline / answerable, 3),
+                "answerable": answerable,
+            }
+            print(json.dumps({f"{weight:.2f}": rows[f"{weight:.2f}"]}), file=sys.stderr, flush=True)
+    finally:
+        defaults["dense_weight"] = kept
+    return {"sets": names, "weights": rows}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.dense_eval")
-    parser.add_argument("mode", choices=["sweep", "measure", "prepare", "seed"])
+    parser.add_argument("mode", choices=["sweep", "measure", "weights", "prepare", "seed"])
     parser.add_argument("sets", nargs="+")
     parser.add_argument("--dense", default="auto", choices=["auto", "off"])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--fresh", action="store_true", help="ingest every set's corpus again")
+    parser.add_argument("--weights", default="0.35,0.45,0.55,0.65,0.75", help="weights: the dense weights")
     args = parser.parse_args(argv)
     if args.mode == "seed":
         seed([Path(p) for p in args.sets], args.cache)
@@ -235,6 +269,10 @@ def main(argv: list[str]) -> int:
         for name in args.sets:
             prepare(name, args.cache, fresh=args.fresh)
     if args.mode == "prepare":
+        return 0
+    if args.mode == "weights":
+        values = [float(w) for w in args.weights.split(",")]
+        print(json.dumps(weights(args.sets, args.cache, args.dense, values), indent=1))
         return 0
     run = sweep if args.mode == "sweep" else measure
     print(json.dumps(run(args.sets, args.cache, args.dense), indent=1))
