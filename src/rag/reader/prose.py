@@ -267,7 +267,7 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
     code = _code_kind(line, stripped, scan)
     if code is not None:
         return code
-    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line):
+    if UNDERLINE_RE.match(line) or table_border(line):
         return "markup"
     if OPTION_RE.match(line):
         # a directive's option (":alt: a screenshot" under ".. image::"), or a bare ":orphan:";
@@ -280,6 +280,14 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
     if stripped.endswith("::"):
         scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
     return "prose"
+
+
+def table_border(line: str) -> bool:
+    """A reST simple or grid table border: runs of "=", "+" and "-" with room for two columns of at
+    least three characters each (a "+" alone may sit between runs). Linear in the line's length."""
+    if not TABLE_BORDER_RE.fullmatch(line):
+        return False
+    return sum(len(run) // 3 for run in line.split() if len(run) >= 3) >= 2
 
 
 def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
