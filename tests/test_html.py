@@ -252,6 +252,7 @@ def test_page_title_without_site_cuts_where_a_heading_confirms_it() -> None:
 def test_html_a_sole_h1_numbered_as_a_section_is_not_the_title() -> None:
     assert title("<title>CREATE INDEX</title><h1>1. Syntax</h1><p>x</p>") == "CREATE INDEX"
     assert title("<h1>1. Syntax</h1><p>x</p>") == "1. Syntax"
+    assert title("<title>Reports</title><h1>2023 Annual report</h1><p>x</p>") == "2023 Annual report"
 
 
 # --- broken pages --------------------------------------------------------------------------------
@@ -279,3 +280,10 @@ def test_html_a_truncated_tag_is_never_text_and_an_xml_declaration_is_read() -> 
 def test_html_deeply_nested_markup_is_read_without_error() -> None:
     assert text("<div>" * 240 + "deep" + "</div>" * 240 + "<p>top</p>") == "deep\n\ntop\n"
     assert text("<ul><li><p>" * 80 + "x") == "- x\n"
+
+
+def test_html_a_menu_inside_a_list_item_is_still_link_dense() -> None:
+    # an unclosed <li> holds the rest of the page: its menus are measured all the same
+    menu = "".join(f"<li><a href='#f{n}'>widget_function_{n}</a></li>" for n in range(12))
+    page = f"<ul><li><p>{PROSE[3:-4]}</p><div><ul>{menu}</ul></div><p>After the list.</p>"
+    assert "widget_function" not in text(page) and "After the list." in text(page)

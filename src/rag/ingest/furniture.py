@@ -32,7 +32,7 @@ _IMPLICIT_ROLES = {"nav": "navigation", "aside": "complementary", "search": "sea
 # a <header>/<footer> inside one of these is that section's own, not the page's banner/contentinfo
 _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 # blocks whose link density is measured (a table or list of links is a menu as much as a <div>), and
-# the elements inside which blocks are measured with their table, list or definition list only
+# the elements inside which a paragraph is measured with its table, list or definition list only
 _MEASURED = frozenset("div section article header footer ul ol dl table p blockquote details".split())
 _CELLS = frozenset({"td", "th", "li", "dt", "dd"})
 _CONTAINERS = _MEASURED - {"p", "blockquote"}
@@ -161,10 +161,11 @@ def _drop_link_dense(content: Any) -> None:
 
 def _link_dense_blocks(content: Any) -> set[Any]:
     """The blocks under `content` that are link-dense (`_link_dense`) and hold no prose: no element
-    below them that is not link-dense and has _PROSE_CHARS characters outside links. A block inside
-    a table cell or list item is measured with its table or list, never alone (a cell that names a
-    linked object is data). Heading text counts as text, never as link text (a heading that links
-    back to a contents list is a label)."""
+    below them that is not link-dense and has _PROSE_CHARS characters outside links. Inside a table
+    cell or list item, a paragraph is measured with its table or list, never alone (a cell that
+    names a linked object is data), and another block only when it is nearly all the text of two
+    links or more (a menu nested in an item). Heading text counts as text, never as link text (a
+    heading that links back to a contents list is a label)."""
     dense: set[Any] = set()
 
     def visit(el: Any, in_link: bool, in_heading: bool, in_cell: bool) -> tuple[int, int, int, bool]:
@@ -180,7 +181,11 @@ def _link_dense_blocks(content: Any) -> set[Any]:
             text, linked = text + c_text + tail, linked + c_linked + (tail if in_link else 0)
             links, prose = links + c_links, prose or c_prose
         is_dense = _link_dense(tag, text, linked, links)
-        if is_dense and not prose and tag in _MEASURED and not in_cell:
+        if in_cell:  # only a menu: a container of links and nearly nothing else
+            measured = tag in _CONTAINERS and links >= 2 and linked >= _LINK_SHARE * text
+        else:
+            measured = tag in _MEASURED
+        if is_dense and not prose and measured:
             dense.add(el)
         return text, linked, links, prose or (not is_dense and text - linked >= _PROSE_CHARS)
 

@@ -24,7 +24,7 @@ _BLANK_LINES_RE = re.compile(r"\n{3,}")
 _XML_DECLARATION_RE = re.compile(r"\A\s*<\?xml[^>]*\?>")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # a heading numbered as a section of its page ("1. Overview", "2.3 Limits"), not the page's name
-_SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.?\s")
+_SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s|^\d+(?:\.\d+)+\s")
 _BACKTICKS_RE = re.compile(r"`+")
 _PLACEHOLDER_RE = re.compile(r"\0(\d+)\0")  # where `_Text` puts a code block until the text is done
 _FENCE_START_RE = re.compile(r"^ {0,3}(`{3,})", re.MULTILINE)
