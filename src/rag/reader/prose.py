@@ -56,6 +56,9 @@ _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# a table row stated with its column headers, as HTML and DOCX tables are ingested ("- Role: Engineer;
+# Memory: 32 GB"): two or more "header: cell" pairs on one list line
+_KEYED_ROW_RE = re.compile(r"- [^:;\n]{1,80}: [^\n]*?; [^:;\n]{1,80}: ")
 # A reST list table's directive line, and its header-rows option.
 _LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
 _HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
@@ -451,11 +454,16 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
 
 
 def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |")
-    put back together: a span continuing a row's line joins the row."""
+    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |",
+    "- Name: a; Meaning: Keeps it open.") put back together: a span continuing a row's line joins
+    the row."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        if out and text[out[-1][0]] == "|" and "\n" not in text[out[-1][1] : start]:
+        if (
+            out
+            and "\n" not in text[out[-1][1] : start]
+            and (text[out[-1][0]] == "|" or _KEYED_ROW_RE.match(text, out[-1][0]))
+        ):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
