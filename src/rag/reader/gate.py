@@ -36,7 +36,7 @@ from rag.language.meaning import Meaning
 from rag.language.text import normalise, split_sentences
 from rag.language.tools import Tools, installed
 from rag.reader.answer_types import answer_type, type_match
-from rag.reader.offline import identifiers
+from rag.reader.words import identifiers
 from rag.types import Block
 
 WEIGHTS_FILE = Path(__file__).with_name("gate_weights.json")
@@ -68,7 +68,7 @@ FEATURES: tuple[str, ...] = (
 
 
 class Chosen(Protocol):
-    """What the gate reads of a generator candidate (`generate._Candidate`)."""
+    """What the gate reads of a generator candidate (`rag.reader.candidates.Candidate`)."""
 
     @property
     def text(self) -> str: ...
