@@ -277,6 +277,12 @@ class Generation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Answer:
+    """A verified answer or a refusal: the answer core's events folded (`rag.answer.core.fold`).
+
+    `issued`: the blocks went to the generator (a `meta` event); `status`: how the run ended (the
+    `done` event's status), None when it never got there (a stream the client left); `error`: the
+    type of the provider error that cut it short ("" when none)."""
+
     question: str
     text: str = ""
     sentences: tuple[Sentence, ...] = ()
@@ -294,6 +300,9 @@ class Answer:
     cut: bool = False
     reranker: str = ""
     min_score: float = 0.0
+    issued: bool = False
+    status: DoneStatus | None = None
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,14 +1,15 @@
 """The answer core: generator output in, answer events out, the same for `/ask` and `/ask/stream`.
 
-A `Judge` reads one draft's pieces (native text blocks with their claims, or inline `[n]` text),
+A `Core` reads one draft's pieces (native text blocks with their claims, or inline `[n]` text),
 cuts them into sentences with `parse.SentenceBuffer`, verifies each sentence against the
 ORIGINAL chunks, and returns a `SentenceEvent` (verified) or a `DroppedEvent` (withheld, with its
 reasons). Sentences that are only structure (a heading, a list intro, a pleasantry) and the
 model's own refusal wording are neither shown nor reported. When the model's reply was cut
 (`max_tokens`, `refusal`, `pause_turn`), the sentence in progress is discarded, never shown.
 
-`fold` reads a finished run of events into an `Answer`: the streaming route sends the events,
-the non-streaming route folds them, and the ask log records the fold of either.
+`fold` reads a run of events into an `Answer`, the one fold of the event stream: the streaming
+route sends the events, the non-streaming route folds them, the ask log records the fold of either,
+and the access log and the metrics read the fold of what each route answered (a stream: what it sent).
 """
 
 from __future__ import annotations
@@ -73,15 +74,15 @@ def carries_claim(draft: Draft) -> bool:
     return bool(draft.claims or _FIGURE_RE.search(draft.text) or _NAME_RE.search(draft.text))
 
 
-def pieces_of(generation: Generation) -> tuple[Piece, ...]:
+def draft_pieces(generation: Generation) -> tuple[Piece, ...]:
     """The generation as the core reads it: its pieces, or its inline text as one piece, then its end."""
     body = generation.pieces or (Piece(text=generation.text),)
     return (*body, Piece(usage=generation.usage, stop_reason=generation.stop_reason))
 
 
 @dataclass(slots=True, kw_only=True)
-class Judge:
-    """Cuts one draft's pieces into sentences and judges each; collects what it decided."""
+class Core:
+    """Cuts one draft's pieces into sentences and verifies each; collects what it decided."""
 
     blocks: Sequence[Block]
     min_overlap: float
@@ -106,28 +107,28 @@ class Judge:
         if piece.stop_reason in CUT_STOP_REASONS:
             self.cut = True
             self.cut_by = piece.stop_reason
-        return self._judge_all(self.buffer.feed(piece))
+        return self._decide_all(self.buffer.feed(piece))
 
     def close(self, *, cut: bool = False) -> list[Event]:
-        """The output ended: judge what is left, unless the reply was cut (then it is discarded)."""
+        """The output ended: decide what is left, unless the reply was cut (then it is discarded)."""
         self.cut = self.cut or cut
         if self.cut:
             return []
-        return self._judge_all(self.buffer.flush())
+        return self._decide_all(self.buffer.flush())
 
-    def _judge_all(self, drafts: Iterable[Draft]) -> list[Event]:
+    def _decide_all(self, drafts: Iterable[Draft]) -> list[Event]:
         events: list[Event] = []
         for draft in drafts:
-            event = self._judge(draft)
+            event = self._decide(draft)
             if event is not None:
                 events.append(event)
         return events
 
-    def _judge(self, draft: Draft) -> Event | None:
+    def _decide(self, draft: Draft) -> Event | None:
         started = time.perf_counter()
         verdict = verify([draft], self.blocks, min_overlap=self.min_overlap, support=self.support)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
-        self.history.append(summary(verdict, self.label))
+        self.history.append(verdict_line(verdict, self.label))
         if verdict.ok:
             sentence = Sentence(
                 text=draft.text, citations=verdict.citations, starts=draft.starts, withheld=verdict.issues
@@ -151,16 +152,16 @@ class Judge:
         return self.claims_dropped and not self.model_refused
 
 
-def run(judge: Judge, pieces: Iterable[Piece]) -> list[Event]:
-    """Feed every piece to `judge` and close it: the sentence and dropped events of one whole draft."""
+def run(core: Core, pieces: Iterable[Piece]) -> list[Event]:
+    """Feed every piece to `core` and close it: the sentence and dropped events of one whole draft."""
     events: list[Event] = []
     for piece in pieces:
-        events.extend(judge.feed(piece))
-    events.extend(judge.close())
+        events.extend(core.feed(piece))
+    events.extend(core.close())
     return events
 
 
-def summary(verdict: Verdict, stage: str) -> str:
+def verdict_line(verdict: Verdict, stage: str) -> str:
     """One ask-log line per verdict: stage, ok/dropped, claimed numbers, sentence, issues."""
     claimed = "".join(f"[{c.n}]" for c in verdict.draft.claims) or "[-]"
     status = "ok" if verdict.ok else "dropped"
@@ -177,7 +178,7 @@ def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
     return tuple(seen.values())
 
 
-def layout(sentences: Sequence[Sentence]) -> str:
+def joined_text(sentences: Sequence[Sentence]) -> str:
     """The sentences as one text, keeping paragraphs (blank line) and list items ("- ")."""
     parts: list[str] = []
     for i, s in enumerate(sentences):
@@ -192,7 +193,8 @@ def layout(sentences: Sequence[Sentence]) -> str:
 
 def fold(base: Answer, events: Iterable[Event]) -> Answer:
     """Read a run of events into an Answer; `base` carries what the events do not (question, closest,
-    note, trace id). Sentences and dropped sentences are kept in event order."""
+    note, trace id). Sentences and dropped sentences are kept in event order; usage, timings and
+    status are `done`'s (a run that never got there keeps `base`'s, with status None)."""
     sentences: list[Sentence] = []
     dropped: list[Dropped] = []
     answer = base
@@ -202,7 +204,7 @@ def fold(base: Answer, events: Iterable[Event]) -> Answer:
         elif isinstance(event, DroppedEvent):
             dropped.append(event.dropped)
         elif isinstance(event, MetaEvent):
-            answer = replace(answer, blocks=event.blocks)
+            answer = replace(answer, blocks=event.blocks, issued=True)
         elif isinstance(event, RefusalEvent):
             answer = replace(
                 answer,
@@ -213,15 +215,17 @@ def fold(base: Answer, events: Iterable[Event]) -> Answer:
                 conflict=event.conflict,
             )
         elif isinstance(event, DoneEvent):
-            answer = replace(answer, usage=event.usage, cut=event.cut)
+            answer = replace(
+                answer, usage=event.usage, cut=event.cut, timings=event.timings, status=event.status
+            )
         elif isinstance(event, ErrorEvent):
-            answer = replace(answer, cut=True)
+            answer = replace(answer, cut=True, error=event.type)
     if answer.abstained:
         sentences = []
     return replace(
         answer,
         sentences=tuple(sentences),
-        text=layout(sentences),
+        text=joined_text(sentences),
         citations=unique_citations(sentences),
         dropped=tuple(dropped),
     )

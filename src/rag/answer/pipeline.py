@@ -30,7 +30,7 @@ from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import detect_conflict
-from rag.answer.core import Judge, fold, pieces_of, run
+from rag.answer.core import Core, draft_pieces, fold, run
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
@@ -62,6 +62,7 @@ from rag.types import (
     Block,
     ChunkRef,
     Conflict,
+    ConflictPolicy,
     DoneStatus,
     RefusalReason,
     Scored,
@@ -76,11 +77,18 @@ STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify",
 _CONTROL_TO_SPACE = {c: " " for c in (*range(32), *range(127, 160)) if chr(c) not in "\t\n\r"}
 
 
-def validate_question(question: str, max_chars: int) -> str:
+class Question(str):
+    """A question `validate_question` passed: the pipeline takes it as it is, without checking again."""
+
+    __slots__ = ()
+
+
+def validate_question(question: str, max_chars: int) -> Question:
     """The question stripped of surrounding whitespace, control characters made spaces.
 
     Raises InvalidQuestion when it is empty, too long, or not valid Unicode text (a lone
-    surrogate, which JSON can carry and `\\xff` in a command-line argument becomes).
+    surrogate, which JSON can carry and `\\xff` in a command-line argument becomes). The edge
+    (a route) calls it once; a plain str handed to the pipeline is validated there instead.
     """
     text = question if isinstance(question, str) else ""
     try:
@@ -97,7 +105,7 @@ def validate_question(question: str, max_chars: int) -> str:
         raise InvalidQuestion("question is empty")
     if len(text) > max_chars:
         raise InvalidQuestion(f"question is {len(text)} characters long; the limit is {max_chars}")
-    return text
+    return Question(text)
 
 
 @contextmanager
@@ -181,11 +189,36 @@ class Pipeline:
         Retrieval sees only the documents `principal` may read (None: the local operator, every
         document), so every later stage, conflicts and closest matches included, sees no other."""
         started = time.perf_counter()
-        q = validate_question(question, self.settings.max_question_chars)
+        if not isinstance(question, Question):
+            question = validate_question(question, self.settings.max_question_chars)
+        plan = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        plan.started = started
+        if not retrieval_gate(plan.scored, plan.threshold, plan.question):
+            closest = [r.chunk_id for r in plan.closest]
+            self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
+            plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
+            return plan
+        with _timed(plan.timings, "assemble"):
+            blocks = assemble(plan.scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
+        with _timed(plan.timings, "conflicts"):
+            blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
+        if plan.conflict is not None and not plan.note:
+            plan.blocks = tuple(blocks)
+            plan.refusal = self._refusal(
+                plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
+            )
+            return plan
+        plan.blocks = tuple(self._compressed(plan, blocks))
+        return plan
+
+    def _retrieved(
+        self, question: Question, *, top_k: int | None, trace_id: str | None, principal: Principal | None
+    ) -> Plan:
+        """Retrieval, timed: the plan's question, scores, closest matches and gate threshold."""
         timings: dict[str, float] = {}
         with _timed(timings, "retrieve"):
             scored = retrieve(
-                q,
+                question,
                 store=self.store,
                 reranker=self.reranker,
                 embedder=self.embedder,
@@ -194,8 +227,8 @@ class Pipeline:
                 groups=principal.reads if principal is not None else None,
             )
         scorer = scored[0].scorer if scored and scored[0].scorer else self.reranker.name
-        plan = Plan(
-            question=q,
+        return Plan(
+            question=question,
             trace_id=trace_id or uuid.uuid4().hex,
             scored=scored,
             top=top_score(scored),
@@ -203,34 +236,21 @@ class Pipeline:
             scorer=scorer,
             threshold=self.threshold(scorer),
             timings=timings,
-            started=started,
             principal=principal,
         )
-        if not retrieval_gate(scored, plan.threshold, q):
-            self.store.add_gap(q, plan.top, [r.chunk_id for r in plan.closest], principal=_name(principal))
-            plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
-            return plan
-        with _timed(timings, "assemble"):
-            blocks = assemble(scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
-        with _timed(timings, "conflicts"):
-            blocks, plan.conflict, plan.note = self._resolve_conflicts(q, blocks)
-        if plan.conflict is not None and not plan.note:
-            plan.blocks = tuple(blocks)
-            plan.refusal = self._refusal(
-                plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
-            )
-            return plan
-        if self.compressor is not None:
-            with _timed(timings, "compress"):
-                compression = self.compressor.compress(q, blocks)
-            blocks = list(compression.blocks)
-            plan.usage = compression.usage
-            # not milliseconds: the context size the compressor saw and left, and the saving in percent
-            timings["compress_tokens_before"] = float(compression.tokens_before)
-            timings["compress_tokens_after"] = float(compression.tokens_after)
-            timings["compress_saving_pct"] = compression.saving_pct
-        plan.blocks = tuple(blocks)
-        return plan
+
+    def _compressed(self, plan: Plan, blocks: list[Block]) -> list[Block]:
+        """The blocks after the compressor (unchanged without one); its usage and figures go on `plan`."""
+        if self.compressor is None:
+            return blocks
+        with _timed(plan.timings, "compress"):
+            compression = self.compressor.compress(plan.question, blocks)
+        plan.usage = compression.usage
+        # not milliseconds: the context size the compressor saw and left, and the saving in percent
+        plan.timings["compress_tokens_before"] = float(compression.tokens_before)
+        plan.timings["compress_tokens_after"] = float(compression.tokens_after)
+        plan.timings["compress_saving_pct"] = compression.saving_pct
+        return list(compression.blocks)
 
     def _resolve_conflicts(
         self, question: str, blocks: list[Block]
@@ -243,23 +263,14 @@ class Pipeline:
         winner = _newest(conflict)
         if winner is None:
             return blocks, conflict, ""
-        first = conflict
-        # Drop every block that states a different value than the newest source, until none is left;
-        # the winning block itself is never dropped (a later note may quote the old value beside it).
-        while conflict is not None:
-            losing = {
-                s.chunk_id
-                for s in conflict.statements
-                if s.chunk_id != winner.chunk_id and (s.value, s.unit) != (winner.value, winner.unit)
-            }
-            if not losing:
-                return blocks, first, ""
-            kept = [b for b in blocks if b.chunk.chunk_id not in losing]
-            blocks = [replace(b, n=i) for i, b in enumerate(kept, start=1)]
-            conflict = detect_conflict(question, blocks, policy=policy)
+        blocks, resolved = _drop_older(question, blocks, conflict, winner, policy)
+        if not resolved:
+            return blocks, conflict, ""
         when = winner.updated_at.isoformat() if winner.updated_at else ""
-        note = f"{conflict_message(first)} Answered from the newest source, {winner.title} (updated {when})."
-        return blocks, first, note
+        note = (
+            f"{conflict_message(conflict)} Answered from the newest source, {winner.title} (updated {when})."
+        )
+        return blocks, conflict, note
 
     def _refusal(
         self,
@@ -312,8 +323,8 @@ class Pipeline:
             min_score=plan.threshold,
         )
 
-    def _judge(self, plan: Plan, label: str = "draft 1") -> Judge:
-        return Judge(
+    def _core(self, plan: Plan, label: str = "draft 1") -> Core:
+        return Core(
             blocks=plan.blocks,
             min_overlap=self.settings.min_overlap,
             label=label,
@@ -321,23 +332,23 @@ class Pipeline:
             support=self.support,
         )
 
-    def _ending(self, plan: Plan, judge: Judge) -> list[Event]:
+    def _ending(self, plan: Plan, core: Core) -> list[Event]:
         """After the last piece: the refusal when no sentence verified, then `done`."""
-        events = judge.close()
-        usage = plan.usage + judge.usage
-        if not grounding_gate(judge.sentences):
+        events = core.close()
+        usage = plan.usage + core.usage
+        if not grounding_gate(core.sentences):
             refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
             events.append(_refusal_event(refusal))
             status: DoneStatus = "abstained"
         else:
             status = "answered"
-        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + judge.verify_ms, 3)
+        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + core.verify_ms, 3)
         events.append(
             DoneEvent(
                 status=status,
-                emitted=len(judge.sentences),
-                dropped=len(judge.dropped),
-                cut=judge.cut,
+                emitted=len(core.sentences),
+                dropped=len(core.dropped),
+                cut=core.cut,
                 usage=usage,
                 timings=_stamp(plan),
             )
@@ -369,9 +380,9 @@ class Pipeline:
 
     def _draft(
         self, plan: Plan, label: str, feedback: Sequence[str] = (), max_tokens: int | None = None
-    ) -> tuple[Judge, list[Event]]:
-        """One whole draft through the core: generate, then judge its pieces."""
-        judge = self._judge(plan, label)
+    ) -> tuple[Core, list[Event]]:
+        """One whole draft through the core: generate, then cut its pieces into sentences and verify each."""
+        core = self._core(plan, label)
         stage = "generate" if label.startswith("draft 1") else "regenerate"
         with _timed(plan.timings, stage):
             if max_tokens is None:  # generators written before the budget keyword still work
@@ -380,9 +391,9 @@ class Pipeline:
                 generation = self.generator.generate(
                     plan.question, plan.blocks, feedback=feedback, max_tokens=max_tokens
                 )
-        return judge, run(judge, pieces_of(generation))
+        return core, run(core, draft_pieces(generation))
 
-    def _longer(self, plan: Plan, cut: Judge, events: list[Event]) -> tuple[Judge, list[Event], list[Judge]]:
+    def _longer(self, plan: Plan, cut: Core, events: list[Event]) -> tuple[Core, list[Event], list[Core]]:
         """A draft cut at `max_tokens` asked for once more with `retry_max_tokens` (when that is larger):
         (the draft kept, its events, every draft made, in order). The longer draft is kept unless it
         verified nothing while the cut one did; if the retry fails, the cut draft stands, with a note."""
@@ -420,30 +431,30 @@ class Pipeline:
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
         kept, events, drafts = self._longer(plan, *self._draft(plan, "draft 1"))
-        other: Judge | None = None
         history = [line for draft in drafts for line in draft.history]
-        if kept.wants_regeneration:
-            try:
-                second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
-            except RagError as exc:
-                if not kept.sentences:
-                    raise
-                plan.note = " ".join(filter(None, (plan.note, f"A second draft failed ({exc}).")))
-            else:
-                history += second.history
-                if second.sentences or not kept.sentences:
-                    kept, other, events = second, kept, second_events
-                else:
-                    other = second
+        kept, other, events = self._second_draft(plan, kept, events, history)
         answer = fold(self._base(plan), [self._meta(plan), *events, *self._ending(plan, kept)])
-        if other is not None:
-            shown = {d.text for d in answer.dropped}
-            earlier = tuple(d for d in other.dropped if d.text not in shown)
-            answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
-        for aside in drafts:  # a draft set aside for a longer one was still paid for
-            if aside is not kept:
-                answer = replace(answer, usage=answer.usage + aside.usage)
-        return self._finish(plan, answer, tuple(history))
+        return self._finish(plan, _with_set_aside(answer, kept, other, drafts), tuple(history))
+
+    def _second_draft(
+        self, plan: Plan, kept: Core, events: list[Event], history: list[str]
+    ) -> tuple[Core, Core | None, list[Event]]:
+        """(the draft kept, the other draft or None, the kept draft's events) after a second draft with
+        feedback, asked for only when `kept` wants regeneration; its verdict lines go on `history`. A
+        failed second call leaves `kept` with a note, or raises when `kept` verified nothing."""
+        if not kept.wants_regeneration:
+            return kept, None, events
+        try:
+            second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
+        except RagError as exc:
+            if not kept.sentences:
+                raise
+            plan.note = " ".join(filter(None, (plan.note, f"A second draft failed ({exc}).")))
+            return kept, None, events
+        history += second.history
+        if second.sentences or not kept.sentences:
+            return second, kept, second_events
+        return kept, second, events
 
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
         plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
@@ -492,7 +503,7 @@ class Pipeline:
         )
         await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
-        judge = self._judge(plan, "stream")
+        core = self._core(plan, "stream")
         try:
             if plan.refusal is not None:
                 seen.extend(self._pre_refusal(plan))
@@ -501,7 +512,7 @@ class Pipeline:
                 return
             seen.append(self._meta(plan))
             yield seen[-1]
-            async for event in self._stream_events(plan, judge):
+            async for event in self._stream_events(plan, core):
                 seen.append(event)
                 yield event
         finally:
@@ -509,40 +520,75 @@ class Pipeline:
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(judge.history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(core.history)))
 
-    async def _stream_events(self, plan: Plan, judge: Judge) -> AsyncIterator[Event]:
+    async def _stream_events(self, plan: Plan, core: Core) -> AsyncIterator[Event]:
         pieces = self.generator.stream(plan.question, plan.blocks)
         generating = time.perf_counter()
         try:
             async for piece in pieces:
-                for event in judge.feed(piece):
+                for event in core.feed(piece):
                     yield event
         except RagError as exc:  # the provider failed or refused: an error event, never a traceback
-            judge.close(cut=True)
+            core.close(cut=True)
             yield ErrorEvent(type=exc.type, message=str(exc))
             yield DoneEvent(
                 status="error",
-                emitted=len(judge.sentences),
-                dropped=len(judge.dropped),
+                emitted=len(core.sentences),
+                dropped=len(core.dropped),
                 cut=True,
-                usage=plan.usage + judge.usage,
-                detail=f"the model provider failed after {len(judge.sentences)} verified sentence(s)",
+                usage=plan.usage + core.usage,
+                detail=f"the model provider failed after {len(core.sentences)} verified sentence(s)",
                 timings=_stamp(plan),
             )
             return
         finally:
-            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - judge.verify_ms, 3)
+            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - core.verify_ms, 3)
             aclose = getattr(pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
-        for event in self._ending(plan, judge):
+        for event in self._ending(plan, core):
             yield event
 
 
 def _name(principal: Principal | None) -> str:
     """The name the ask log and the gap queue record for `principal` (None: the local operator)."""
     return principal.name if principal is not None else Principal.operator().name
+
+
+def _with_set_aside(answer: Answer, kept: Core, other: Core | None, drafts: Sequence[Core]) -> Answer:
+    """`answer` with what the drafts not kept add: the other draft's dropped sentences not shown
+    again (first) and its usage, and the usage of every first-round draft that is not `kept`."""
+    if other is not None:
+        shown = {d.text for d in answer.dropped}
+        earlier = tuple(d for d in other.dropped if d.text not in shown)
+        answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
+    for aside in drafts:  # a draft set aside for a longer one was still paid for
+        if aside is not kept:
+            answer = replace(answer, usage=answer.usage + aside.usage)
+    return answer
+
+
+def _drop_older(
+    question: str, blocks: list[Block], conflict: Conflict, winner: Statement, policy: ConflictPolicy
+) -> tuple[list[Block], bool]:
+    """Drop every block that states a different value than the newest source, renumbering the rest,
+    until no conflict is left: (blocks, True); (the blocks so far, False) when a conflict remains with
+    nothing to drop. The winning block itself is never dropped (a later note may quote the old value
+    beside it)."""
+    left: Conflict | None = conflict
+    while left is not None:
+        losing = {
+            s.chunk_id
+            for s in left.statements
+            if s.chunk_id != winner.chunk_id and (s.value, s.unit) != (winner.value, winner.unit)
+        }
+        if not losing:
+            return blocks, False
+        kept = [b for b in blocks if b.chunk.chunk_id not in losing]
+        blocks = [replace(b, n=i) for i, b in enumerate(kept, start=1)]
+        left = detect_conflict(question, blocks, policy=policy)
+    return blocks, True
 
 
 def _newest(conflict: Conflict) -> Statement | None:

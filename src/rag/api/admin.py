@@ -119,31 +119,36 @@ def redact_asks(
     not read leave its blocks and retrieved list. The question, outcome and principal stay."""
     if groups is None:
         return rows
-
-    def used(row: dict[str, Any]) -> list[str]:
-        ids = [str(b[1]) for b in row.get("blocks") or () if len(b) > 1]
-        ids += [str(c.get("chunk_id", "")) for c in row.get("citations") or () if isinstance(c, dict)]
-        return [i for i in ids if i]
-
-    def retrieved(row: dict[str, Any]) -> list[Any]:
-        retrieval = row.get("retrieval")
-        return list(retrieval.get("retrieved") or ()) if isinstance(retrieval, dict) else []
-
-    ids = [cid for row in rows for cid in used(row)] + [str(r[0]) for row in rows for r in retrieved(row)]
+    ids = [cid for row in rows for cid in _used(row)] + [str(r[0]) for row in rows for r in _retrieved(row)]
     readable = {c.chunk_id for c in store.get_chunks(list(dict.fromkeys(ids)), groups=groups)}
-    out = []
-    for row in rows:
-        row = dict(row)
-        if any(cid not in readable for cid in used(row)):
-            row.update(answer="", citations=[], verdicts=[], redacted=True)
-        row["blocks"] = [b for b in row.get("blocks") or () if len(b) > 1 and str(b[1]) in readable]
-        if isinstance(row.get("retrieval"), dict):
-            row["retrieval"] = {
-                **row["retrieval"],
-                "retrieved": [r for r in retrieved(row) if str(r[0]) in readable],
-            }
-        out.append(row)
-    return out
+    return [_redacted(row, readable) for row in rows]
+
+
+def _used(row: dict[str, Any]) -> list[str]:
+    """The chunk ids an ask-log row sent to the model or cited."""
+    ids = [str(b[1]) for b in row.get("blocks") or () if len(b) > 1]
+    ids += [str(c.get("chunk_id", "")) for c in row.get("citations") or () if isinstance(c, dict)]
+    return [i for i in ids if i]
+
+
+def _retrieved(row: dict[str, Any]) -> list[Any]:
+    """The row's retrieved (chunk id, score) pairs."""
+    retrieval = row.get("retrieval")
+    return list(retrieval.get("retrieved") or ()) if isinstance(retrieval, dict) else []
+
+
+def _redacted(row: dict[str, Any], readable: set[str]) -> dict[str, Any]:
+    """A copy of `row` as a reader of the chunks `readable` may see it (see `redact_asks`)."""
+    row = dict(row)
+    if any(cid not in readable for cid in _used(row)):
+        row.update(answer="", citations=[], verdicts=[], redacted=True)
+    row["blocks"] = [b for b in row.get("blocks") or () if len(b) > 1 and str(b[1]) in readable]
+    if isinstance(row.get("retrieval"), dict):
+        row["retrieval"] = {
+            **row["retrieval"],
+            "retrieved": [r for r in _retrieved(row) if str(r[0]) in readable],
+        }
+    return row
 
 
 def _titles(
@@ -160,12 +165,7 @@ def summary(store: ReviewStore, groups: frozenset[str] | None = None) -> dict[st
     refused = [row for row in asks if row["abstained"]]
     refusal_groups = group_refusals(refused, store.gaps(ASKS_READ, groups=groups))
     wrong = store.feedback(ASKS_READ, verdict="wrong")
-    logged = {row["trace_id"]: row for row in asks}
-    for item in wrong:
-        if item.trace_id not in logged:
-            rows = redact_asks(store, store.ask_log(item.trace_id), groups)
-            if rows:
-                logged[item.trace_id] = rows[-1]
+    logged = _with_wrong_asks(store, {row["trace_id"]: row for row in asks}, wrong, groups)
     titles = _titles(store, [cid for g in refusal_groups for cid, _ in g.closest.most_common(3)], groups)
     verdicts = Counter(f.verdict for f in store.feedback(ASKS_READ))
     return {
@@ -180,6 +180,32 @@ def summary(store: ReviewStore, groups: frozenset[str] | None = None) -> dict[st
     }
 
 
+def _with_wrong_asks(
+    store: ReviewStore,
+    logged: dict[str, dict[str, Any]],
+    wrong: Sequence[Feedback],
+    groups: frozenset[str] | None,
+) -> dict[str, dict[str, Any]]:
+    """`logged` (trace id -> ask row), completed with the latest logged row of each answer marked
+    wrong that is not in it (read from the log, as `groups` may see it)."""
+    for item in wrong:
+        if item.trace_id not in logged:
+            rows = redact_asks(store, store.ask_log(item.trace_id), groups)
+            if rows:
+                logged[item.trace_id] = rows[-1]
+    return logged
+
+
+# The ask-log row's own fields a trace shows first, and the lists it shows last (empty when unset).
+TRACE_FIELDS = ("trace_id", "ts", "question", "reason", "abstained", "answer", "top_score", "principal")
+TRACE_LISTS: tuple[tuple[str, type[list[Any]] | type[dict[str, Any]]], ...] = (
+    ("verdicts", list),
+    ("citations", list),
+    ("timings", dict),
+    ("usage", dict),
+)
+
+
 def trace_view(store: ReviewStore, trace_id: str, groups: frozenset[str] | None = None) -> dict[str, Any]:
     """One ask as logged, with chunk titles, as `groups` may see it (`redact_asks`); raises NotFound
     for a trace id the log does not hold."""
@@ -188,29 +214,32 @@ def trace_view(store: ReviewStore, trace_id: str, groups: frozenset[str] | None 
         raise NotFound(f"unknown trace {trace_id!r}")
     row = rows[-1]
     retrieval = row.get("retrieval") or {}
+    return {
+        **{k: row.get(k) for k in TRACE_FIELDS},
+        "redacted": bool(row.get("redacted")),
+        "reranker": retrieval.get("reranker", ""),
+        "threshold": retrieval.get("threshold"),
+        **_sent_view(store, row, retrieval, groups),
+        **{k: row.get(k) or empty() for k, empty in TRACE_LISTS},
+        "feedback": [jsonable(f) for f in store.feedback(100, trace_id=trace_id)],
+        "logged": len(rows),
+    }
+
+
+def _sent_view(
+    store: ReviewStore, row: dict[str, Any], retrieval: dict[str, Any], groups: frozenset[str] | None
+) -> dict[str, list[dict[str, Any]]]:
+    """A trace's retrieved chunks (with the block number each was sent as) and its blocks, titled."""
     retrieved = [(str(r[0]), float(r[1])) for r in retrieval.get("retrieved") or ()]
     blocks = [(int(b[0]), str(b[1])) for b in row.get("blocks") or ()]
     titles = _titles(store, [cid for cid, _ in retrieved] + [cid for _, cid in blocks], groups)
     sent = {cid: n for n, cid in blocks}
     return {
-        **{
-            k: row.get(k)
-            for k in ("trace_id", "ts", "question", "reason", "abstained", "answer", "top_score", "principal")
-        },
-        "redacted": bool(row.get("redacted")),
-        "reranker": retrieval.get("reranker", ""),
-        "threshold": retrieval.get("threshold"),
         "retrieved": [
             {"chunk_id": cid, "score": score, "sent_as": sent.get(cid), **titles.get(cid, {})}
             for cid, score in retrieved
         ],
         "blocks": [{"n": n, "chunk_id": cid, **titles.get(cid, {})} for n, cid in blocks],
-        "verdicts": row.get("verdicts") or [],
-        "citations": row.get("citations") or [],
-        "timings": row.get("timings") or {},
-        "usage": row.get("usage") or {},
-        "feedback": [jsonable(f) for f in store.feedback(100, trace_id=trace_id)],
-        "logged": len(rows),
     }
 
 

@@ -33,7 +33,7 @@ from rag.answer.events import Event
 from rag.answer.generate import tools_for
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
-from rag.api.feedback import ReaderStore, add_reader_routes
+from rag.api.feedback import FeedbackStore, add_feedback_routes
 from rag.api.metrics import install_metrics
 from rag.api.middleware import (
     ACCESS_KEY,
@@ -42,6 +42,7 @@ from rag.api.middleware import (
     BodyLimit,
     HeadAsGet,
     RequestContext,
+    RequestNote,
     SecurityHeaders,
     principal_of,
 )
@@ -61,7 +62,7 @@ from rag.breaker import breaker_states
 from rag.config import Settings
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.language.tools import Tools, installed
-from rag.serialize import answer_json, chunk_json, document_json, usage_json
+from rag.serialize import answer_json, chunk_json, document_json
 from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document
 
@@ -129,26 +130,16 @@ class QAService(Protocol):
     ) -> AsyncIterator[Event]: ...
 
 
-def _details(request: Request) -> dict[str, Any]:
-    details: dict[str, Any] = request.scope.setdefault(ACCESS_KEY, {})
-    return details
-
-
 def _trace_id(request: Request) -> str:
     return str(request.scope.get(TRACE_KEY, ""))
 
 
-def _note_answer(details: dict[str, Any], answer: Answer) -> None:
-    scores = [b.score for b in answer.blocks] or [c.score for c in answer.closest]
-    details.update(
-        reason=answer.reason,
-        top_score=round(max(scores), 4) if scores else None,
-        blocks=len(answer.blocks),
-        emitted=len(answer.sentences),
-        dropped=len(answer.dropped),
-        timings=answer.timings,
-        usage=usage_json(answer.usage),
-    )
+def _note(request: Request) -> RequestNote:
+    """The request's access-log note (`RequestContext` sets it; made here when an app runs without)."""
+    note = request.scope.get(ACCESS_KEY)
+    if not isinstance(note, RequestNote):
+        note = request.scope[ACCESS_KEY] = RequestNote(trace_id=_trace_id(request))
+    return note
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -181,8 +172,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         headers = None
         if isinstance(exc, UpstreamUnavailable):
             headers = {"Retry-After": str(max(1, math.ceil(exc.retry_after)))}
-        details = _details(request)
-        details["error"] = exc.type
+        _note(request).error = exc.type
         return error_response(exc.status, exc.type, str(exc), headers)
 
     async def validation_error(request: Request, exc: Exception) -> Response:
@@ -305,10 +295,10 @@ def create_app(
     app.add_middleware(RequestContext)
     app.add_middleware(SecurityHeaders)
     install_metrics(app)
-    # Readers' and owners' routes need more of the store than the read interface: every backend
+    # The feedback and admin routes need more of the store than the read interface: every backend
     # has it; a test double without it simply has no such routes.
-    if isinstance(qa.store, ReaderStore):
-        add_reader_routes(app, qa.store)
+    if isinstance(qa.store, FeedbackStore):
+        add_feedback_routes(app, qa.store)
     if isinstance(qa.store, ReviewStore):
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
@@ -316,12 +306,12 @@ def create_app(
     def start_stream(request: Request, question: str, top_k: int | None) -> Response:
         # Validation happens here, before the first byte, so a bad question is a 422 JSON response.
         question = validate_question(question, settings.max_question_chars)
-        details = _details(request)
-        details.update(trace_id=_trace_id(request), emitted=0, dropped=0)
+        note = _note(request)
+        note.streamed = True
         events = qa.answer_stream(
             question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
         )
-        return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, details=details))
+        return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, note=note))
 
     stream_doc: dict[int | str, dict[str, Any]] = {
         200: {
@@ -344,7 +334,7 @@ def create_app(
             trace_id=_trace_id(request),
             principal=principal_of(request),
         )
-        _note_answer(_details(request), answer)
+        _note(request).record(answer)
         return json_response(answer_json(answer))
 
     @app.post("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)

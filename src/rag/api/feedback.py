@@ -1,4 +1,4 @@
-"""Routes for the people who read answers: example questions and "helpful / wrong" feedback.
+"""Routes for the people who ask: example questions and "helpful / wrong" feedback.
 
 - `GET /examples?limit=4&seed=0`: questions worded from the indexed documents' headings
   (`rag.examples`), one per document the caller may read; cached for `EXAMPLES_TTL` seconds per
@@ -36,7 +36,7 @@ TRACE_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 
 
 @runtime_checkable
-class ReaderStore(Protocol):
+class FeedbackStore(Protocol):
     """What these routes need from the store (every backend has it; see `rag.store.base.Store`)."""
 
     def headings(self, limit: int = 200, *, groups: frozenset[str] | None = None) -> list[Heading]: ...
@@ -84,7 +84,7 @@ class ExamplesOut(BaseModel):
     examples: list[ExampleOut]
 
 
-def add_reader_routes(app: FastAPI, store: ReaderStore) -> None:
+def add_feedback_routes(app: FastAPI, store: FeedbackStore) -> None:
     """Register `/examples` and `/feedback` on `app`, reading and writing `store`."""
     cache: dict[tuple[int, int, frozenset[str] | None], tuple[float, list[Example]]] = {}
     lock = threading.Lock()
@@ -115,7 +115,7 @@ def add_reader_routes(app: FastAPI, store: ReaderStore) -> None:
 
     @app.post("/feedback", status_code=201, response_model=None, responses={201: {"model": FeedbackOut}})
     async def feedback(body: FeedbackIn, request: Request) -> Response:
-        """Record a reader's verdict on one answer, tied to its trace id and the caller's principal."""
+        """Record a person's verdict on one answer, tied to its trace id and the caller's principal."""
         principal = principal_of(request).name
 
         def save() -> Feedback:

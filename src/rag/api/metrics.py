@@ -11,8 +11,8 @@ Every series lives in one registry per app (so two apps in one process never sha
 - `rag_model_calls_total`, `rag_model_tokens_total{kind}` (input, output, cache_creation,
   cache_read), `rag_model_retries_total`, `rag_model_cost_usd_total`: the answer's `usage`.
 
-The answer's figures are read from the request's access-log details (`scope["rag.access"]`),
-which the routes fill for the access log, so the metrics and the log cannot disagree.
+The answer's figures are read from the request's `RequestNote` (`scope["rag.access"]`), which
+the access log reads too, so the metrics and the log cannot disagree.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag.answer.pipeline import STAGES
-from rag.api.middleware import ACCESS_KEY
-from rag.types import RefusalReason
+from rag.api.middleware import ACCESS_KEY, RequestNote
+from rag.types import RefusalReason, Usage
 
 ANSWER_ROUTES = frozenset({"/ask", "/ask/stream"})
 # Method label values; anything else a client sends is counted as "other" (bounded label sets only).
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 OUTCOMES = ("answered", "abstained", "error")
-# Token kind label -> the key of the answer's `usage` that counts it.
+# Token kind label -> the `Usage` field that counts it.
 TOKEN_KINDS = {
     "input": "input_tokens",
     "output": "output_tokens",
@@ -80,7 +80,7 @@ class Metrics:
         self._routes: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def observe(
-        self, *, route: str, method: str, status: int, seconds: float, details: Mapping[str, Any]
+        self, *, route: str, method: str, status: int, seconds: float, note: RequestNote | None
     ) -> None:
         key = (route, method, status)
         children = self._routes.get(key)
@@ -93,46 +93,41 @@ class Metrics:
                 self._routes[key] = children
         children[0].inc()
         children[1].observe(seconds)
-        if route in ANSWER_ROUTES:
-            self._observe_answer(details)
+        if route in ANSWER_ROUTES and note is not None:
+            self._observe_answer(note)
 
-    def _observe_answer(self, details: Mapping[str, Any]) -> None:
-        reason = str(details.get("reason") or "")
-        if details.get("error") or details.get("stream_status") == "error":
-            outcome = "error"
-        elif reason:
-            outcome = "abstained"
-        elif "reason" in details:
-            outcome = "answered"
-        else:
+    def _observe_answer(self, note: RequestNote) -> None:
+        outcome = note.outcome
+        if outcome is None:
             return  # rejected before answering (422, 401): counted as a request only
         self._outcomes[outcome].inc()
-        if reason:
+        if reason := note.reason:
             (self._reasons.get(reason) or self.refusals.labels(reason=reason)).inc()
-        timings = details.get("timings") or {}
+        answer = note.finished
+        if answer is not None:
+            self._observe_timings(answer.timings)
+            self._observe_usage(answer.usage)
+
+    def _observe_timings(self, timings: Mapping[str, float]) -> None:
         for stage, histogram in self._stages.items():
             value = timings.get(stage)
-            if isinstance(value, int | float) and value >= 0:
+            if value is not None and value >= 0:
                 histogram.observe(value / 1000)
-        usage = details.get("usage") or {}
-        if calls := _count(usage, "calls"):
-            self.model_calls.inc(calls)
-        if retries := _count(usage, "retries"):
-            self.model_retries.inc(retries)
-        for key, counter in self._tokens.values():
-            if tokens := _count(usage, key):
+
+    def _observe_usage(self, usage: Usage) -> None:
+        if usage.calls > 0:
+            self.model_calls.inc(usage.calls)
+        if usage.retries > 0:
+            self.model_retries.inc(usage.retries)
+        for field, counter in self._tokens.values():
+            if (tokens := getattr(usage, field)) > 0:
                 counter.inc(tokens)
-        cost = usage.get("cost_usd")
-        if isinstance(cost, int | float) and cost > 0:
+        # rounded as the usage JSON rounds it (six places)
+        if (cost := round(usage.cost_usd, 6)) > 0:
             self.model_cost.inc(cost)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-def _count(usage: Mapping[str, Any], key: str) -> int:
-    value = usage.get(key)
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 class MetricsMiddleware:
@@ -159,6 +154,7 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_status)
         finally:
+            note = scope.get(ACCESS_KEY)
             route = getattr(scope.get("route"), "path", None)
             if route is None:
                 route = "/static" if scope["path"].startswith("/static/") else "unmatched"
@@ -167,7 +163,7 @@ class MetricsMiddleware:
                 method=scope["method"] if scope["method"] in METHODS else "other",
                 status=status or 500,
                 seconds=time.perf_counter() - started,
-                details=scope.get(ACCESS_KEY) or {},
+                note=note if isinstance(note, RequestNote) else None,
             )
 
 

@@ -13,8 +13,9 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 from urllib.parse import parse_qsl
 
 import orjson
@@ -24,6 +25,8 @@ from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rag.access import Principal
+from rag.serialize import usage_json
+from rag.types import Answer, Block, ChunkRef
 
 MAX_BODY_BYTES = 64 * 1024
 TRACE_KEY = "rag.trace_id"
@@ -52,6 +55,104 @@ log = logging.getLogger("rag.api")
 access_log = logging.getLogger("rag.access")
 
 
+AnswerOutcome = Literal["answered", "abstained", "error"]
+
+
+@dataclass(slots=True)
+class RequestNote:
+    """What one request adds to its access-log line, at `scope["rag.access"]`: the routes record the
+    answer (`/ask`'s, or the fold of the events a stream sent) and the error handler the error; the
+    metrics read the same note, so they and the log cannot disagree."""
+
+    trace_id: str
+    answer: Answer | None = None
+    streamed: bool = False  # /ask/stream: the line counts what the stream sent, as far as it got
+    error: str = ""  # the type of the error that ended the request
+    disconnected: bool = False
+    aborted: bool = False
+
+    def record(self, answer: Answer) -> None:
+        """Note the request's answer: `/ask`'s, or the stream's fold of the events it sent."""
+        self.answer = answer
+
+    @property
+    def reason(self) -> str | None:
+        """The refusal reason the line records ("" answered); None before the answer got that far."""
+        answer = self.answer
+        if answer is None or (self.streamed and not answer.abstained and answer.status is None):
+            return None
+        return answer.reason
+
+    @property
+    def finished(self) -> Answer | None:
+        """The answer whose timings and usage the line records: `/ask`'s, or a stream's after `done`."""
+        answer = self.answer
+        if answer is None or (self.streamed and answer.status is None):
+            return None
+        return answer
+
+    @property
+    def outcome(self) -> AnswerOutcome | None:
+        """How the ask ended; None when it was rejected before answering (a 422 from the schema)."""
+        answer = self.answer
+        if self.error or (answer is not None and (answer.error or answer.status == "error")):
+            return "error"
+        reason = self.reason
+        if reason is None:
+            return None
+        return "abstained" if reason else "answered"
+
+    def fields(self) -> dict[str, Any]:
+        """The line's fields after the request's own (trace id, method, route, path, status)."""
+        out = _stream_fields(self.answer) if self.streamed else _answer_fields(self.answer)
+        if self.error:
+            out["error"] = self.error
+        if self.disconnected:
+            out["disconnected"] = True
+        if self.aborted:
+            out["aborted"] = True
+        return out
+
+
+def _top_score(found: Sequence[Block | ChunkRef]) -> float | None:
+    return round(max(f.score for f in found), 4) if found else None
+
+
+def _answer_fields(answer: Answer | None) -> dict[str, Any]:
+    """`/ask`'s answer on the access line."""
+    if answer is None:
+        return {}
+    return {
+        "reason": answer.reason,
+        "top_score": _top_score(answer.blocks or answer.closest),
+        "blocks": len(answer.blocks),
+        "emitted": len(answer.sentences),
+        "dropped": len(answer.dropped),
+        "timings": answer.timings,
+        "usage": usage_json(answer.usage),
+    }
+
+
+def _stream_fields(answer: Answer | None) -> dict[str, Any]:
+    """A stream's answer on the access line, in the order its events came: the counts, then `meta`'s
+    blocks, the refusal, the provider error, and `done`'s status, timings and usage."""
+    if answer is None:
+        return {"emitted": 0, "dropped": 0}
+    out: dict[str, Any] = {"emitted": len(answer.sentences), "dropped": len(answer.dropped)}
+    if answer.issued:
+        out.update(blocks=len(answer.blocks), top_score=_top_score(answer.blocks))
+    if answer.abstained:
+        out["reason"] = answer.reason
+        out.setdefault("top_score", _top_score(answer.closest))
+    if answer.error:
+        out["error"] = answer.error
+    if answer.status is not None:
+        out["stream_status"] = answer.status
+        out.setdefault("reason", "")
+        out.update(timings=answer.timings, usage=usage_json(answer.usage))
+    return out
+
+
 async def send_error(
     send: Send, status: int, type_: str, message: str, headers: dict[str, str] | None = None
 ) -> None:
@@ -66,8 +167,8 @@ async def send_error(
 class RequestContext:
     """Give each request a trace id (echoed as `X-Trace-Id`), write one JSON access line, catch the rest.
 
-    Routes add their details (reason, top score, blocks, emitted, dropped, timings) to the
-    dict at `scope["rag.access"]`; it is logged on `rag.access` when the response ends,
+    Routes note their answer (reason, top score, blocks, emitted, dropped, timings) on the
+    `RequestNote` at `scope["rag.access"]`; it is logged on `rag.access` when the response ends,
     streams included. An exception that escapes every handler is logged with its traceback
     and answered with a 500 that carries no stack trace.
     """
@@ -82,9 +183,9 @@ class RequestContext:
         started = time.perf_counter()
         requested = Headers(scope=scope).get("x-request-id", "")
         trace_id = requested if REQUEST_ID_RE.fullmatch(requested) else uuid.uuid4().hex
-        details: dict[str, Any] = {}
+        note = RequestNote(trace_id=trace_id)
         scope[TRACE_KEY] = trace_id
-        scope[ACCESS_KEY] = details
+        scope[ACCESS_KEY] = note
         status = 0
 
         async def send_with_trace(message: Message) -> None:
@@ -97,7 +198,7 @@ class RequestContext:
         try:
             await self.app(scope, receive, send_with_trace)
         except (ClientDisconnect, OSError):
-            details["disconnected"] = True
+            note.disconnected = True
         except Exception:
             log.exception("unhandled error (trace %s) on %s %s", trace_id, scope["method"], scope["path"])
             if status == 0:
@@ -105,7 +206,7 @@ class RequestContext:
                     send_with_trace, 500, "internal_error", f"internal error; quote trace id {trace_id}"
                 )
             else:
-                details["aborted"] = True
+                note.aborted = True
         finally:
             route = scope.get("route")
             entry = {
@@ -114,7 +215,7 @@ class RequestContext:
                 "route": getattr(route, "path", scope["path"]),
                 "path": scope["path"],
                 "status": status,
-                **details,
+                **note.fields(),
                 "duration_ms": round((time.perf_counter() - started) * 1000, 2),
             }
             if access_log.isEnabledFor(logging.INFO):
@@ -174,13 +275,7 @@ class ApiKeyAuth:
         if scope["type"] != "http" or not self.keys or not self.protected(scope["path"]):
             await self.app(scope, receive, send)
             return
-        authorization = Headers(scope=scope).get("authorization", "")
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer":
-            token = ""
-        if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
-            query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
-            token = query.get("key", "")
+        token = _sent_key(scope)
         key = matching_key(token.strip(), self.keys)
         if key is None:
             message = "invalid API key" if token else "missing API key: send Authorization: Bearer <key>"
@@ -188,6 +283,19 @@ class ApiKeyAuth:
             return
         scope[PRINCIPAL_KEY] = self.principals[key]
         await self.app(scope, receive, send)
+
+
+def _sent_key(scope: Scope) -> str:
+    """The key a request sends: its `Authorization: Bearer` token, else (`GET /ask/stream` only, for
+    `EventSource`) its `?key=`; "" when none."""
+    authorization = Headers(scope=scope).get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer":
+        token = ""
+    if not token and scope["method"] == "GET" and scope["path"] == "/ask/stream":
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
+        token = query.get("key", "")
+    return token
 
 
 class BodyLimit:

@@ -4,54 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 import anyio
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from rag.answer.events import (
-    KEEPALIVE,
-    DoneEvent,
-    DroppedEvent,
-    ErrorEvent,
-    Event,
-    MetaEvent,
-    RefusalEvent,
-    SentenceEvent,
-    encode,
-)
+from rag.answer.core import fold
+from rag.answer.events import KEEPALIVE, DoneEvent, ErrorEvent, Event, encode
+from rag.api.middleware import RequestNote
 from rag.errors import RagError
-from rag.serialize import usage_json
+from rag.types import Answer
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 log = logging.getLogger("rag.api")
-
-
-def note_event(details: dict[str, Any], event: Event) -> None:
-    """Add what `event` says to the access-log details (blocks, top score, counts, reason, timings)."""
-    if isinstance(event, MetaEvent):
-        scores = [b.score for b in event.blocks]
-        details["blocks"] = len(scores)
-        details["top_score"] = round(max(scores), 4) if scores else None
-    elif isinstance(event, SentenceEvent):
-        details["emitted"] = details.get("emitted", 0) + 1
-    elif isinstance(event, DroppedEvent):
-        details["dropped"] = details.get("dropped", 0) + 1
-    elif isinstance(event, RefusalEvent):
-        details["reason"] = event.reason
-        if "top_score" not in details:
-            scores = [c.score for c in event.closest]
-            details["top_score"] = round(max(scores), 4) if scores else None
-    elif isinstance(event, ErrorEvent):
-        details["error"] = event.type
-    elif isinstance(event, DoneEvent):
-        details["stream_status"] = event.status
-        details.setdefault("reason", "")
-        details["timings"] = event.timings
-        details["usage"] = usage_json(event.usage)
 
 
 async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:
@@ -62,15 +29,18 @@ async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:
 
 
 async def sse_stream(
-    events: AsyncIterator[Event], *, keepalive: float, details: dict[str, Any]
+    events: AsyncIterator[Event], *, keepalive: float, note: RequestNote
 ) -> AsyncGenerator[bytes, None]:
     """Encode `events` as SSE; a keep-alive comment after every `keepalive` seconds without an event.
 
     The next event is awaited in a task, so a keep-alive never cancels the pipeline. When
-    the consumer stops (client gone), the pending pull is cancelled and `events` closed.
+    the consumer stops (client gone), the pending pull is cancelled and `events` closed. A failure
+    of `events` ends the stream with an `error` and a `done` (unless `done` was sent). The events
+    sent, folded, go on `note` when the stream ends, however it ends.
     """
     iterator = aiter(events)
     pending: asyncio.Task[Event | None] | None = None
+    sent: list[Event] = []
     sent_done = False
     try:
         while True:
@@ -85,36 +55,53 @@ async def sse_stream(
                 event = task.result()
             except Exception as exc:
                 # The status line is already sent: end the stream with an error event, never a trace.
-                if isinstance(exc, RagError):  # an expected fault (the store is gone): its own type
-                    error = ErrorEvent(type=exc.type, message=str(exc))
-                else:
-                    log.exception("stream failed (trace %s)", details.get("trace_id", ""))
-                    error = ErrorEvent(type="internal_error", message="internal error while answering")
-                details["error"] = error.type
-                if sent_done:
-                    return  # the client has its whole answer; `done` is always the last event
-                yield encode(error)
-                yield encode(
-                    DoneEvent(
-                        status="error", emitted=details.get("emitted", 0), dropped=details.get("dropped", 0)
-                    )
-                )
+                for frame in _failed(exc, note, sent, sent_done=sent_done):
+                    yield frame
                 return
             if event is None:
                 return
-            note_event(details, event)
+            sent.append(event)
             sent_done = sent_done or isinstance(event, DoneEvent)
             yield encode(event)
     finally:
+        note.record(_folded(sent))
         with anyio.CancelScope(shield=True):
-            if pending is not None:
-                pending.cancel()
-                await asyncio.wait((pending,))
-                if not pending.cancelled():
-                    pending.exception()  # retrieved, so asyncio does not warn about it
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await _close(iterator, pending)
+
+
+def _folded(sent: Sequence[Event]) -> Answer:
+    """The events the client was sent, folded (`core.fold`): what its access line and the metrics
+    read. The ask log reads the pipeline's own fold, which also holds an event made but never sent
+    (a client gone, or a HEAD request, which ends after its first frame)."""
+    return fold(Answer(question=""), sent)
+
+
+def _failed(exc: Exception, note: RequestNote, sent: Sequence[Event], *, sent_done: bool) -> list[bytes]:
+    """The frames that end a stream whose events failed with `exc`: an `error`, then a `done` counting
+    the sentences `sent`; nothing more once `done` was sent. The error's type goes on `note`."""
+    if isinstance(exc, RagError):  # an expected fault (the store is gone): its own type
+        error = ErrorEvent(type=exc.type, message=str(exc))
+    else:
+        log.exception("stream failed (trace %s)", note.trace_id)
+        error = ErrorEvent(type="internal_error", message="internal error while answering")
+    note.error = error.type
+    if sent_done:
+        return []  # the client has its whole answer; `done` is always the last event
+    answer = _folded(sent)
+    done = DoneEvent(status="error", emitted=len(answer.sentences), dropped=len(answer.dropped))
+    return [encode(error), encode(done)]
+
+
+async def _close(iterator: AsyncIterator[Event], pending: asyncio.Task[Event | None] | None) -> None:
+    """Cancel the pull in flight (its outcome retrieved, so asyncio does not warn) and close `iterator`."""
+    if pending is not None:
+        pending.cancel()
+        await asyncio.wait((pending,))
+        if not pending.cancelled():
+            pending.exception()
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 class EventStreamResponse(StreamingResponse):

@@ -6,6 +6,8 @@ Exit codes (also in `rag ask --help`): 0 answered, or refused without `--fail-on
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import anyio
 import click
 import orjson
@@ -17,6 +19,7 @@ from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
     ErrorEvent,
+    Event,
     MetaEvent,
     RefusalEvent,
     SentenceEvent,
@@ -94,8 +97,7 @@ async def _stream(
     pipeline: Pipeline, question: str, top_k: int | None, as_json: bool, principal: Principal | None
 ) -> str:
     """Print events as they arrive; returns the final status (`answered`, `abstained` or `error`)."""
-    blocks: tuple[Block, ...] = ()
-    cited: list[Sentence] = []
+    printer = _EventPrinter()
     status = "error"
     async for event in pipeline.answer_stream(question, top_k=top_k, principal=principal):
         if isinstance(event, DoneEvent):
@@ -103,11 +105,24 @@ async def _stream(
         if as_json:
             line = orjson.dumps(event_json(event))
             click.echo(line.decode())
-            continue
+        else:
+            printer.echo(event)
+    return status
+
+
+@dataclass(slots=True)
+class _EventPrinter:
+    """Prints a stream's events for people: sentences with their marks, withheld sentences and errors
+    on stderr, a refusal, and the sources cited once `done` arrives."""
+
+    blocks: tuple[Block, ...] = ()
+    cited: list[Sentence] = field(default_factory=list)
+
+    def echo(self, event: Event) -> None:
         if isinstance(event, MetaEvent):
-            blocks = event.blocks
+            self.blocks = event.blocks
         elif isinstance(event, SentenceEvent):
-            cited.append(event.sentence)
+            self.cited.append(event.sentence)
             click.echo(marked(event.sentence))
         elif isinstance(event, DroppedEvent):
             detail = "; ".join(event.dropped.detail)
@@ -116,6 +131,5 @@ async def _stream(
             click.echo(refusal_text(event.reason, event.message, event.closest, event.conflict))
         elif isinstance(event, ErrorEvent):
             click.echo(f"error: {event.message}", err=True)
-        elif isinstance(event, DoneEvent) and cited:
-            click.echo(sources_text(blocks, unique_citations(cited)))
-    return status
+        elif isinstance(event, DoneEvent) and self.cited:
+            click.echo(sources_text(self.blocks, unique_citations(self.cited)))

@@ -30,23 +30,25 @@ def run_eval_cli(
     out: str,
     as_json: bool,
     corpus: str | None = None,
+    reach: bool = False,
 ) -> None:
-    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark.
+    """The `rag eval` command: golden set by default, `--reach` its evidence reach, `--sweep` a
+    threshold, `--external` a benchmark.
 
     `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
     """
     if corpus is not None and (sweep is not None or external is not None):
         raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
-    if sweep == "gate_claude":
-        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
+    if reach:
+        if sweep is not None or external is not None:
+            raise ConfigError("--reach measures a golden set; it does not combine with --sweep or --external")
+        from rag.evals.reach import run_reach
 
-        gate = run_gate_sim(settings)
-        md, png = write_report(gate, Path(out))
-        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
+        found = run_reach(settings, dataset, corpus=corpus, limit=limit)
+        click.echo(_json(found.json()) if as_json else reach_text(found.json()))
         return
     if sweep is not None:
-        run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
-        click.echo(_json(run.json()) if as_json else sweep_text(run))
+        _sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=out, as_json=as_json)
         return
     if external is not None:
         report = run_external(settings, external, limit=limit)
@@ -54,6 +56,21 @@ def run_eval_cli(
         return
     golden = run_golden(settings, dataset, limit=limit, corpus=corpus)
     click.echo(_json(golden_json(golden)) if as_json else golden_text(golden))
+
+
+def _sweep_cli(
+    settings: Settings, sweep: str, *, dataset: str, limit: int | None, out: str, as_json: bool
+) -> None:
+    """`rag eval --sweep`: a threshold sweep, or (`gate_claude`) the simulated gate in front of Claude."""
+    if sweep == "gate_claude":
+        from rag.evals.gate_sim import report_markdown, run_gate_sim, write_report
+
+        gate = run_gate_sim(settings)
+        md, png = write_report(gate, Path(out))
+        click.echo(_json(gate) if as_json else f"{report_markdown(gate)}\nwrote {png} and {md}")
+        return
+    run = run_sweep(settings, sweep, dataset=dataset, limit=limit, out=Path(out))
+    click.echo(_json(run.json()) if as_json else sweep_text(run))
 
 
 def _json(value: Any) -> str:
@@ -203,4 +220,22 @@ def external_text(report: dict[str, Any]) -> str:
         f"  flags naming a misinfo document        {fmt(report['misinfo_side_flagged'])}",
     ]
     lines += [f"    {cell:<30} {fmt(v['flag_rate'])} (n={v['items']})" for cell, v in report["cells"].items()]
+    return "\n".join(lines)
+
+
+def reach_text(report: dict[str, Any]) -> str:
+    """The evidence-reach report as a short table."""
+    rows = [
+        ("answerable questions", report["answerable"]),
+        ("passage sent to Claude", fmt(report["reach_claude"])),
+        ("  blocks sent per question (mean)", fmt(report["claude_blocks_mean"])),
+        ("passage read by the offline reader", fmt(report["offline_read"])),
+        ("passage read offline or shown on its refusal", fmt(report["offline_read_or_shown"])),
+        ("offline refusals of answerable questions", report["offline_refused"]),
+        ("  of which the passage was among the closest", fmt(report["refused_with_passage_shown"])),
+    ]
+    lines = [f"evidence reach: {report['set']} ({report['store']})"]
+    lines += [f"  {label:<50} {value}" for label, value in rows]
+    if report["missed_claude"]:
+        lines.append(f"  not sent to Claude: {', '.join(report['missed_claude'])}")
     return "\n".join(lines)

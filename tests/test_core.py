@@ -12,7 +12,7 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.answer.core import Judge, carries_claim, fold, is_structure, layout, run
+from rag.answer.core import Core, carries_claim, fold, is_structure, joined_text, run
 from rag.answer.events import Event, RefusalEvent, SentenceEvent
 from rag.answer.parse import SentenceBuffer
 from rag.answer.pipeline import Pipeline, build_pipeline
@@ -33,7 +33,7 @@ UNSUPPORTED = (
 
 @cache
 def _store_path() -> str:
-    path = str(Path(tempfile.mkdtemp(prefix="judge-")) / "corpus.db")
+    path = str(Path(tempfile.mkdtemp(prefix="core-")) / "corpus.db")
     store = SqliteStore(path)
     try:
         ingest_paths(store, [str(CORPUS)], settings=load_settings(db=path, mock=True))
@@ -162,7 +162,7 @@ def _routes(generator: ScriptedGenerator) -> tuple[Answer, list[Event]]:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(segments=segments, cuts=cuts, native=st.booleans())
-def test_judge_stream_and_answer_show_the_same_sentences(
+def test_core_stream_and_answer_show_the_same_sentences(
     segments: list[Segment], cuts: list[float], native: bool
 ) -> None:
     answer, events = _routes(ScriptedGenerator(segments, cuts, native=native))
@@ -172,7 +172,7 @@ def test_judge_stream_and_answer_show_the_same_sentences(
     assert (refusals[0] if refusals else "") == answer.reason
 
 
-def test_judge_refund_question_agrees_on_both_routes() -> None:
+def test_core_refund_question_agrees_on_both_routes() -> None:
     path = _store_path()
     pipeline = build_pipeline(load_settings(db=path, mock=True))
     question = "Are refunds available at any time?"
@@ -198,22 +198,22 @@ def _block(n: int, text: str) -> Block:
     return Block(n=n, chunk=chunk, score=0.9, sent_text=text)
 
 
-def test_judge_cut_reply_never_shows_the_sentence_in_progress() -> None:
+def test_core_cut_reply_never_shows_the_sentence_in_progress() -> None:
     blocks = [_block(1, "Deleted projects stay in the trash for 30 days. Admins can restore them.")]
-    judge = Judge(blocks=blocks, min_overlap=0.42, buffer=SentenceBuffer(native=True))
+    core = Core(blocks=blocks, min_overlap=0.42, buffer=SentenceBuffer(native=True))
     pieces = [
         Piece(index=0, claims=(Claim(n=1, cited_text="Deleted projects stay in the trash for 30 days."),)),
         Piece(index=0, text="Deleted projects stay in the trash for 30 days"),
         Piece(index=1, text=". Admins can restore them from the trash f"),
         Piece(stop_reason="max_tokens"),
     ]
-    events = run(judge, pieces)
+    events = run(core, pieces)
     shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
     assert shown == ["Deleted projects stay in the trash for 30 days."]
-    assert judge.cut
+    assert core.cut
 
 
-def test_judge_structure_is_dropped_quietly_and_claims_are_reported() -> None:
+def test_core_structure_is_dropped_quietly_and_claims_are_reported() -> None:
     assert is_structure(Draft(text="Here's what the manual says:"))
     assert is_structure(Draft(text="Trash retention"))
     assert is_structure(Draft(text="I hope this helps!"))
@@ -224,15 +224,15 @@ def test_judge_structure_is_dropped_quietly_and_claims_are_reported() -> None:
     assert not carries_claim(Draft(text="Deleted projects can be restored by their owner."))
 
 
-def test_judge_layout_keeps_paragraphs_and_list_items() -> None:
+def test_core_joined_text_keeps_paragraphs_and_list_items() -> None:
     def s(text: str, starts: str = "") -> Sentence:
         return Sentence(text=text, citations=(), starts=starts)  # type: ignore[arg-type]
 
-    text = layout([s("Intro."), s("First.", "item"), s("Second.", "item"), s("Later.", "paragraph")])
+    text = joined_text([s("Intro."), s("First.", "item"), s("Second.", "item"), s("Later.", "paragraph")])
     assert text == "Intro.\n- First.\n- Second.\n\nLater."
 
 
-def test_judge_fold_of_a_refusal_has_no_sentences() -> None:
+def test_core_fold_of_a_refusal_has_no_sentences() -> None:
     base = Answer(question="q")
     sentence = Sentence(text="x", citations=())
     answer = fold(
