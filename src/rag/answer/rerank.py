@@ -39,9 +39,9 @@ BM25_WEIGHT = 0.3
 # Typical chunk length in words (chunk_document cuts 120-220 estimated tokens, about 90-170 words):
 # the passage size the general-English prior turns word frequencies into chunk frequencies for.
 CHUNK_WORDS = 130
-# The dense cosine's share of the hybrid score (`HybridReranker`), chosen on the development sets by
-# evidence reach (docs/eval.md, "Dense retrieval offline").
-DENSE_WEIGHT = 0.5
+# The dense cosine's share of the hybrid score (`HybridReranker`): the middle of the plateau (0.45-0.65)
+# of evidence reach over the seven development sets (docs/eval.md, "Dense retrieval offline").
+DENSE_WEIGHT = 0.55
 # Term sets of recently scored chunk texts: popular chunks recur across questions (about 3 KB each).
 TERM_CACHE_SIZE = 4096
 
