@@ -1,8 +1,8 @@
 """The context budget in front of Claude: evidence reach against what a question sends (docs/eval.md,
 "Context budget for Claude").
 
-For each (most blocks, token budget) pair (with `top_k` raised to the most blocks where it is
-smaller), every answerable question of each labelled set is asked of a
+For each (most blocks, token budget) pair (`RAG_CLAUDE_MAX_BLOCKS`, `RAG_CLAUDE_BUDGET`; retrieval
+hands on at least that many chunks), every answerable question of each labelled set is asked of a
 pipeline whose reader is Claude's shape (native citations) but records the blocks instead of calling
 (`rag.evals.reach.RecordingReader`, as `rag eval --reach` does); the gates and retrieval are the
 configured ones (dense retrieval on: the stores come from benchmarks.dense_eval's cache, embedded).
@@ -45,8 +45,7 @@ def sweep(names: list[str], cache: Path, blocks: list[int], tokens: list[int]) -
         with corpus_store(settings, cases) as (store, _):
             for pair in pairs:
                 recorder = RecordingReader()
-                # retrieval hands on `top_k` chunks: at least as many as may be sent
-                update = {"max_blocks": pair[0], "budget": pair[1], "top_k": max(settings.top_k, pair[0])}
+                update = {"claude_max_blocks": pair[0], "claude_budget": pair[1]}
                 pipeline = build_pipeline(settings.model_copy(update=update), store=store, generator=recorder)
                 for case in cases:
                     before = len(recorder.sent)
