@@ -262,16 +262,9 @@ def test_generate_retry_after_seconds_passed_to_upstream_error(fake_anthropic: F
 
 
 def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anthropic: FakeAnthropic) -> None:
-    from rag.answer import claude
-
     fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"), CITED_ANSWER)
-    original = claude.MAX_RETRY_WAIT
-    claude.MAX_RETRY_WAIT = 0.01
-    try:
-        started = time.perf_counter()
-        generation = _generator(fake_anthropic, model_max_retries=1).generate("Q?", BLOCKS)
-    finally:
-        claude.MAX_RETRY_WAIT = original
+    started = time.perf_counter()
+    generation = _generator(fake_anthropic, model_max_retries=1, model_retry_wait=0.01).generate("Q?", BLOCKS)
     assert time.perf_counter() - started < 30
     assert generation.usage.retries == 1
 

@@ -363,13 +363,11 @@ def test_http_ask_503_with_retry_after_when_claude_stays_overloaded(
 
     monkeypatch.setenv("RAG_DB", corpus_db)
     monkeypatch.setenv("RAG_MODEL_MAX_RETRIES", "1")
+    monkeypatch.setenv("RAG_MODEL_RETRY_WAIT", "0.01")
     get_settings.cache_clear()
     claude_env.enqueue(
         failure(529, retry_after_ms=None, retry_after="4"), failure(529, retry_after_ms=None, retry_after="4")
     )
-    from rag.answer import claude
-
-    monkeypatch.setattr(claude, "MAX_RETRY_WAIT", 0.01)
     with TestClient(create_app(get_settings())) as http:
         response = http.post("/ask", json={"question": QUESTION})
     assert response.status_code == 503

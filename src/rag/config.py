@@ -133,6 +133,12 @@ class Settings(BaseSettings):
         default_factory=lambda: dict(DEFAULT_MODEL_PRICES),
         description="USD per million (input, output) tokens per model, for the cost shown with answers",
     )
+    model_retry_wait: float = Field(
+        10.0,
+        ge=0,
+        le=120,
+        description="seconds the SDK waits at most before a retry, whatever retry-after the provider sends",
+    )
     model_max_retries: int = Field(
         2,
         ge=0,

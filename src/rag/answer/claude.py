@@ -43,33 +43,36 @@ from rag.types import Block, Claim, Draft, Generation, Piece, Usage
 
 log = logging.getLogger(__name__)
 
-# The SDK honours any `retry-after` without a cap; waits longer than this are shortened so one
-# call takes at most about (max_retries + 1) * model_timeout + max_retries * MAX_RETRY_WAIT seconds.
-MAX_RETRY_WAIT = 10.0
+# The SDK honours any `retry-after` without a cap; waits longer than `Settings.model_retry_wait` (10 s
+# by default) are shortened so one call takes at most about
+# (max_retries + 1) * model_timeout + max_retries * model_retry_wait seconds.
 # Retry-After given to our own clients when the provider did not send one (seconds).
 DEFAULT_RETRY_AFTER = 30.0
 _UPSTREAM_STATUSES = frozenset({200, 408, 409, 429})
 
 
 class _BoundedRetryWait(anthropic.Middleware):
-    """Shortens the provider's `retry-after` to MAX_RETRY_WAIT, keeping the original for our 503."""
+    """Shortens the provider's `retry-after` to `cap` seconds, keeping the original for our 503."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap = cap
 
     def handle(self, request: Any, call_next: Any) -> Any:
         response = call_next(request)
-        _cap_retry_headers(response.http_response.headers)
+        _cap_retry_headers(response.http_response.headers, self.cap)
         return response
 
     async def handle_async(self, request: Any, call_next: Any) -> Any:
         response = await call_next(request)
-        _cap_retry_headers(response.http_response.headers)
+        _cap_retry_headers(response.http_response.headers, self.cap)
         return response
 
 
-def _cap_retry_headers(headers: httpx2.Headers) -> None:
+def _cap_retry_headers(headers: httpx2.Headers, cap: float) -> None:
     wait = _retry_after(headers)
-    if wait is not None and wait > MAX_RETRY_WAIT:
+    if wait is not None and wait > cap:
         headers["x-rag-retry-after"] = str(wait)
-        headers["retry-after-ms"] = str(int(MAX_RETRY_WAIT * 1000))
+        headers["retry-after-ms"] = str(int(cap * 1000))
 
 
 def _retry_after(headers: httpx2.Headers | None) -> float | None:
@@ -253,7 +256,7 @@ def _client_options(settings: Settings) -> dict[str, Any]:
         "base_url": settings.anthropic_base_url or None,
         "timeout": settings.model_timeout,
         "max_retries": settings.model_max_retries,
-        "middleware": [_BoundedRetryWait()],
+        "middleware": [_BoundedRetryWait(settings.model_retry_wait)],
     }
 
 
