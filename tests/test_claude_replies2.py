@@ -1,4 +1,4 @@
-"""Realistic Claude replies, set 2 (written from the wire documentation, not from our parser), on both routes."""
+"""Realistic Claude replies, set 2 (written from the wire documentation, not from our parser), both routes."""
 
 from __future__ import annotations
 
