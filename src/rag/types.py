@@ -10,13 +10,22 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-RefusalReason = Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+# The three refusal lines, and the two ways a model's reply can end before it shows anything:
+# cut short (max_tokens, pause_turn, a stream that stopped) or declined (stop_reason "refusal").
+RefusalReason = Literal[
+    "", "low_retrieval_score", "conflicting_sources", "no_citations", "reply_cut", "reply_declined"
+]
 ConflictPolicy = Literal["present_both", "prefer_newest"]
 DoneStatus = Literal["answered", "abstained", "error"]
 # How a shown sentence begins in the answer's layout: running on, a new paragraph, or a list item.
 SentenceStart = Literal["", "paragraph", "item"]
 # Stop reasons of a model reply that leave the sentence in progress unfinished.
-CUT_STOP_REASONS = frozenset({"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"})
+CUT_STOP_REASONS = frozenset(
+    {"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "incomplete"}
+)
+# Our own stop reason for a reply that ended before `message_stop`: the provider failed or the stream
+# stopped short after some content (what came before it is judged; the sentence in progress is not).
+INCOMPLETE = "incomplete"
 Fabrication = Literal["", "nonexistent", "unrelated"]
 # A reader's verdict on one answer (the page's "helpful / wrong" buttons).
 FeedbackVerdict = Literal["helpful", "wrong"]
@@ -319,6 +328,7 @@ class Piece:
     claims: tuple[Claim, ...] = ()
     usage: Usage | None = None
     stop_reason: str = ""
+    opened: bool = False  # the model call is open (its response began); carries nothing else
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,8 +30,9 @@ from rag.answer.events import (
 )
 from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import is_refusal
-from rag.answer.verify import verify
+from rag.answer.verify import feedback_lines, verify
 from rag.language.lexicon import PLEASANTRY_RE
+from rag.language.text import normalise
 from rag.support.check import CheckOptions
 from rag.types import (
     CUT_STOP_REASONS,
@@ -102,6 +103,8 @@ class Core:
 
     def feed(self, piece: Piece) -> list[Event]:
         """Take one piece; return the events of the sentences it completed, in order."""
+        if piece.opened:
+            return []
         if piece.usage is not None:
             self.usage = self.usage + piece.usage
         if piece.stop_reason in CUT_STOP_REASONS:
@@ -140,16 +143,138 @@ class Core:
             return None
         if is_structure(draft):
             return None
-        self.claims_dropped = self.claims_dropped or carries_claim(draft)
+        claim = carries_claim(draft)
+        self.claims_dropped = self.claims_dropped or claim
         self.failed.append(verdict)
         self.dropped.append(Dropped(text=draft.text, detail=verdict.issues or ("no citation",)))
-        return DroppedEvent(dropped=self.dropped[-1])
+        return DroppedEvent(dropped=self.dropped[-1], claim=claim)
 
     @property
     def wants_regeneration(self) -> bool:
         """A second draft may help: a sentence that carried a claim was withheld, and the model did not
         refuse; a cut reply is not regenerated for its cut sentence alone."""
         return self.claims_dropped and not self.model_refused
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecondDraft:
+    """What a second draft is asked with: the feedback lines and the output budget (None: the usual)."""
+
+    feedback: tuple[str, ...]
+    max_tokens: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Session:
+    """One answer's drafts (at most two), the same on both routes, so `/ask` and `/ask/stream` agree.
+
+    The first draft's verified sentences go out as they come until one of its claims is withheld;
+    later ones are held. When the first draft wants a second (`second_draft`), the second is asked
+    for with feedback naming each withheld sentence and what was already shown; its verified
+    sentences go out, except restatements of one already shown. When the second verifies nothing
+    new, or cannot be had, the held sentences of the first go out instead. Nothing shown is ever
+    taken back, and nothing of a first draft that a second replaced is shown after it.
+    """
+
+    first: Core
+    second: Core | None = None
+    shown: list[Sentence] = field(default_factory=list)
+    held: list[Event] = field(default_factory=list)
+    added: int = 0  # sentences the second draft added
+    withheld: int = 0  # `dropped` events sent (a sentence withheld again by the second draft once)
+    _withheld_claim: bool = False
+
+    @property
+    def current(self) -> Core:
+        return self.second if self.second is not None else self.first
+
+    @property
+    def drafts(self) -> tuple[Core, ...]:
+        return (self.first,) if self.second is None else (self.first, self.second)
+
+    def feed(self, piece: Piece) -> list[Event]:
+        """The events to send now for one piece of the current draft."""
+        return self._pass(self.current.feed(piece))
+
+    def close(self) -> list[Event]:
+        """The current draft's output ended: the events of what it left."""
+        return self._pass(self.current.close())
+
+    def run(self, pieces: Iterable[Piece]) -> list[Event]:
+        """Feed a whole draft and close it."""
+        events = [e for piece in pieces for e in self.feed(piece)]
+        return events + self.close()
+
+    def _pass(self, events: Iterable[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, DroppedEvent):
+                if self.second is not None and any(d.text == event.dropped.text for d in self.first.dropped):
+                    continue  # the second draft withheld the same sentence again: said once
+                self._withheld_claim = self._withheld_claim or event.claim
+                self.withheld += 1
+                out.append(event)
+            elif not isinstance(event, SentenceEvent):
+                out.append(event)
+            elif self.second is None and self._withheld_claim:
+                self.held.append(event)
+            elif self.second is not None and _restates(event.sentence, self.shown):
+                continue
+            else:
+                self.shown.append(event.sentence)
+                self.added += self.second is not None
+                out.append(event)
+        return out
+
+    def second_draft(self, *, max_tokens: int, retry_max_tokens: int) -> SecondDraft | None:
+        """What to ask a second draft with, once the first has ended; None: the first stands. A claim
+        withheld asks for one with feedback; a reply cut at `max_tokens` asks for a longer one when
+        `retry_max_tokens` is larger."""
+        first = self.first
+        longer = retry_max_tokens if first.cut_by == "max_tokens" and retry_max_tokens > max_tokens else None
+        if self.second is not None or not (first.wants_regeneration or longer):
+            return None
+        lines = feedback_lines(first.failed)
+        if self.shown and lines:
+            said = " ".join(f'"{s.text}"' for s in self.shown)
+            lines.append(f"Already shown to the reader, so do not repeat it: {said}")
+        return SecondDraft(feedback=tuple(lines), max_tokens=longer)
+
+    def begin_second(self, core: Core) -> None:
+        self.second = core
+
+    def finish(self) -> list[Event]:
+        """After the last draft: the held sentences of the first, unless the second added something."""
+        released, self.held = ([] if self.added else self.held), []
+        self.shown.extend(e.sentence for e in released if isinstance(e, SentenceEvent))
+        return released
+
+    @property
+    def last(self) -> Core:
+        """The draft whose end the answer reports: the second when it added something, else the first."""
+        return self.second if self.second is not None and self.added else self.first
+
+    @property
+    def usage(self) -> Usage:
+        """Every draft's usage, each provider call once."""
+        return sum((d.usage for d in self.drafts), Usage())
+
+    @property
+    def history(self) -> tuple[str, ...]:
+        return tuple(line for d in self.drafts for line in d.history)
+
+
+def _restates(sentence: Sentence, shown: Sequence[Sentence]) -> bool:
+    """A second draft's sentence that says again what a shown one says: the same words, or the very
+    same cited spans."""
+    spans = {(c.chunk_id, c.start, c.end) for c in sentence.citations}
+    words = normalise(sentence.text)
+    for other in shown:
+        if normalise(other.text) == words:
+            return True
+        if spans and spans == {(c.chunk_id, c.start, c.end) for c in other.citations}:
+            return True
+    return False
 
 
 def run(core: Core, pieces: Iterable[Piece]) -> list[Event]:

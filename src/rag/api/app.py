@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -303,15 +303,23 @@ def create_app(
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
-    def start_stream(request: Request, question: str, top_k: int | None) -> Response:
-        # Validation happens here, before the first byte, so a bad question is a 422 JSON response.
+    async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
+        # Validation happens here, before the first byte, so a bad question is a 422 JSON response; and
+        # the first event is awaited before the response begins, so a model provider that cannot be
+        # reached at all is a 503 JSON response with Retry-After, as on /ask (the stream sends `meta`
+        # only once the model call is open).
         question = validate_question(question, settings.max_question_chars)
         note = _note(request)
         note.streamed = True
-        events = qa.answer_stream(
-            question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        events = aiter(
+            qa.answer_stream(
+                question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+            )
         )
-        return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, note=note))
+        first = await anext(events, None)
+        return EventStreamResponse(
+            sse_stream(_resumed(first, events), keepalive=settings.sse_keepalive, note=note)
+        )
 
     stream_doc: dict[int | str, dict[str, Any]] = {
         200: {
@@ -340,7 +348,7 @@ def create_app(
     @app.post("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream(body: AskRequest, request: Request) -> Response:
         """Stream the answer as server-sent events; each sentence arrives whole and verified."""
-        return start_stream(request, body.question, body.top_k)
+        return await start_stream(request, body.question, body.top_k)
 
     @app.get("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream_get(
@@ -352,7 +360,7 @@ def create_app(
         ] = None,
     ) -> Response:
         """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`."""
-        return start_stream(request, q, top_k)
+        return await start_stream(request, q, top_k)
 
     @app.get(
         "/chunks/{chunk_id:path}",
@@ -461,3 +469,16 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+async def _resumed(first: Event | None, rest: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
+    """The events of a stream whose first one was already taken; closing this closes `rest`."""
+    try:
+        if first is not None:
+            yield first
+        async for event in rest:
+            yield event
+    finally:
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()

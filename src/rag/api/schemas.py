@@ -209,7 +209,9 @@ class AnswerOut(_Out):
     sentences: list[SentenceOut]
     citations: list[CitationOut] = Field(description="Every distinct citation, deduplicated.")
     abstained: bool
-    reason: Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+    reason: Literal[
+        "", "low_retrieval_score", "conflicting_sources", "no_citations", "reply_cut", "reply_declined"
+    ]
     message: str = Field(description="The refusal wording when abstained, or a note on the answer.")
     cut: bool = Field(
         False, description="The model's reply was cut short; its unfinished sentence is not shown."
