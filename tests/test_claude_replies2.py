@@ -28,6 +28,11 @@ def test_every_realistic_reply_gives_what_a_correct_product_shows(
     assert wrong == {}
 
 
+def test_most_replies_reach_the_model_with_the_documents_they_need(played: tuple[Played, ...]) -> None:
+    # a reply whose documents the question does not retrieve is not judged; they must stay few
+    assert sum(1 for p in played if not p.reached) <= 0.2 * len(played)
+
+
 def test_both_routes_show_the_same_sentences(played: tuple[Played, ...]) -> None:
     ask = {p.id: p.shown for p in played if p.route == "ask" and p.status == 200}
     stream = {p.id: p.shown for p in played if p.route == "stream" and p.id in ask}

@@ -18,7 +18,9 @@ RefusalReason = Literal[
 ConflictPolicy = Literal["present_both", "prefer_newest"]
 DoneStatus = Literal["answered", "abstained", "error"]
 # How a shown sentence begins in the answer's layout: running on, a new paragraph, or a list item.
-SentenceStart = Literal["", "paragraph", "item"]
+# Where a sentence starts in the layout: running on, a new paragraph, a bullet item, a numbered item
+# (`number`), or a table row (`header` above the rule, `row` below it; `cells` hold its cells).
+SentenceStart = Literal["", "paragraph", "item", "numbered", "header", "row"]
 # Stop reasons of a model reply that leave the sentence in progress unfinished.
 CUT_STOP_REASONS = frozenset(
     {"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "incomplete"}
@@ -129,6 +131,8 @@ class Draft:
     text: str
     claims: tuple[Claim, ...] = ()
     starts: SentenceStart = ""
+    number: int = 0  # a numbered item's number
+    cells: tuple[Draft, ...] = ()  # a table row's cells, each with its own claims
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +158,8 @@ class Sentence:
     citations: tuple[Citation, ...]
     starts: SentenceStart = ""
     withheld: tuple[str, ...] = ()
+    number: int = 0  # a numbered item's number
+    cells: tuple[str, ...] = ()  # a table row's cells as shown ("" for one withheld)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

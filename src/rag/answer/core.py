@@ -100,6 +100,7 @@ class Core:
     cut: bool = False
     cut_by: str = ""  # the stop reason that cut the reply ("max_tokens", ...)
     verify_ms: float = 0.0
+    _header: Sentence | None = None  # a table's header row, shown with its first verified row
 
     def feed(self, piece: Piece) -> list[Event]:
         """Take one piece; return the events of the sentences it completed, in order."""
@@ -122,21 +123,68 @@ class Core:
     def _decide_all(self, drafts: Iterable[Draft]) -> list[Event]:
         events: list[Event] = []
         for draft in drafts:
+            if draft.cells:
+                events.extend(self._decide_row(draft))
+                continue
             event = self._decide(draft)
             if event is not None:
                 events.append(event)
         return events
 
-    def _decide(self, draft: Draft) -> Event | None:
+    def _decide_row(self, row: Draft) -> list[Event]:
+        """A table row, verified cell by cell: a cited cell is shown when its own citations verify, a
+        label (uncited cell) stays as written; the row is shown when one of its cited cells is, after
+        its table's header row; a cell that fails is left blank and reported."""
+        if row.starts == "header":
+            cells = tuple(c.text for c in row.cells)
+            self._header = Sentence(text=row.text, citations=(), starts="header", cells=cells)
+            return []
+        shown: list[str] = []
+        citations: list[Citation] = []
+        events: list[Event] = []
+        verified = False
+        for cell in row.cells:
+            if not cell.claims:
+                shown.append(cell.text)
+                continue
+            event = self._decide(cell, keep=False)
+            if isinstance(event, SentenceEvent):
+                verified = True
+                shown.append(cell.text)
+                citations.extend(c for c in event.sentence.citations if c not in citations)
+            else:
+                shown.append("")
+                if event is not None:
+                    events.append(event)
+        if not verified:
+            return events
+        out: list[Event] = []
+        if self._header is not None:
+            self.sentences.append(self._header)
+            out.append(SentenceEvent(sentence=self._header))
+            self._header = None
+        text = "| " + " | ".join(shown) + " |"
+        sentence = Sentence(text=text, citations=tuple(citations), starts="row", cells=tuple(shown))
+        self.sentences.append(sentence)
+        return [*out, SentenceEvent(sentence=sentence), *events]
+
+    def _decide(self, draft: Draft, *, keep: bool = True) -> Event | None:
+        """One sentence verified: its `sentence` event (kept among `sentences` unless `keep` is off, as
+        for a table cell), its `dropped` event, or None for structure and the model's refusal wording."""
         started = time.perf_counter()
         verdict = verify([draft], self.blocks, min_overlap=self.min_overlap, support=self.support)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
         self.history.append(verdict_line(verdict, self.label))
         if verdict.ok:
             sentence = Sentence(
-                text=draft.text, citations=verdict.citations, starts=draft.starts, withheld=verdict.issues
+                text=draft.text,
+                citations=verdict.citations,
+                starts=draft.starts,
+                withheld=verdict.issues,
+                number=draft.number,
             )
-            self.sentences.append(sentence)
+            if keep:
+                self.sentences.append(sentence)
             return SentenceEvent(sentence=sentence)
         if is_refusal(draft.text):
             self.model_refused = True  # the model's own refusal wording: an abstention, not a dropped claim
@@ -304,11 +352,20 @@ def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
 
 
 def joined_text(sentences: Sequence[Sentence]) -> str:
-    """The sentences as one text, keeping paragraphs (blank line) and list items ("- ")."""
+    """The sentences as one text, keeping paragraphs (blank line), list items ("- "), numbered items
+    ("2. ") and table rows (a header with its rule, then one line per row)."""
     parts: list[str] = []
     for i, s in enumerate(sentences):
         if s.starts == "item":
             parts.append(("\n" if i else "") + "- " + s.text)
+        elif s.starts == "numbered":
+            parts.append(("\n" if i else "") + f"{s.number or 1}. " + s.text)
+        elif s.starts == "header":
+            rule = "|" + "---|" * len(s.cells)
+            parts.append(("\n\n" if i else "") + s.text + "\n" + rule)
+        elif s.starts == "row":
+            first = i == 0 or sentences[i - 1].starts not in ("header", "row")
+            parts.append(("\n\n" if first and i else "\n" if i else "") + s.text)
         elif s.starts == "paragraph" and i:
             parts.append("\n\n" + s.text)
         else:
