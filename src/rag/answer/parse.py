@@ -94,7 +94,10 @@ def parse_inline(text: str) -> tuple[Draft, ...]:
     """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
     drafts = []
     for start, end in _sentence_spans(text):
-        draft = _draft(text[start:end], starts=sentence_start(text, start))
+        starts = sentence_start(text, start)
+        draft = _draft(text[start:end], starts=starts)
+        if draft is not None and starts == "numbered":
+            draft = replace(draft, number=list_number(text, start))
         if draft is not None:
             drafts.append(draft)
     return tuple(drafts)
