@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from rag.answer.conflicts import presented
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -39,6 +40,7 @@ from rag.types import (
     Answer,
     Block,
     Citation,
+    Conflict,
     Draft,
     Dropped,
     Generation,
@@ -226,8 +228,14 @@ class Session:
 
     first: Core
     second: Core | None = None
+    # With Claude: the conflict the front half found (its sentences wait for the end), and what finds one
+    # a sentence's figure is part of; a conflict shown one-sided turns the answer into line 2.
+    conflict: Conflict | None = None
+    conflict_of: Callable[[Sentence], Conflict | None] | None = None
     shown: list[Sentence] = field(default_factory=list)
     held: list[Event] = field(default_factory=list)
+    waiting: list[Event] = field(default_factory=list)  # sentences held until a conflict is judged
+    one_sided: Conflict | None = None  # the conflict the answer showed only one side of
     added: int = 0  # sentences the second draft added
     withheld: int = 0  # `dropped` events sent (a sentence withheld again by the second draft once)
     _withheld_claim: bool = False
@@ -266,13 +274,26 @@ class Session:
                 out.append(event)
             elif self.second is None and self._withheld_claim:
                 self.held.append(event)
-            elif self.second is not None and _restates(event.sentence, self.shown):
+            elif self.second is not None and _restates(event.sentence, [*self.shown, *self._waiting()]):
                 continue
+            elif self._waits(event.sentence):
+                self.waiting.append(event)
+                self.added += self.second is not None
             else:
                 self.shown.append(event.sentence)
                 self.added += self.second is not None
                 out.append(event)
         return out
+
+    def _waits(self, sentence: Sentence) -> bool:
+        """A sentence waits for the end once a conflict is in play: found before generation, or about
+        a figure this sentence states."""
+        if self.conflict is None and self.conflict_of is not None:
+            self.conflict = self.conflict_of(sentence)
+        return self.conflict is not None
+
+    def _waiting(self) -> list[Sentence]:
+        return [e.sentence for e in self.waiting if isinstance(e, SentenceEvent)]
 
     def second_draft(self, *, max_tokens: int, retry_max_tokens: int) -> SecondDraft | None:
         """What to ask a second draft with, once the first has ended; None: the first stands. A claim
@@ -292,10 +313,21 @@ class Session:
         self.second = core
 
     def finish(self) -> list[Event]:
-        """After the last draft: the held sentences of the first, unless the second added something."""
+        """After the last draft: the held sentences of the first, unless the second added something;
+        then the sentences that waited for a conflict, unless the answer cites only one side of it
+        (then nothing more is shown, and `one_sided` says which conflict)."""
         released, self.held = ([] if self.added else self.held), []
-        self.shown.extend(e.sentence for e in released if isinstance(e, SentenceEvent))
-        return released
+        waited, self.waiting = self.waiting, []
+        out = [*released, *waited]
+        said = [e.sentence for e in out if isinstance(e, SentenceEvent)]
+        cited = frozenset(c.chunk_id for s in [*self.shown, *said] for c in s.citations)
+        conflict = self.conflict
+        touched = conflict is not None and any(st.chunk_id in cited for st in conflict.statements)
+        if conflict is not None and touched and not presented(conflict, cited):
+            self.one_sided = conflict
+            return []
+        self.shown.extend(said)
+        return out
 
     @property
     def last(self) -> Core:

@@ -29,7 +29,7 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
-from rag.answer.conflicts import detect_conflict
+from rag.answer.conflicts import conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
@@ -69,6 +69,7 @@ from rag.types import (
     Piece,
     RefusalReason,
     Scored,
+    Sentence,
     Statement,
     Usage,
 )
@@ -205,7 +206,7 @@ class Pipeline:
             blocks = assemble(plan.scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
-        if plan.conflict is not None and not plan.note:
+        if plan.conflict is not None and not plan.note and self.reader != "claude":
             plan.blocks = tuple(blocks)
             plan.refusal = self._refusal(
                 plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
@@ -341,10 +342,17 @@ class Pipeline:
         events: list[Event] = []
         last = session.last
         usage = plan.usage + session.usage
-        if not grounding_gate(session.shown):
+        if session.one_sided is not None:
+            conflict = session.one_sided
+            message = conflict_message(conflict)
+            events.append(
+                _refusal_event(self._refusal(plan, "conflicting_sources", message, conflict=conflict))
+            )
+            status: DoneStatus = "abstained"
+        elif not grounding_gate(session.shown):
             reason, message = _empty_reason(last)
             events.append(_refusal_event(self._refusal(plan, reason, message)))
-            status: DoneStatus = "abstained"
+            status = "abstained"
         else:
             status = "answered"
             if last.cut:
@@ -416,7 +424,7 @@ class Pipeline:
         self._gate_answer(plan)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
-        session = Session(first=self._core(plan, "draft 1"))
+        session = self._session(plan, "draft 1")
         events = [self._meta(plan), *session.run(self._generate(plan, "generate"))]
         ask = self._second_ask(session)
         if ask is not None:
@@ -424,6 +432,19 @@ class Pipeline:
         events += session.finish()
         answer = fold(self._base(plan), [*events, *self._ending(plan, session)])
         return self._finish(plan, answer, session.history)
+
+    def _session(self, plan: Plan, label: str) -> Session:
+        """The drafts of one answer. With Claude, a conflict the front half found, or one a shown
+        figure turns out to be part of, is judged on the whole answer (both sides cited, or line 2)."""
+        if self.reader != "claude":
+            return Session(first=self._core(plan, label))
+        blocks = plan.blocks
+
+        def conflict_of(sentence: Sentence) -> Conflict | None:
+            cited = frozenset(c.chunk_id for c in sentence.citations)
+            return conflict_about(sentence.text, cited, blocks)
+
+        return Session(first=self._core(plan, label), conflict=plan.conflict, conflict_of=conflict_of)
 
     def _second_ask(self, session: Session) -> SecondDraft | None:
         return session.second_draft(
@@ -494,7 +515,7 @@ class Pipeline:
         )
         await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
-        session = Session(first=self._core(plan, "stream"))
+        session = self._session(plan, "stream")
         try:
             if plan.refusal is not None:
                 seen.extend(self._pre_refusal(plan))
