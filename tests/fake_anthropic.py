@@ -4,8 +4,8 @@ It speaks the wire format of `shared/anthropic-wire.md`: JSON messages and SSE s
 (`message_start`, `content_block_start`, `citations_delta`, `text_delta`, `content_block_stop`,
 `ping`, `message_delta`, `message_stop`, `error`), error statuses with `retry-after-ms`, and
 `count_tokens`. Each test scripts its replies with `enqueue(...)`; every request is recorded and
-checked against the product's contract (documents with citations on all, `cache_control` on the
-last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
+checked against the product's contract (documents with citations on all, `cache_control` (when present) on
+the last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
 when a check failed or a scripted reply was never used.
 """
 
@@ -199,18 +199,12 @@ def check_request(body: dict[str, Any]) -> list[str]:
                 problems.append(f"document {i} does not enable citations")
             if not doc.get("title"):
                 problems.append(f"document {i} has no title")
-            if not isinstance(doc.get("context"), str):
-                problems.append(f"document {i} has no context metadata")
-            else:
-                try:
-                    json.loads(doc["context"])
-                except ValueError:
-                    problems.append(f"document {i} context is not JSON")
-            wants_cache = i == len(docs) - 1
-            has_cache = (doc.get("cache_control") or {}).get("type") == "ephemeral"
-            if wants_cache and not has_cache:
-                problems.append("the last document has no cache_control")
-            if has_cache and not wants_cache:
+            if "context" in doc and not isinstance(doc["context"], str):
+                problems.append(f"document {i} context is not a string")
+            has_cache = "cache_control" in doc
+            if has_cache and (doc.get("cache_control") or {}).get("type") != "ephemeral":
+                problems.append(f"document {i} has a cache_control that is not ephemeral")
+            if has_cache and i != len(docs) - 1:
                 problems.append(f"document {i} has cache_control but is not the last")
         content = messages[0].get("content") if isinstance(messages, list) and messages else None
         if not isinstance(content, list) or not any(

@@ -142,10 +142,12 @@ def test_fake_anthropic_flags_request_breaking_the_contract(fake_anthropic: Fake
 
 def test_generate_sends_documents_system_prompt_and_settings_model(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.enqueue(CITED_ANSWER)
-    _generator(fake_anthropic, generation_model="claude-opus-5-5", max_tokens=300).generate("Q?", BLOCKS)
+    _generator(
+        fake_anthropic, generation_model="claude-opus-5-5", max_tokens=300, thinking_tokens=1000
+    ).generate("Q?", BLOCKS)
     (request,) = fake_anthropic.message_requests()
     assert request.body["model"] == "claude-opus-5-5"
-    assert request.body["max_tokens"] == 300
+    assert request.body["max_tokens"] == 1300  # the answer's 300 and the thinking reserve
     assert request.body["system"] == SYSTEM_PROMPT
     assert [d["source"]["data"] for d in request.documents()] == [b.sent_text for b in BLOCKS]
     assert request.headers["authorization"] == "Bearer test"
@@ -289,15 +291,29 @@ def test_generate_unreachable_server_raises_upstream_unavailable() -> None:
         ClaudeGenerator(settings).generate("Q?", BLOCKS)
 
 
-def test_generate_reports_cache_creation_then_cache_read(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+def test_generate_caches_only_a_repeat_and_reads_it_the_time_after(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER, CITED_ANSWER)
     gen = _generator(fake_anthropic)
-    first = gen.generate("Q?", BLOCKS).usage
-    second = gen.generate("Q?", BLOCKS).usage
-    assert first.cache_creation_input_tokens > 0 and first.cache_read_input_tokens == 0
-    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
-    assert second.cache_creation_input_tokens == 0
-    assert first.input_tokens > 0 and first.output_tokens > 0
+    once, repeat, again = (gen.generate("Q?", BLOCKS).usage for _ in range(3))
+    requests = fake_anthropic.message_requests()
+    assert not any("cache_control" in d for d in requests[0].documents())  # a one-off writes nothing
+    assert once.cache_creation_input_tokens == 0 and once.cache_read_input_tokens == 0
+    assert repeat.cache_creation_input_tokens > 0  # the same documents again: worth a write
+    assert again.cache_read_input_tokens == repeat.cache_creation_input_tokens
+    assert once.input_tokens > 0 and once.output_tokens > 0
+
+
+def test_cache_policy_forgets_documents_sent_longer_ago_than_the_cache_lives() -> None:
+    from rag.answer.claude import CACHE_REPEAT_WINDOW, CachePolicy
+
+    now = [0.0]
+    policy = CachePolicy(clock=lambda: now[0])
+    assert not policy.wants("m", BLOCKS)
+    now[0] = CACHE_REPEAT_WINDOW - 1
+    assert policy.wants("m", BLOCKS)
+    now[0] += CACHE_REPEAT_WINDOW + 1
+    assert not policy.wants("m", BLOCKS)
+    assert not policy.wants("other-model", BLOCKS)
 
 
 def test_generate_check_probes_key_with_count_tokens(fake_anthropic: FakeAnthropic) -> None:
@@ -472,13 +488,13 @@ def test_stream_closed_early_closes_the_http_stream(fake_anthropic: FakeAnthropi
 
 
 def test_stream_usage_reports_cache_tokens(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER, CITED_ANSWER)
     gen = _generator(fake_anthropic)
-    first, second = _collect(gen)[-1].usage, _collect(gen)[-1].usage
-    assert isinstance(first, Usage) and isinstance(second, Usage)
-    assert first.cache_creation_input_tokens > 0
-    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
-    assert first.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
+    once, repeat, again = (_collect(gen)[-1].usage for _ in range(3))
+    assert isinstance(once, Usage) and isinstance(repeat, Usage) and isinstance(again, Usage)
+    assert once.cache_creation_input_tokens == 0
+    assert again.cache_read_input_tokens == repeat.cache_creation_input_tokens > 0
+    assert once.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
 
 
 def test_serve_with_rejected_key_exits_with_clear_message_before_serving(

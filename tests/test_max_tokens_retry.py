@@ -15,6 +15,7 @@ from rag.config import load_settings
 from rag.store.sqlite import SqliteStore
 
 QUESTION = "How long do deleted projects stay in the trash?"
+THINKING = 2048  # the default reserve for thinking, asked for on top of the answer's budget
 STAY = "Deleted projects stay in the trash for 30 days. "
 RESTORE = "During that time a project manager or an admin can restore the project from **Projects > Trash**"
 FULL = reply(
@@ -42,7 +43,8 @@ def _pipeline(fake: FakeAnthropic, db: str, **overrides: Any) -> Pipeline:
 
 
 def _budgets(fake: FakeAnthropic) -> list[int]:
-    return [r.body["max_tokens"] for r in fake.message_requests()]
+    """The answer budget of each request (its max_tokens less the thinking reserve)."""
+    return [r.body["max_tokens"] - THINKING for r in fake.message_requests()]
 
 
 def test_a_cut_reply_is_asked_for_again_with_the_larger_budget(

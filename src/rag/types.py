@@ -102,12 +102,13 @@ class Block:
 
     @property
     def header(self) -> str:
-        """Provenance header: `[n] title > section (updated YYYY-MM-DD)`."""
-        where = self.chunk.title
-        if self.chunk.section and self.chunk.section != self.chunk.title:
-            where = f"{where} > {self.chunk.section}"
-        when = self.chunk.updated_at.isoformat() if self.chunk.updated_at else "unknown"
-        return f"[{self.n}] {where} (updated {when})"
+        """Provenance header: `[n] title > section (updated YYYY-MM-DD)`, the date left out when unknown."""
+        title, section = self.chunk.title, self.chunk.section
+        where = title
+        if section and section != title:
+            where = section if section.startswith(f"{title} > ") else f"{title} > {section}"
+        when = f" (updated {self.chunk.updated_at.isoformat()})" if self.chunk.updated_at else ""
+        return f"[{self.n}] {where}{when}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -117,6 +117,21 @@ def presented(conflict: Conflict, cited: frozenset[str]) -> bool:
     return all(s.chunk_id in cited for s in conflict.statements)
 
 
+def states_a_side(conflict: Conflict, sentence: str, cited: frozenset[str]) -> bool:
+    """`sentence`, citing the chunks `cited`, gives the disputed figure of one side: the value of a
+    statement whose chunk it cites (a sentence on something else in that chunk takes no side)."""
+    found = [q for q in find_quantities(sentence, years=conflict.dimension == "year")]
+    for statement in conflict.statements:
+        if statement.chunk_id not in cited:
+            continue
+        for q in found:
+            if q.dimension == conflict.dimension and abs(q.value - statement.value) <= q.rel_tol * max(
+                abs(q.value), abs(statement.value), 1e-9
+            ):
+                return True
+    return False
+
+
 def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflict]:
     """Every conflicting pair among `items`, strongest first; `question=None` applies no relevance filter."""
     years = question is not None and bool(ASKS_WHEN_RE.search(question))

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rag.answer.conflicts import presented
+from rag.answer.conflicts import presented, states_a_side
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -322,7 +322,10 @@ class Session:
         said = [e.sentence for e in out if isinstance(e, SentenceEvent)]
         cited = frozenset(c.chunk_id for s in [*self.shown, *said] for c in s.citations)
         conflict = self.conflict
-        touched = conflict is not None and any(st.chunk_id in cited for st in conflict.statements)
+        touched = conflict is not None and any(
+            states_a_side(conflict, s.text, frozenset(c.chunk_id for c in s.citations))
+            for s in [*self.shown, *said]
+        )
         if conflict is not None and touched and not presented(conflict, cited):
             self.one_sided = conflict
             return []
