@@ -301,7 +301,7 @@ def _conflict_failures(expect: dict[str, Any], played: Played) -> list[str]:
     if not sides or played.reason != "conflicting_sources":
         return []
     statements = (played.conflict or {}).get("statements", [])
-    shown = " ".join(json.dumps(s) for s in statements)
+    shown = " ".join(json.dumps(s, ensure_ascii=False) for s in statements)
     return [f"conflict side missing: {s['title']}" for s in sides if s["title"] not in shown]
 
 

@@ -358,12 +358,13 @@ class Pipeline:
             if last.cut:
                 plan.note = " ".join(filter(None, (plan.note, CUT_NOTE)))
         plan.timings["verify"] = round(sum(d.verify_ms for d in session.drafts), 3)
+        declined = last.cut_by == "refusal" and not session.shown  # declined, not cut short
         events.append(
             DoneEvent(
                 status=status,
                 emitted=len(session.shown),
                 dropped=session.withheld,
-                cut=last.cut,
+                cut=last.cut and not declined,
                 usage=usage,
                 timings=_stamp(plan),
             )
