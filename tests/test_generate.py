@@ -255,6 +255,22 @@ def test_generator_answers_from_a_table_row_stated_with_its_column_headers() -> 
     assert texts == ["Canoe: Price $45 per hour; Deposit $80."]
 
 
+def test_generator_answers_from_a_keyed_row_for_a_column_after_the_first() -> None:
+    # HTML and DOCX tables are ingested as "- Header: cell; Header: cell" rows: the row is a record of
+    # every column, so the second column's question is answered by it, not refused as another field's
+    rooms = block(
+        1,
+        "Goggles are worn in the labs.\n\n- Room: Wet lab A; Capacity: 12 people\n"
+        "- Room: Clean room; Capacity: 4 people",
+        title="Laboratory guide",
+        section="Rooms",
+    )
+    texts = [
+        d.text for d in OfflineGenerator().generate("What is the capacity of Wet lab A?", [rooms]).drafts
+    ]
+    assert texts == ["Room: Wet lab A; Capacity: 12 people"]
+
+
 def test_generator_does_not_take_a_date_for_an_amount() -> None:
     notes = block(
         1,

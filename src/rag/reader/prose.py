@@ -59,6 +59,8 @@ _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
 # a table row stated with its column headers, as HTML and DOCX tables are ingested ("- Role: Engineer;
 # Memory: 32 GB"): two or more "header: cell" pairs on one list line
 _KEYED_ROW_RE = re.compile(r"- [^:;\n]{1,80}: [^\n]*?; [^:;\n]{1,80}: ")
+# one "header: cell" pair of such a row
+_ROW_PAIR_RE = re.compile(r"([^:;\n]{1,80}): \S")
 # A reST list table's directive line, and its header-rows option.
 _LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
 _HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
@@ -523,9 +525,23 @@ def _answer_worthy(sentence: str, *, listed: bool, continued: bool = False) -> b
 
 
 def field_name(sentence: str) -> str:
-    """The field name of a short field line ("**Default:** `30`" -> "Default"), else ""."""
+    """The field name of a short field line ("**Default:** `30`" -> "Default"), else "". A table row
+    stated with its headers ("Room: Wet lab A; Capacity: 12 people") is a record of all its fields:
+    its name is every header ("Room / Capacity"), so it answers for any column, not only the first."""
+    headers = _row_headers(sentence)
+    if headers:
+        return " / ".join(headers)
     match = FIELD_RE.match(sentence)
     return match.group(1) if match and len(sentence) <= 160 else ""
+
+
+def _row_headers(sentence: str) -> list[str]:
+    """The headers of a row stated as "header: cell; header: cell" (two or more pairs), else []."""
+    parts = sentence.removeprefix("- ").split("; ")
+    if len(parts) < 2:
+        return []
+    headers = [m.group(1) for m in map(_ROW_PAIR_RE.match, parts) if m]
+    return headers if len(headers) == len(parts) else []
 
 
 def _table_step(
