@@ -10,6 +10,8 @@ malformed request, 404 for an unknown route, 413 for a body over 64 KB, 500 with
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 import math
@@ -305,9 +307,11 @@ def create_app(
 
     async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
         # Validation happens here, before the first byte, so a bad question is a 422 JSON response; and
-        # the first event is awaited before the response begins, so a model provider that cannot be
-        # reached at all is a 503 JSON response with Retry-After, as on /ask (the stream sends `meta`
-        # only once the model call is open).
+        # the first event is awaited for one keep-alive interval before the response begins, so a model
+        # provider that cannot be reached is a 503 JSON response with Retry-After, as on /ask (the
+        # stream sends `meta` only once the model call is open). A call still opening after that (a
+        # provider that is slow to answer, a retry waiting) starts the stream with a keep-alive; a
+        # failure after that point is the stream's `error` event.
         question = validate_question(question, settings.max_question_chars)
         note = _note(request)
         note.streamed = True
@@ -316,9 +320,14 @@ def create_app(
                 question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
             )
         )
-        first = await anext(events, None)
+        first = asyncio.ensure_future(anext(events, None))
+        opened, _ = await asyncio.wait((first,), timeout=settings.sse_keepalive)
+        if opened:
+            first.result()  # a failure to open is raised here, before any byte: a JSON error response
         return EventStreamResponse(
-            sse_stream(_resumed(first, events), keepalive=settings.sse_keepalive, note=note)
+            sse_stream(
+                _resumed(first, events), keepalive=settings.sse_keepalive, note=note, waiting=not opened
+            )
         )
 
     stream_doc: dict[int | str, dict[str, Any]] = {
@@ -471,14 +480,23 @@ def create_app(
     return app
 
 
-async def _resumed(first: Event | None, rest: AsyncIterator[Event]) -> AsyncGenerator[Event, None]:
-    """The events of a stream whose first one was already taken; closing this closes `rest`."""
+async def _resumed(
+    first: asyncio.Future[Event | None], rest: AsyncIterator[Event]
+) -> AsyncGenerator[Event, None]:
+    """The events of a stream whose first one is being (or was) taken by `first`; closing this
+    cancels that pull if it is still running, then closes `rest`."""
     try:
-        if first is not None:
-            yield first
+        event = await first
+        if event is None:
+            return
+        yield event
         async for event in rest:
             yield event
     finally:
+        if not first.done():
+            first.cancel()
+            with contextlib.suppress(BaseException):
+                await first
         aclose = getattr(rest, "aclose", None)
         if aclose is not None:
             await aclose()
