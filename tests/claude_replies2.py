@@ -351,7 +351,9 @@ def settings_for(fake: FakeAnthropic, db: str, **overrides: Any) -> Settings:
         "anthropic_api_key": "test-key",
         "anthropic_base_url": fake.base_url,
         "voyage_api_key": "",
-        "model_retry_wait": 0.01,
+        # a retry-after up to this is waited for and retried (r105 asks for 1 s); a longer one is not
+        # retried at all (r102's lasting 30 s)
+        "model_retry_wait": 2.0,
         "min_score": 0.05,
     }
     return load_settings(**{**base, **overrides})

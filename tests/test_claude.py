@@ -263,11 +263,22 @@ def test_generate_retry_after_seconds_passed_to_upstream_error(fake_anthropic: F
     assert info.value.retry_after == 7.0
 
 
-def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"), CITED_ANSWER)
+def test_generate_retry_after_longer_than_our_wait_is_not_retried_but_reported(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    # retrying sooner than the provider asked would be refused again: the caller gets its wait at once
+    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"))
     started = time.perf_counter()
-    generation = _generator(fake_anthropic, model_max_retries=1, model_retry_wait=0.01).generate("Q?", BLOCKS)
+    with pytest.raises(UpstreamUnavailable) as info:
+        _generator(fake_anthropic, model_max_retries=2, model_retry_wait=0.01).generate("Q?", BLOCKS)
     assert time.perf_counter() - started < 30
+    assert info.value.retry_after == 3600.0
+    assert len(fake_anthropic.message_requests()) == 1
+
+
+def test_generate_retry_after_within_our_wait_is_retried(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="1"), CITED_ANSWER)
+    generation = _generator(fake_anthropic, model_max_retries=1, model_retry_wait=5).generate("Q?", BLOCKS)
     assert generation.usage.retries == 1
 
 

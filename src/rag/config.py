@@ -142,7 +142,8 @@ class Settings(BaseSettings):
         10.0,
         ge=0,
         le=120,
-        description="seconds the SDK waits at most before a retry, whatever retry-after the provider sends",
+        description="the longest retry-after the SDK waits for before a retry; a provider asking for"
+        " longer is not retried, and its wait reaches clients in Retry-After",
     )
     model_max_retries: int = Field(
         2,

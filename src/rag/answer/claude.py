@@ -45,8 +45,10 @@ from rag.types import INCOMPLETE, Block, Claim, Draft, Generation, Piece, Usage
 
 log = logging.getLogger(__name__)
 
-# The SDK honours any `retry-after` without a cap; waits longer than `Settings.model_retry_wait` (10 s
-# by default) are shortened so one call takes at most about
+# The SDK honours any `retry-after` without a cap. A provider that asks for a longer wait than
+# `Settings.model_retry_wait` (10 s by default) is not retried at all: retrying sooner than it asked
+# would only be refused again, and the client gets our 503 with the provider's own Retry-After at once,
+# on both routes. So one call takes at most about
 # (max_retries + 1) * model_timeout + max_retries * model_retry_wait seconds.
 # Retry-After given to our own clients when the provider did not send one (seconds).
 DEFAULT_RETRY_AFTER = 30.0
@@ -54,7 +56,8 @@ _UPSTREAM_STATUSES = frozenset({200, 408, 409, 429})
 
 
 class _BoundedRetryWait(anthropic.Middleware):
-    """Shortens the provider's `retry-after` to `cap` seconds, keeping the original for our 503."""
+    """Stops the SDK's retry of a response whose `retry-after` is longer than `cap` seconds, keeping
+    the provider's wait for our 503."""
 
     def __init__(self, cap: float) -> None:
         self.cap = cap
@@ -74,7 +77,7 @@ def _cap_retry_headers(headers: httpx2.Headers, cap: float) -> None:
     wait = _retry_after(headers)
     if wait is not None and wait > cap:
         headers["x-rag-retry-after"] = str(wait)
-        headers["retry-after-ms"] = str(int(cap * 1000))
+        headers["x-should-retry"] = "false"  # the SDK obeys it over its own rules
 
 
 def _retry_after(headers: httpx2.Headers | None) -> float | None:
