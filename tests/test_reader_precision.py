@@ -56,3 +56,46 @@ def test_everyday_words_of_the_question_may_go_unsaid():
     ask = read_question("How much does a season ticket include for commuters?", [ticket], None)
     assert ask is not None and "includ" in ask.generic
     assert "commut" not in ask.generic
+
+
+def test_likely_sentence_marks_the_sentence_sharing_the_rarest_question_words():
+    from rag.reader.likely import likely_sentence
+
+    text = "Lockers are by the gate. Wi-Fi on the ferries is free for an hour. Lockers cost $4."
+    start, end = likely_sentence("Is Wi-Fi free on the ferries?", text) or (0, 0)
+    assert text[start:end] == "Wi-Fi on the ferries is free for an hour."
+    assert likely_sentence("Where is the car park?", text) is None
+
+
+def test_an_offline_refusal_says_no_model_read_the_passages_and_marks_what_may_answer(tmp_path):
+    from rag.answer.gates import NO_CITATIONS_MESSAGE
+    from rag.answer.messages import OFFLINE_NO_CITATIONS_MESSAGE
+    from rag.answer.pipeline import build_pipeline
+    from rag.config import load_settings
+    from rag.ingest.indexer import ingest_paths
+    from rag.serialize import answer_json
+    from rag.store.sqlite import SqliteStore
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "terminal.md").write_text(
+        "# At the terminal\n\nFree Wi-Fi is available in every terminal lounge, with no time limit.\n"
+        "Lockers cost $4 a day.\n"
+    )
+    (docs / "fares.md").write_text("# Fares\n\nA single adult fare on the ferries is $9.\n")
+    (docs / "booking.md").write_text("# Booking\n\nBook ferries online or at the ticket desk.\n")
+    db = str(tmp_path / "f.db")
+    settings = load_settings(db=db, mock=True)
+    store = SqliteStore(db)
+    try:
+        ingest_paths(store, [str(docs)], settings=settings)
+        answer = build_pipeline(settings, store=store).answer("Is there free Wi-Fi on the ferries?")
+    finally:
+        store.close()
+    assert answer.abstained and answer.reason == "no_citations"
+    assert answer.message == OFFLINE_NO_CITATIONS_MESSAGE != NO_CITATIONS_MESSAGE
+    assert "ANTHROPIC_API_KEY" in answer.message
+    marked = [r.may_answer for r in answer.closest if r.may_answer is not None]
+    assert any("Wi-Fi" in m.text for m in marked)
+    shown = answer_json(answer)["closest"]
+    assert any(c["may_answer"] and c["may_answer"]["start"] >= 0 for c in shown)

@@ -34,7 +34,6 @@ from rag.answer.core import Core, draft_pieces, fold, run
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
     LOW_RETRIEVAL_MESSAGE,
-    NO_CITATIONS_MESSAGE,
     Reader,
     closest_refs,
     conflict_message,
@@ -44,6 +43,7 @@ from rag.answer.gates import (
     top_score,
 )
 from rag.answer.generate import Generator, make_generator, support_options, tools_for
+from rag.answer.messages import no_citations_message
 from rag.answer.parse import SentenceBuffer
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
@@ -54,6 +54,7 @@ from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
 from rag.language.tools import Tools, installed
 from rag.reader.gate import Ranking, active_model, assess
+from rag.reader.likely import likely_sentence
 from rag.store import Store, open_store
 from rag.support.check import CheckOptions, default_options
 from rag.types import (
@@ -64,6 +65,7 @@ from rag.types import (
     Conflict,
     ConflictPolicy,
     DoneStatus,
+    MayAnswer,
     RefusalReason,
     Scored,
     Statement,
@@ -286,12 +288,25 @@ class Pipeline:
             reason=reason,
             message=message,
             conflict=conflict,
-            closest=_conflict_refs(conflict) if conflict else plan.closest,
+            closest=_conflict_refs(conflict) if conflict else self._shown(plan, reason),
             blocks=plan.blocks,
             timings=plan.timings,
             trace_id=plan.trace_id,
             reranker=plan.scorer,
             min_score=plan.threshold,
+        )
+
+    def _shown(self, plan: Plan, reason: RefusalReason) -> tuple[ChunkRef, ...]:
+        """The closest passages of a refusal; on an offline `no_citations` refusal each carries the
+        sentence most likely to answer (`rag.reader.likely`), to be shown highlighted, not as an answer."""
+        if reason != "no_citations" or self.reader != "offline" or not plan.closest:
+            return plan.closest
+        texts = {b.chunk.chunk_id: b.chunk.text for b in plan.blocks}
+        missing = [r.chunk_id for r in plan.closest if r.chunk_id not in texts]
+        if missing:
+            texts.update({c.chunk_id: c.text for c in self.store.get_chunks(missing)})
+        return tuple(
+            _with_may_answer(plan.question, ref, texts.get(ref.chunk_id, "")) for ref in plan.closest
         )
 
     def _gate_answer(self, plan: Plan) -> None:
@@ -310,7 +325,8 @@ class Pipeline:
             texts = [d.text for d in drafts]
             verdict = assess(generator, plan.question, plan.blocks, texts, model, tools=self.tools)
         if verdict is not None and not verdict.keep:
-            plan.refusal = self._refusal(plan, "no_citations", f"{NO_CITATIONS_MESSAGE} {verdict.reason}")
+            message = f"{no_citations_message(self.reader)} {verdict.reason}"
+            plan.refusal = self._refusal(plan, "no_citations", message)
 
     # the answer core, run whole (/ask) or streamed (/ask/stream)
 
@@ -337,7 +353,7 @@ class Pipeline:
         events = core.close()
         usage = plan.usage + core.usage
         if not grounding_gate(core.sentences):
-            refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
+            refusal = self._refusal(plan, "no_citations", no_citations_message(self.reader))
             events.append(_refusal_event(refusal))
             status: DoneStatus = "abstained"
         else:
@@ -623,6 +639,15 @@ def _all_stages(timings: dict[str, float]) -> dict[str, float]:
     compression figures when compression ran."""
     extra = {k: v for k, v in timings.items() if k.startswith("compress_")}
     return {**{stage: timings.get(stage, 0.0) for stage in STAGES}, **extra}
+
+
+def _with_may_answer(question: str, ref: ChunkRef, text: str) -> ChunkRef:
+    """`ref` with its chunk's likeliest answering sentence marked, when one shares a question term."""
+    span = likely_sentence(question, text) if text else None
+    if span is None:
+        return ref
+    start, end = span
+    return replace(ref, may_answer=MayAnswer(start=start, end=end, text=text[start:end]))
 
 
 def _refusal_event(answer: Answer) -> RefusalEvent:
