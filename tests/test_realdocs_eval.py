@@ -36,7 +36,8 @@ def test_holdout3_answers_are_right_when_given(report: GoldenReport) -> None:
 
 def test_holdout3_answers_at_least_the_recorded_share_correctly(report: GoldenReport) -> None:
     # 12 of 34 recorded after round 3 (subject binding); one question of slack
-    assert report.metrics["correctness"] >= 11 / 34 - 1e-9
+    # issue 28 drops the coverage target for precision: 12/34 before, 10/34 after (precision 1.0 both)
+    assert report.metrics["correctness"] >= 10 / 34 - 1e-9
 
 
 def test_holdout3_near_misses_stay_refused(report: GoldenReport) -> None:
