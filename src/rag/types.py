@@ -210,8 +210,19 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MayAnswer:
+    """The sentence of a closest passage most likely to answer the question, as offsets into the
+    chunk's text (end-exclusive): shown highlighted on an offline refusal, never as an answer."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkRef:
-    """A pointer to a chunk for refusals ("closest matches") and logs."""
+    """A pointer to a chunk for refusals ("closest matches") and logs; `may_answer` on an offline
+    refusal's closest passages."""
 
     chunk_id: str
     title: str
@@ -219,6 +230,7 @@ class ChunkRef:
     url: str = ""
     score: float = 0.0
     updated_at: date | None = None
+    may_answer: MayAnswer | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -35,7 +35,6 @@ from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEv
 from rag.answer.gates import (
     CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,
-    NO_CITATIONS_MESSAGE,
     REPLY_CUT_MESSAGE,
     REPLY_DECLINED_MESSAGE,
     Reader,
@@ -47,6 +46,7 @@ from rag.answer.gates import (
     top_score,
 )
 from rag.answer.generate import Generator, make_generator, support_options, tools_for
+from rag.answer.messages import no_citations_message
 from rag.answer.parse import SentenceBuffer
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
@@ -56,6 +56,7 @@ from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
 from rag.language.tools import Tools, installed
 from rag.reader.gate import Ranking, active_model, assess
+from rag.reader.likely import likely_sentence
 from rag.store import Store, open_store
 from rag.support.check import CheckOptions, default_options
 from rag.types import (
@@ -66,6 +67,7 @@ from rag.types import (
     Conflict,
     ConflictPolicy,
     DoneStatus,
+    MayAnswer,
     Piece,
     RefusalReason,
     Scored,
@@ -290,12 +292,25 @@ class Pipeline:
             reason=reason,
             message=message,
             conflict=conflict,
-            closest=_conflict_refs(conflict) if conflict else plan.closest,
+            closest=_conflict_refs(conflict) if conflict else self._shown(plan, reason),
             blocks=plan.blocks,
             timings=plan.timings,
             trace_id=plan.trace_id,
             reranker=plan.scorer,
             min_score=plan.threshold,
+        )
+
+    def _shown(self, plan: Plan, reason: RefusalReason) -> tuple[ChunkRef, ...]:
+        """The closest passages of a refusal; on an offline `no_citations` refusal each carries the
+        sentence most likely to answer (`rag.reader.likely`), to be shown highlighted, not as an answer."""
+        if reason != "no_citations" or self.reader != "offline" or not plan.closest:
+            return plan.closest
+        texts = {b.chunk.chunk_id: b.chunk.text for b in plan.blocks}
+        missing = [r.chunk_id for r in plan.closest if r.chunk_id not in texts]
+        if missing:
+            texts.update({c.chunk_id: c.text for c in self.store.get_chunks(missing)})
+        return tuple(
+            _with_may_answer(plan.question, ref, texts.get(ref.chunk_id, "")) for ref in plan.closest
         )
 
     def _gate_answer(self, plan: Plan) -> None:
@@ -314,7 +329,8 @@ class Pipeline:
             texts = [d.text for d in drafts]
             verdict = assess(generator, plan.question, plan.blocks, texts, model, tools=self.tools)
         if verdict is not None and not verdict.keep:
-            plan.refusal = self._refusal(plan, "no_citations", f"{NO_CITATIONS_MESSAGE} {verdict.reason}")
+            message = f"{no_citations_message(self.reader)} {verdict.reason}"
+            plan.refusal = self._refusal(plan, "no_citations", message)
 
     # the answer core, run whole (/ask) or streamed (/ask/stream)
 
@@ -350,7 +366,7 @@ class Pipeline:
             )
             status: DoneStatus = "abstained"
         elif not grounding_gate(session.shown):
-            reason, message = _empty_reason(last)
+            reason, message = _empty_reason(last, self.reader)
             events.append(_refusal_event(self._refusal(plan, reason, message)))
             status = "abstained"
         else:
@@ -585,13 +601,14 @@ class Pipeline:
             yield event
 
 
-def _empty_reason(last: Core) -> tuple[RefusalReason, str]:
-    """Why no sentence was shown, from the last draft's end: declined, cut short, or not supported."""
+def _empty_reason(last: Core, reader: Reader) -> tuple[RefusalReason, str]:
+    """Why no sentence was shown, from the last draft's end: declined, cut short, or not supported (in
+    the words of the reader that read the passages)."""
     if last.cut_by == "refusal":
         return "reply_declined", REPLY_DECLINED_MESSAGE
     if last.cut:
         return "reply_cut", REPLY_CUT_MESSAGE
-    return "no_citations", NO_CITATIONS_MESSAGE
+    return "no_citations", no_citations_message(reader)
 
 
 def _name(principal: Principal | None) -> str:
@@ -653,6 +670,15 @@ def _all_stages(timings: dict[str, float]) -> dict[str, float]:
     compression figures when compression ran."""
     extra = {k: v for k, v in timings.items() if k.startswith("compress_")}
     return {**{stage: timings.get(stage, 0.0) for stage in STAGES}, **extra}
+
+
+def _with_may_answer(question: str, ref: ChunkRef, text: str) -> ChunkRef:
+    """`ref` with its chunk's likeliest answering sentence marked, when one shares a question term."""
+    span = likely_sentence(question, text) if text else None
+    if span is None:
+        return ref
+    start, end = span
+    return replace(ref, may_answer=MayAnswer(start=start, end=end, text=text[start:end]))
 
 
 def _refusal_event(answer: Answer) -> RefusalEvent:

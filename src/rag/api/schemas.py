@@ -73,6 +73,12 @@ class DroppedOut(_Out):
     detail: list[str] = Field(description="One specific reason per failed citation.")
 
 
+class MayAnswerOut(_Out):
+    start: int = Field(description="Offset of the sentence in the chunk's text.")
+    end: int = Field(description="End offset (exclusive).")
+    text: str = Field(description="The sentence: it may answer; no model confirmed it.")
+
+
 class ChunkRefOut(_Out):
     chunk_id: str
     title: str
@@ -82,6 +88,10 @@ class ChunkRefOut(_Out):
     chunk_url: str
     score: float = Field(description="Reranker relevance in [0, 1].")
     updated_at: str | None
+    may_answer: MayAnswerOut | None = Field(
+        None,
+        description="Offline refusals: the passage's sentence likeliest to answer, to highlight (no answer).",
+    )
 
 
 class StatementOut(_Out):

@@ -610,7 +610,24 @@
         h("span", { class: "closest-meta" },
           [ref.section && ref.section !== ref.title ? ref.section : "",
             ref.updated_at ? "updated " + formatDate(ref.updated_at) : "",
-            typeof ref.score === "number" ? "score " + formatScore(ref.score) : ""].filter(Boolean).join(" · "))))));
+            typeof ref.score === "number" ? "score " + formatScore(ref.score) : ""].filter(Boolean).join(" · ")),
+        mayAnswer(ref)))));
+  }
+
+  // An offline refusal marks each closest passage's likeliest sentence: shown highlighted, as a
+  // lead to read, never as an answer (no model confirmed it); a click opens it in its passage.
+  function mayAnswer(ref) {
+    const may = ref.may_answer;
+    if (!may || !may.text) return null;
+    return h("p", { class: "may-answer", testid: "may-answer" },
+      h("span", { class: "may-answer-label" }, "May answer (not confirmed): "),
+      h("mark", {
+        role: "button", tabindex: "0",
+        onclick: (e) => openSource({
+          chunkId: ref.chunk_id, spans: [{ start: may.start, end: may.end, cited: may.text }],
+          hint: ref, opener: e.currentTarget,
+        }),
+      }, may.text));
   }
 
   function lowScoreView(data) {
@@ -623,9 +640,14 @@
   }
 
   function noCitationsView(data) {
-    const view = refusalCard("nocite", "Relevant documents were found, but none of them directly answers this question.",
-      h("p", {}, "No sentence could be tied to a passage that supports it, so nothing is shown rather than an unsupported answer."),
-      closestList(data.closest, "Closest sources"));
+    const offline = Array.isArray(data.closest) && data.closest.some((ref) => ref && ref.may_answer);
+    const view = offline
+      ? refusalCard("nocite", "The passages below may hold the answer.",
+        h("p", {}, data.message || "No language model read them. Set ANTHROPIC_API_KEY to have them read."),
+        closestList(data.closest, "Closest passages"))
+      : refusalCard("nocite", "Relevant documents were found, but none of them directly answers this question.",
+        h("p", {}, "No sentence could be tied to a passage that supports it, so nothing is shown rather than an unsupported answer."),
+        closestList(data.closest, "Closest sources"));
     view.dataset.testid = "refusal-no-citations";
     return view;
   }
