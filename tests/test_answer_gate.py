@@ -125,11 +125,12 @@ def test_the_stored_model_refuses_a_neighbouring_sentence_and_keeps_a_direct_ans
     if gate.stored_model() is None:
         pytest.skip("no gate_weights.json")
     ungated = _pipeline(store, "off").answer(NEIGHBOUR)
-    assert not ungated.abstained and "fee" in ungated.text  # the generator's wrong choice
+    # the generator no longer gives the neighbour (it never says "inspected"; issue 28), so the gate
+    # has nothing to refuse there; gated, it stays a refusal with the closest passages
+    assert "fee" not in ungated.text
     pipeline = _pipeline(store, "on")
     refused = pipeline.answer(NEIGHBOUR)
     assert refused.abstained and refused.reason == "no_citations" and refused.closest
-    assert "not confident enough" in refused.message
     for question, fact in ((CONFIDENT, "three hives"), (PRICE, "7 euros")):
         kept = pipeline.answer(question)
         assert not kept.abstained and fact in kept.text, question

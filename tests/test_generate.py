@@ -132,11 +132,13 @@ def test_cite_marker_goes_before_final_period():
 
 
 def test_generate_question_sentence_in_source_never_chosen():
-    text = "Can deleted boards be restored from the recycle bin? Deleted boards can be restored by owners."
-    out = OfflineGenerator().generate(
-        "Can deleted boards be restored from the recycle bin?", [block(1, text)]
-    )
+    text = "Can deleted boards be restored? Deleted boards can be restored by owners."
+    out = OfflineGenerator().generate("Can deleted boards be restored?", [block(1, text)])
     assert [d.text for d in out.drafts] == ["Deleted boards can be restored by owners."]
+    # a sentence that never says where from ("the recycle bin") is not sure to answer that
+    text = "Can deleted boards be restored from the recycle bin? Deleted boards can be restored by owners."
+    asked = "Can deleted boards be restored from the recycle bin?"
+    assert OfflineGenerator().generate(asked, [block(1, text)]).drafts == ()
 
 
 def test_generate_quantity_question_prefers_sentence_with_figure():

@@ -45,11 +45,11 @@ def _clear() -> None:
 # The same sentence under different titles and in different chunk texts: its answer changes with
 # its context, so a cache keyed by less than the whole context would carry the first answer over.
 CONTEXTS = [
-    [block(1, SHARED, "Boards"), block(2, *OTHER)],
+    [block(1, SHARED, "Deleted boards"), block(2, *OTHER)],
     [block(1, SHARED, "Invoices"), block(2, *OTHER)],
     [block(1, f"Deleted boards are moved to the bin. {SHARED}"), block(2, *OTHER)],
     [block(1, f"{SHARED} Deleted invoices are moved to the bin."), block(2, *OTHER)],
-    [block(1, SHARED, "Boards"), block(2, f"Invoices are issued monthly. {SHARED}", "Billing")],
+    [block(1, SHARED, "Deleted boards"), block(2, f"Invoices are issued monthly. {SHARED}", "Billing")],
 ]
 QUESTIONS = [
     QUESTION,

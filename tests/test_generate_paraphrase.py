@@ -63,7 +63,10 @@ def test_wordnet_related_follows_senses_derivations_hypernyms_and_phrases() -> N
 @needs_wordnet
 def test_question_word_no_block_writes_is_covered_by_a_linked_word() -> None:
     # "thrown away" is not written anywhere; "discarded" shares its sense
-    assert answer("How long until dud seedlings get thrown away?", NURSERY) == [DISCARDED]
+    assert answer("How long until seedlings get thrown away?", NURSERY) == [DISCARDED]
+    # "dud" is written nowhere and is no everyday word: the sentence may be about other seedlings,
+    # so it is not given as the answer (issue 28: precision first)
+    assert answer("How long until dud seedlings get thrown away?", NURSERY) == []
 
 
 @needs_wordnet

@@ -36,7 +36,8 @@ def test_holdout3_answers_are_right_when_given(report: GoldenReport) -> None:
 
 def test_holdout3_answers_at_least_the_recorded_share_correctly(report: GoldenReport) -> None:
     # 12 of 34 recorded after round 3 (subject binding); one question of slack
-    assert report.metrics["correctness"] >= 11 / 34 - 1e-9
+    # issue 28 drops the coverage target for precision: 12/34 before, 10/34 after (precision 1.0 both)
+    assert report.metrics["correctness"] >= 10 / 34 - 1e-9
 
 
 def test_holdout3_near_misses_stay_refused(report: GoldenReport) -> None:
@@ -56,5 +57,6 @@ def test_holdout4_answers_are_right_when_given(report4: GoldenReport) -> None:
 
 def test_holdout4_answers_at_least_the_recorded_share_correctly(report4: GoldenReport) -> None:
     # 26 of 52 recorded after round 3; one question of slack
-    assert report4.metrics["correctness"] >= 25 / 52 - 1e-9
+    # issue 28 drops the coverage target for precision: 27/52 before, 24/52 after (precision 0.96)
+    assert report4.metrics["correctness"] >= 24 / 52 - 1e-9
     assert report4.metrics["abstention_recall_by_expected"]["abstain/near"] >= 0.90

@@ -188,7 +188,7 @@ def eligible(ask: Ask, r: Reading, variants: Sequence[tuple[Ask, bool]], min_cov
 def _eligible_on(ask: Ask, r: Reading, min_coverage: float) -> bool:
     if not _value_bound(ask, r):
         return False  # the asked kind of value is there, stated about something else
-    if _named_entry(ask, r):
+    if named_entry(ask, r):
         # the asked identifier names the subject exactly; the sentence states the asked fact
         return _counts_the_measured(ask, r) and not _other_subject(ask, r)
     covered = r.own | r.label | r.entry | r.near | r.broad
@@ -255,7 +255,7 @@ def _is_asked_id(ask: Ask, names: frozenset[str]) -> bool:
     return any(n == i or i.endswith(f".{n}") or n.endswith(f".{i}") for n in names for i in ask.bound_ids)
 
 
-def _named_entry(ask: Ask, r: Reading) -> bool:
+def named_entry(ask: Ask, r: Reading) -> bool:
     """An amount, duration, date or default is asked about identifiers the question names, and the
     sentence states one in the entry of exactly those identifiers: it names them (or the sentence it
     refers back to does), or it sits under their entry's name (".. py:data:: NAME", a definition

@@ -18,7 +18,14 @@ from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
 from rag.reader.answer_types import QUANTITY_KINDS, price_match, states_default, type_match
-from rag.reader.answerable import Reading, answer_worthy, eligible, label_restates, tells_something
+from rag.reader.answerable import (
+    Reading,
+    answer_worthy,
+    eligible,
+    label_restates,
+    named_entry,
+    tells_something,
+)
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
 from rag.reader.words import joined_terms, sentence_key, sentence_terms, without_code
@@ -76,6 +83,8 @@ class Candidate:
     order: tuple[int, int]
     # the sentence under its label, as the encoder reads it (see `_meaning_text`)
     said: str = ""
+    # the question's subject words neither the sentence nor its context says (see `unbound_terms`)
+    unbound: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -294,7 +303,23 @@ def score(ask: Ask, block: Block, r: Reading) -> Candidate:
         - (PROPOSAL_PENALTY if _proposes(text) else 0.0),
         order=(block.n, r.pos),
         said=_meaning_text(r.sentence, block.chunk.title),
+        unbound=unbound_terms(ask, r),
     )
+
+
+def unbound_terms(ask: Ask, r: Reading) -> frozenset[str]:
+    """The question's subject words the reading leaves unsaid: topic terms that neither the sentence,
+    its label, field entry, neighbours, nor its block's title and section say (by the word or a
+    WordNet neighbour of it), leaving out words general English uses often (`Ask.generic`: "use",
+    "include") and the words of a situation the asker describes. A sentence that leaves one unsaid
+    may be about another subject that shares the rest of the words ("Free Wi-Fi is available at all
+    branches" for "Is there free Wi-Fi on the buses?"): it is shown, never given as the answer. An
+    asked identifier's own entry stating the asked kind of value (`answerable.named_entry`) leaves
+    nothing unsaid: the identifier names the subject exactly."""
+    if named_entry(ask, r):
+        return frozenset()
+    said = r.own | r.label | r.entry | r.near | r.title | r.broad
+    return frozenset(ask.weights.keys() - ask.typed - ask.generic - ask.stated - said)
 
 
 def _label_match(ask: Ask, r: Reading) -> float:

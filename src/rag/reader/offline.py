@@ -177,7 +177,9 @@ class OfflineGenerator:
 
     def _choose(self, question: str, blocks: Sequence[Block]) -> list[Candidate]:
         eligible = self.ranked(question, blocks)
-        if unsure(eligible):
+        if unsure(eligible) or (eligible and eligible[0].unbound):
+            # two passages answer equally well, or the best leaves a subject word of the question
+            # unsaid: neither is certain to be the answer
             return []
         chosen: list[Candidate] = []
         covered_so_far: set[str] = set()

@@ -60,6 +60,12 @@ SCENARIO_WEIGHT = 0.3
 # answer when general English uses it at least this often (per word of running text: 2e-4 is
 # "single", "though", "every"; "timeout", "refund", "fine" are rarer): the asker's own wording.
 EVERYDAY_FREQUENCY = 2e-4
+# A question word general English uses at least this often ("use", "run", "accept", "include",
+# "allowed") says what is asked about its subject, not which subject: the answer sentence may leave it
+# unsaid; a rarer one ("waived", "buses", "Windows", "renamed") names the subject, and the answer or
+# its context must say it (`Candidate.unbound`). 2e-5 on the development sets (1e-5 lets wrong answers
+# through on two of them; golden answered-correctly 0.84 either way).
+GENERIC_FREQUENCY = 2e-5
 # Paraphrase: a question word that no issued block writes (the asker's own wording, the heaviest by
 # IDF) counts as covered by a sentence or its context that writes a word one WordNet link away from
 # it (sharing a sense, a derived form, a direct hypernym: "thrown away" / "discarded", "delete" /
@@ -116,6 +122,9 @@ class Ask:
     condition: frozenset[str] = frozenset()
     # question term -> the stems of the words one WordNet link away from it (see ALIGN_WEIGHT)
     aligned: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    # the topic terms of words general English uses often (see GENERIC_FREQUENCY): what is asked
+    # about the subject, which an answer may leave unsaid
+    generic: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -179,6 +188,7 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         noun="" if kind else asked_noun(asking),
         condition=_condition_terms(asking, weights.keys() - typed),
         aligned=_alignments(wn, question, unwritten(weights.keys(), blocks)),
+        generic=_generic(question, weights.keys() - typed),
     )
 
 
@@ -336,6 +346,18 @@ def _everyday_absent(question: str, candidates: Set[str], blocks: Sequence[Block
         if t in candidates and not any(t in ts for ts in texts):
             surface[t] = max(surface.get(t, 0.0), english_frequency(word))
     return frozenset(t for t, f in surface.items() if f >= EVERYDAY_FREQUENCY)
+
+
+def _generic(question: str, topic: Set[str]) -> frozenset[str]:
+    """The terms of `topic` whose word in the question general English uses at least
+    GENERIC_FREQUENCY times per word (a term written by several words counts by its most used one)."""
+    found: set[str] = set()
+    for word in _content_words(question):
+        t = stem(word)
+        # an inflected form is rarer than its word ("finishes", "finish"): the more used one counts
+        if t in topic and max(english_frequency(word), english_frequency(t)) >= GENERIC_FREQUENCY:
+            found.add(t)
+    return frozenset(found)
 
 
 def foreign_names(wn: WordNet | None, question: str, unwritten: Set[str]) -> frozenset[str]:

@@ -23,6 +23,7 @@ __all__ = ["MAX_ACRONYM", "aligned_share", "sense_stems", "substituted", "word_m
 
 MAX_ACRONYM = 6
 _ALIGN_WORD_RE = re.compile(r"[A-Za-z]+(?:['’][a-z]+)?")
+_COMPOUND_RE = re.compile(r"[A-Za-z]+(?:-[A-Za-z]+)+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +76,9 @@ def substituted(
     notified" / "its creator is notified"); None when every new word is a paraphrase, or without WordNet."""
     if wn is None:
         return None
+    compound = _compound_antonym(wn, sentence, evidence)
+    if compound is not None:
+        return compound
     a = _alignment(wn, sentence, evidence, frozenset(), meaning, min_similarity)
     dropped = [j for j, ok in enumerate(a.source_aligned) if not ok]
     names = [j for j in dropped if a.source[j].capital]
@@ -84,6 +88,18 @@ def substituted(
         found = _substitution(wn, a, i, dropped, names, context)
         if found is not None:
             return found
+    return None
+
+
+def _compound_antonym(wn: WordNet, sentence: str, evidence: str) -> tuple[str, str, str] | None:
+    """(the sentence's compound, the span's, "antonym") for a hyphenated word of the sentence the span
+    lacks whose WordNet antonym the span writes ("part-time" / "full-time"): the alignment reads words
+    without their hyphens, so it would see only "part" against "full" and miss the opposition."""
+    said = {m.lower() for m in _COMPOUND_RE.findall(sentence)}
+    source = {m.lower() for m in _COMPOUND_RE.findall(evidence)}
+    for word in sorted(said - source):
+        for other in sorted(wn.antonyms(word) & source):
+            return word, other, "antonym"
     return None
 
 

@@ -54,7 +54,7 @@ from rag.support.alignment import aligned_share, substituted, word_meaning
 from rag.support.decision import Decision, Signals, active_model, decide
 from rag.support.figures import missing_figures
 from rag.support.frames import frame_conflicts, other_kinds
-from rag.support.leadins import misattribution, strip_attribution
+from rag.support.leadins import misattribution, strip_attribution, strip_attributions
 from rag.support.lexical import negation_flip, new_name, new_scope, opposite, swapped
 from rag.types import Block
 
@@ -134,9 +134,7 @@ def signals(
     `word_meaning` (only the calibrated model reads them; by default, only when `options` has a model,
     so the rules' path encodes nothing for them)."""
     options = _or_default(options)
-    core = sentence
-    for block in blocks:
-        core = strip_attribution(core, block)
+    core = strip_attributions(sentence, blocks)
     evidence = " ".join(spans)
     other = _misattributed(core, blocks) if core == sentence else ""
     if other:

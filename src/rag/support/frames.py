@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from rag.language.quantities import find_quantities
 from rag.language.syntax import EMPTY, Analysis, Frame, Parser
 from rag.language.text import stem, term_set
 from rag.language.wordnet import WordNet
@@ -42,7 +43,9 @@ def frame_conflicts(
         flipped = _polarity_flip(wn, frame, matching)
         if flipped:
             out.append(("negation", flipped, frame.head))
-        changed = _role_change(wn, frame, matching, said, source, said_stems, source_stems | context)
+        changed = _role_change(
+            wn, frame, matching, (said, source), sentence, said_stems, source_stems | context
+        )
         if changed is not None:
             out.append(changed)
         split = _split_pair(wn, frame, matching)
@@ -130,15 +133,23 @@ def _role_change(
     wn: WordNet | None,
     frame: Frame,
     matching: list[Frame],
-    said: Analysis,
-    source: Analysis,
+    analyses: tuple[Analysis, Analysis],
+    sentence: str,
     said_stems: frozenset[str],
     source_stems: frozenset[str],
 ) -> tuple[str, str, str] | None:
     """("swap", word, other) when the sentence gives the subject or object of a predicate to a noun that
     the span names in no such role, while the span gives it to a noun the sentence names in no such role
     ("Finance approves the claim" / "Your manager approves the claim ... approval from finance");
-    ("subject", word, other) when neither word is in the other text at all."""
+    ("subject", word, other) when neither word is in the other text at all, or when the span has the
+    sentence's subject in another role and the sentence lacks the span's; then `_added_filler`."""
+    said, source = analyses
+
+    def moved_from(word: str) -> bool:
+        """The span has the sentence's subject in another role of the same predicate ("the owner can
+        transfer ownership to an admin" / "an admin can transfer ownership")."""
+        return any(r != "subj" and _same_word(wn, a, word) for f in matching for r, a in f.args)
+
     for role in ("subj", "obj"):
         if _role_agrees(wn, frame, matching, role):
             continue
@@ -146,9 +157,58 @@ def _role_change(
             moved = other in said.nouns - _in_role(wn, said.frames, frame.head, role)
             if moved and word in source.nouns - _in_role(wn, source.frames, frame.head, role):
                 return "swap", word, other
-            new = not _in_text(wn, other, said_stems) and not _in_text(wn, word, source_stems)
-            if role == "subj" and new:
+            if role != "subj":
+                continue
+            if not _in_text(wn, other, said_stems) and not _in_text(wn, word, source_stems):
                 return "subject", word, other
+            if (
+                moved_from(word)
+                and not _same_word(wn, word, other)
+                and _absent(wn, other, said, said_stems, source_stems)
+            ):
+                return "subject", word, other
+    return _added_filler(wn, frame, matching, said, sentence, source_stems)
+
+
+def _absent(
+    wn: WordNet | None, word: str, said: Analysis, said_stems: frozenset[str], source_stems: frozenset[str]
+) -> bool:
+    """Whether the sentence lacks `word` (by stem, as a word or a noun's lemma) and every synonym of it
+    the span does not write itself (the span's "owner" is not in "transfer ownership", which the span
+    also writes)."""
+    own = stem(word)
+    if own in said_stems or any(stem(n) == own for n in said.nouns):
+        return False
+    return not (sense_stems(wn, word) - source_stems) & said_stems
+
+
+def _added_filler(
+    wn: WordNet | None,
+    frame: Frame,
+    matching: list[Frame],
+    said: Analysis,
+    sentence: str,
+    source_stems: frozenset[str],
+) -> tuple[str, str, str] | None:
+    """("subject", word, other) when the sentence lists one more filler of a role beside the span's own,
+    a noun the span does not write at all ("applies to employees and contractors" / "applies to
+    employees"): the claim now covers something the span says nothing about."""
+    # a quantity's unit is the figure's, not a new thing ("one thousand dollars" / "$1,000")
+    units = term_set(" ".join(q.text for q in find_quantities(sentence)))
+    for role in sorted({r for r, _ in frame.args}):
+        mine = frame.fillers(role)
+        if len(mine) < 2:
+            continue
+        for f in matching:
+            theirs = f.fillers(role)
+            kept = {w for w in mine if any(_same_word(wn, w, x) for x in theirs)}
+            added = [
+                w
+                for w in sorted(mine - kept)
+                if w in said.nouns and not _in_text(wn, w, source_stems) and stem(w) not in units
+            ]
+            if kept and added:
+                return "subject", added[0], sorted(kept)[0]
     return None
 
 

@@ -7,13 +7,14 @@ section or doc id, or a generic "the policy"; its date, if it gives one) is set 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date
 
 from rag.language.lexicon import GENERIC_SOURCE_WORDS, SOURCE_VERBS
 from rag.language.text import term_set
 from rag.types import Block
 
-__all__ = ["misattribution", "strip_attribution"]
+__all__ = ["misattribution", "strip_attribution", "strip_attributions"]
 
 # Words that refer to a document in general: a lead-in naming only these refers to the cited block.
 _GENERIC_SOURCE = frozenset(term_set(GENERIC_SOURCE_WORDS))
@@ -31,7 +32,15 @@ _LEAD_IN = re.compile(
 )
 # "<source> [(updated D)] says [that]": the source is what precedes one of these verbs.
 _SOURCE_ONLY = re.compile(r"\s*" + _SOURCE + _DATE_PART + r"\s*", re.IGNORECASE)
-_VERB_RE = re.compile(r"\s+" + _SOURCE_VERBS + r"(?:\s+that)?\s*[,:]?\s+", re.IGNORECASE)
+_VERB_RE = re.compile(
+    r"(?:\s+(?:still|also|now|currently|instead|only))?\s+" + _SOURCE_VERBS + r"(?:\s+that)?\s*[,:]?\s+",
+    re.IGNORECASE,
+)
+# Where a clause starts inside a sentence, so a lead-in may open it: "..., while the older FAQ still
+# says ...", "For monthly billing, the pricing page lists ...".
+_CLAUSE_START_RE = re.compile(
+    r"(?:[,;]|\s(?=(?:while|whereas)\s))\s*(?:(?:while|whereas|but|and)\s+)?", re.IGNORECASE
+)
 _TRAILING = re.compile(
     r"\s*,?\s*(?:according to|as (?:stated|described|noted|explained|documented|outlined|specified|mentioned)"
     r" in)\s+" + _SOURCE + _DATE_PART + r"\s*(?P<stop>[.!?]?)\s*$",
@@ -72,6 +81,35 @@ def strip_attribution(sentence: str, block: Block) -> str:
     if match is not None and _names_block(match.group("source"), _date_of(match), block):
         return sentence[: match.start()] + (match.group("stop") or "")
     return sentence
+
+
+def strip_attributions(sentence: str, blocks: Sequence[Block]) -> str:
+    """The sentence without the lead-ins that name any of `blocks`' documents, at its start or end
+    (`strip_attribution`) and where a later clause opens with one, each clause's lead-in naming its own
+    block ("The pricing page (updated D1) says X, while the older FAQ (updated D2) still says Y": X,
+    while Y). Dates a stripped lead-in gives go with it."""
+    core = sentence
+    for block in blocks:
+        core = strip_attribution(core, block)
+    out, last = [], 0
+    for start in _CLAUSE_START_RE.finditer(core):
+        cut = _inner_lead_in(core, start.end(), blocks)
+        if cut:
+            out.append(core[last : start.end()])
+            last = cut
+    return "".join(out) + core[last:] if out else core
+
+
+def _inner_lead_in(text: str, at: int, blocks: Sequence[Block]) -> int:
+    """Where the text after an inner lead-in starting at `at` ("the older FAQ (updated D) still says")
+    begins, when the lead-in names one of `blocks`; 0 when none does."""
+    for verb in _VERB_RE.finditer(text, at, min(len(text), at + 160)):
+        source = _SOURCE_ONLY.fullmatch(text, at, verb.start())
+        if source is not None and any(
+            _names_block(source.group("source"), _date_of(source), b) for b in blocks
+        ):
+            return verb.end()
+    return 0
 
 
 def _capitalised(text: str) -> str:

@@ -29,11 +29,24 @@ _CLAUSE_RE = re.compile(
     re.IGNORECASE,
 )
 MIN_CLAUSE_SHARE = 0.5
+# Prefixes that negate the word they start ("unavoidable", "non-refundable" once hyphens are gone).
+_NEGATIVE_PREFIXES = ("un", "non")
 MIN_CLAUSE_TERMS = 3
 # How many terms either side count as a term's neighbours when looking for swapped roles.
 SWAP_REACH = 2
 
 _SCOPE_WORDS = frozenset().union(*SCOPE_GROUPS) - SCOPE_EQUIVALENTS_ONLY
+# Quantifiers that say a claim holds for each instance of a noun, and how many words after one may
+# hold the noun it quantifies ("every full-time employee").
+_DISTRIBUTIVE = frozenset({"each", "every", "all"})
+_QUANTIFIED_REACH = 3
+# Words before a plural that restrict it to some of its instances ("some absences", "the two files").
+_RESTRICTING = frozenset(
+    """the this that these those some certain most many few several such its their our your his her my
+    other both either a an one two three four five six seven eight nine ten of""".split()
+)
+# Words after a plural that restrict it: a relative clause or a qualifying phrase ("fields of type text").
+_RESTRICTING_AFTER = frozenset("that which who whom whose where of with".split())
 _NAME_RE = re.compile(r"(?<=[\s(\"'“‘/])[A-Z][A-Za-z]+")
 _PLAIN_WORD_RE = re.compile(r"[A-Za-z]+")
 _NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
@@ -71,15 +84,69 @@ def _words(text: str) -> list[str]:
 
 
 def new_scope(sentence: str, evidence: str) -> str:
-    """A scope word of the sentence that neither the span nor an equivalent in it has; "" if none."""
-    said = {w.lower() for w in _PLAIN_WORD_RE.findall(sentence)}
-    source = {w.lower() for w in _PLAIN_WORD_RE.findall(evidence)}
+    """A scope word of the sentence that neither the span nor an equivalent in it has; "" if none.
+    A distributive quantifier ("each", "every", "all") restates a span that already speaks of every
+    instance of its noun: "per N" or an unrestricted plural ("10 days per calendar year" -> "each
+    calendar year", "on Sundays" -> "every Sunday", "for absences longer than" -> "every absence ...");
+    a trailing "each" ("100 MB each") restates any "per" of the span."""
+    said_words = _words(sentence)
+    said = set(said_words)
+    source_words = _words(evidence)
+    source = set(source_words)
     for word in sorted(said & _SCOPE_WORDS):
         if word in source:
             continue
-        if not any(word in group and group & source for group in SCOPE_GROUPS):
-            return str(word)
+        if any(word in group and group & source for group in SCOPE_GROUPS):
+            continue
+        if word in _DISTRIBUTIVE and _distributive_in_span(said_words, word, source_words):
+            continue
+        return str(word)
     return ""
+
+
+def _distributive_in_span(said: list[str], word: str, source: list[str]) -> bool:
+    """Whether the span already speaks of every instance of what `word` quantifies in the sentence: the
+    noun after each of its uses stands in the span after "per" or as an unrestricted plural (no
+    determiner or number before it); a quantifier with no content word after it needs a "per"."""
+    for i, w in enumerate(said):
+        if w != word:
+            continue
+        after = [x for x in said[i + 1 : i + 1 + _QUANTIFIED_REACH] if x not in STOP_WORDS]
+        if not after:
+            if "per" not in source:
+                return False
+            continue
+        if not _stated_for_all([stem(x) for x in after], source):
+            return False
+    return True
+
+
+def _stated_for_all(phrase: list[str], source: list[str]) -> bool:
+    """Whether the span has the quantified phrase (`phrase`: stems, its first word where the span's
+    phrase starts) after "per" or a distributive word, or unrestricted (no determiner or number before
+    it) with a plural in its words ("to workspace admins" for "all workspace admins")."""
+    for j, w in enumerate(source):
+        if stem(w) != phrase[0]:
+            continue
+        before = source[j - 1] if j else ""
+        if before == "per" or before in _DISTRIBUTIVE:
+            return True
+        if before in _RESTRICTING:
+            continue  # "6% of requests", "the two files": some of them
+        if _bare_plural(phrase, source, j):
+            return True  # every instance, generically
+    return False
+
+
+def _bare_plural(phrase: list[str], source: list[str], at: int) -> bool:
+    """Whether the span's words from `at` hold a plural of the phrase not restricted by what follows it
+    (a relative clause or a qualifying phrase: "messages that mention a key", "fields of type text")."""
+    for k in range(at, min(at + len(phrase), len(source))):
+        word = source[k]
+        if word.endswith("s") and word != stem(word) and stem(word) in phrase:
+            after = source[k + 1] if k + 1 < len(source) else ""
+            return after not in _RESTRICTING_AFTER
+    return False
 
 
 def _clauses(text: str) -> list[_Clause]:
@@ -120,8 +187,16 @@ def _flips(clause: _Clause, said: list[_Clause], source: list[_Clause]) -> bool:
         return False  # the sentence does not restate this clause of the span (a partial answer)
     if _same_polarity(restating, cues_e):
         return False
+    if any(_negative_affix(found, terms_e) or _negative_affix(terms_e, found) for found, _ in restating):
+        return False  # "can't be avoided" restates "is unavoidable": the prefix is the span's negation
     # each restating clause of the sentence may still say what another clause of the span says
     return not all(_said_elsewhere(found, cues, source) for found, cues in restating)
+
+
+def _negative_affix(plain: frozenset[str], prefixed: frozenset[str]) -> bool:
+    """Whether a term of `prefixed` is a term of `plain` with a negative prefix ("unavoid" / "avoid",
+    "nonrefund" / "refund"): the word carries the negation a cue carries in the other text."""
+    return any(t.startswith(p) and t[len(p) :] in plain for t in prefixed for p in _NEGATIVE_PREFIXES)
 
 
 def _same_polarity(restating: list[_Clause], cues: int) -> bool:
