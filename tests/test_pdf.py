@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from benchmarks.formats_gen import pdf_bytes
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import ParsedFile, read_document
@@ -252,3 +255,25 @@ def test_broken_words_are_joined_in_the_document_text(tmp_path: Path) -> None:
     parsed = _read(tmp_path, pages)
     assert "before each arrival\nof a visiting craft." in parsed.document.text
     assert any("each arrival" in c.text for c in _chunks(parsed))
+
+
+_LINE = st.one_of(
+    st.sampled_from(
+        ["", "Page 3", "iv", "12", "Manual, Release 2", "con-", "tinue here.", "self-", "-", "a --"]
+    ),
+    st.text(alphabet="ab -.\u00ad1", max_size=20),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(pages=st.lists(st.lists(_LINE, max_size=8), max_size=8))
+def test_joining_broken_words_only_moves_text_and_drops_line_end_hyphens(pages: list[list[str]]) -> None:
+    joined = join_broken_words(pages)
+    assert len(joined) == len(pages)
+
+    def letters(ps: list[list[str]]) -> str:
+        return "".join("".join(lines) for lines in ps).translate({ord(c): None for c in " -\u00ad"})
+
+    assert letters(joined) == letters(pages)
+    marked = furniture(pages)
+    assert all(i < len(lines) and lines[i].strip() for lines, m in zip(pages, marked, strict=True) for i in m)

@@ -51,7 +51,7 @@ _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000
 _LEADER_RE = re.compile(r"(?:\.\s*){4,}(?:\d+|[ivxlcdm]+)?\s*$", re.IGNORECASE)
 _LEADER_ONLY_RE = re.compile(r"^\s*(?:\.\s*){4,}(?:\d+|[ivxlcdm]+)?\s*$", re.IGNORECASE)
 _ENTRY_RE = re.compile(r"^\S.*\s(?:\d+|[ivxlcdm]+)$", re.IGNORECASE)
-_BROKEN_RE = re.compile(r"([^\W\d_]+(?:-[^\W\d_]+)*)[-\u00ad\u2010]$")
+_HYPHENS = ("-", "\u00ad", "\u2010")  # hyphen-minus, soft hyphen, hyphen
 _WORD_START_RE = re.compile(r"^[^\W\d_]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
 _WORD_RE = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
@@ -234,10 +234,23 @@ def word_counts(pages: Iterable[Sequence[str]]) -> Counter[str]:
     for lines in pages:
         for line in lines:
             words = [w.lower() for w in _WORD_RE.findall(line)]
-            broken = bool(_BROKEN_RE.search(line))
+            broken = _broken_word(line) is not None
             counts.update(words[int(broken_before and line[:1].islower()) : len(words) - int(broken)])
             broken_before = broken
     return counts
+
+
+def _broken_word(line: str) -> str | None:
+    """The letters (and inner hyphens) before a hyphen that ends the line, else None."""
+    if not line.endswith(_HYPHENS) or line.endswith("--"):
+        return None
+    end = start = len(line) - 1
+    while start > 0 and (
+        line[start - 1].isalpha() or (line[start - 1] == "-" and start > 1 and line[start - 2].isalpha())
+    ):
+        start -= 1
+    word = line[start:end]
+    return word if word[:1].isalpha() else None
 
 
 def _keeps_hyphen(word: str, rest: str, counts: Counter[str], halves: set[str]) -> bool:
@@ -265,11 +278,11 @@ def _halves(counts: Counter[str]) -> set[str]:
 def _joined(head: str, tail: str, counts: Counter[str], halves: set[str]) -> str | None:
     """`head` (ending in a hyphen) and `tail` as one line, the broken word made whole; None when
     they are not a broken word (no letter before the hyphen, no lowercase letter after it)."""
-    broken = _BROKEN_RE.search(head)
+    word = _broken_word(head)
     start = _WORD_START_RE.match(tail)
-    if broken is None or start is None or not tail[0].islower() or head.endswith("--"):
+    if word is None or start is None or not tail[0].islower():
         return None
-    keep = head.endswith("-") and _keeps_hyphen(broken.group(1), start.group(), counts, halves)
+    keep = head.endswith("-") and _keeps_hyphen(word, start.group(), counts, halves)
     first, _, after = tail.partition(" ")
     return (head if keep else head[:-1]) + first + ("\n" + after.strip() if after.strip() else "")
 
