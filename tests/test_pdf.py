@@ -123,7 +123,7 @@ def test_page_x_of_n_and_a_chapter_title_over_its_pages_are_furniture(tmp_path: 
         + ["Chapter 3 Coming home"] * 2
     )
     pages = [
-        [*_body(n), chapter, "Station crew handbook", f"Page {n} of 9"]
+        [*_body(n), "Station crew handbook", chapter, f"Page {n} of 9"]
         for n, chapter in enumerate(chapters, 1)
     ]
     text = _read(tmp_path, pages, title="Crew handbook").document.text
@@ -172,6 +172,28 @@ def test_lines_that_recur_inside_pages_or_at_the_edge_of_two_pages_are_kept(tmp_
     assert text.count("Check the seals before every undocking.") == 8
     assert text.count("\nend") == 2
     assert all(f"{n}.1 " in text for n in range(1, 9))
+
+
+def test_a_numbered_heading_that_starts_with_the_page_number_is_kept(tmp_path: Path) -> None:
+    # headers end with the page number, so a line starting with it is no header
+    pages = [[f"Chapter {n // 3 + 1}: Station life {n}", *_body(n)] for n in range(1, 8)]
+    pages[0].insert(1, "1 About this manual")
+    text = _read(tmp_path, pages, title="Crew handbook").document.text
+    assert "1 About this manual" in text and "Station life" not in text
+    # nor is a heading under a bare page number
+    pages = [[str(n), *_body(n)] for n in range(1, 8)]
+    pages[1].insert(1, "2 Station syntax")
+    text = _read(tmp_path, pages, title="Crew handbook").document.text
+    assert "2 Station syntax" in text and not {"1", "2", "3"} & set(text.split("\n"))
+
+
+def test_lines_recurring_at_the_edge_with_numbers_that_jump_about_are_kept(tmp_path: Path) -> None:
+    # a session's output labels open many pages, numbered as the session goes, not as the pages
+    labels = [5, 2, 9, 2, 4, 10, 16, 3]
+    pages = [["Station Console Guide", f"(%o{label})", *_body(n)] for n, label in enumerate(labels, 1)]
+    text = _read(tmp_path, pages, title="Console guide").document.text
+    assert "Station Console Guide" not in text
+    assert all(f"(%o{label})" in text for label in labels)
 
 
 def test_furniture_is_the_lines_at_the_edges_only() -> None:

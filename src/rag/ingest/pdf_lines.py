@@ -3,19 +3,22 @@ pages out, words broken at a line end joined. Every rule is decided from the doc
 
 Furniture. A printed page repeats lines at its top and bottom edge: the book's title, the chapter's
 or section's, a page number ("12", "xii", "Page 3 of 40", "3 / 92"). A page's edge lines (up to
-`EDGE_LINES` from each edge, peeled from the edge inwards while each one is furniture) are compared
+`EDGE_LINES` from each edge; a short page's top and bottom get half its lines each) are compared
 with the other pages' edge lines, digits and roman numerals made '#'. A line is furniture when
-- its first or last token is the page's printed number: the document numbers its pages with a
-  fixed offset from their position (a number at an edge minus the page's index, the same on at
-  least `_min_pages` pages, or on a run of nearby pages), and this page's number is that offset away;
-- its form, or its first `PREFIX_WORDS` words, recurs at the same edge on at least `_min_pages`
-  pages (a book title on every other page; a header whose section number and name change);
-- its form has words and recurs at the same edge in a run of at least `RUN_PAGES` pages, each
-  within `RUN_GAP` of the next (a chapter title over its chapter's pages), at an edge where the
-  first two kinds are found on `_min_pages` pages; a run of two pages is enough when the lines
-  between it and the edge are furniture;
-- it lies between furniture and a line of the first two kinds (a chapter title printed only on
-  its chapter's one page, between the page number and the book title).
+- it is the page's printed number, or its first or last word is, that end being where this edge
+  of the document's pages carries numbers: the document numbers its pages with a fixed offset
+  from their position (a number at an edge minus the page's index, the same on at least
+  `_min_pages` pages, or in roman numerals on a run of nearby pages), and this page's number is
+  that offset away (so "1 About this manual", chapter 1 on page 1, stays where numbers end lines);
+- its form has letters and recurs at the same edge on at least `_min_pages` pages, its numbers steady (never
+  going down from page to page but for a few: a page or section number, a release, not the
+  line numbers of examples), or its first `PREFIX_WORDS` words do (a book title on every other
+  page; a header whose section number and name change);
+- it is the edge line, its form has words and recurs at the same edge on a run of at least
+  `RUN_PAGES` pages, each within `RUN_GAP` of the next (a chapter title over its chapter's
+  pages), at an edge where the first two kinds are found on `_min_pages` pages;
+- it lies between the edge and a line of the first two kinds (a chapter title printed only on
+  its chapter's pages, between the page number and the book title).
 
 Contents pages: most lines are entries (a title then dot leaders and a page number, a title ending
 in a page number, or a title over a line of leaders) and at least `MIN_LEADERS` have dot leaders.
@@ -41,6 +44,7 @@ PAGE_SHARE = 0.12  # of the pages with text: a title on every other page, a mark
 RUN_PAGES = 3
 RUN_GAP = 2
 MIN_RUN_LETTERS = 4
+MAX_DESCENTS = 0.1
 MAX_FURNITURE_CHARS = 160
 MIN_LEADERS = 3
 ENTRY_SHARE = 0.6
@@ -51,6 +55,7 @@ _ROMAN_VALUES = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100, "d": 500, "m": 1000
 _LEADER_RE = re.compile(r"(?:\.\s*){4,}(?:\d+|[ivxlcdm]+)?\s*$", re.IGNORECASE)
 _LEADER_ONLY_RE = re.compile(r"^\s*(?:\.\s*){4,}(?:\d+|[ivxlcdm]+)?\s*$", re.IGNORECASE)
 _ENTRY_RE = re.compile(r"^\S.*\s(?:\d+|[ivxlcdm]+)$", re.IGNORECASE)
+_NUMBER_MARKS = "-\u2013\u2014|()[]<>.,:"
 _HYPHENS = ("-", "\u00ad", "\u2010")  # hyphen-minus, soft hyphen, hyphen
 _WORD_START_RE = re.compile(r"^[^\W\d_]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
@@ -78,6 +83,23 @@ def line_form(line: str) -> str:
         if _ROMAN_RE.match(words[i]):
             words[i] = "#"
     return " ".join(words)
+
+
+def _numbers_in(line: str) -> tuple[int, ...]:
+    """The numbers `line_form` makes '#', in order: what changes in a running line."""
+    words = line.split()
+    ends = [_number(w) if _ROMAN_RE.match(w.lower()) else None for w in (words[:1] + words[-1:])]
+    found = [int(d) for d in _DIGITS_RE.findall(line)]
+    return tuple(
+        ([ends[0]] if ends and ends[0] else []) + found + ([ends[-1]] if len(words) > 1 and ends[-1] else [])
+    )
+
+
+def _steady(numbers: Sequence[tuple[int, ...]]) -> bool:
+    """Whether numbers seen page after page never go down, but for a few (MAX_DESCENTS): a page
+    number, a section number, a release do not; an example's line numbers do."""
+    descents = sum(1 for a, b in zip(numbers, numbers[1:], strict=False) if b < a)
+    return descents <= MAX_DESCENTS * max(1, len(numbers) - 1)
 
 
 def _prefix(form: str) -> str | None:
@@ -125,48 +147,62 @@ class _Edge:
     ) -> None:
         self.pages, self.at_edge, self.numbers, self.min_pages = pages, at_edge, numbers, min_pages
         self.forms: dict[str, list[int]] = defaultdict(list)
+        changing: dict[str, list[tuple[int, ...]]] = defaultdict(list)
         self.prefixes: Counter[str] = Counter()
         for page, indices in enumerate(at_edge):
-            forms = {line_form(pages[page][i]) for i in indices}
-            for form in forms:
+            forms = {line_form(pages[page][i]): _numbers_in(pages[page][i]) for i in indices}
+            for form, numbers_in in forms.items():
                 self.forms[form].append(page)
+                changing[form].append(numbers_in)
             self.prefixes.update({p for p in map(_prefix, forms) if p})
+        self.steady = {form for form, seen in changing.items() if _steady(seen)}
+        # which end of a line of words (first word, last word) carries the page number at this edge
+        sides: Counter[int] = Counter()
+        for page, indices in enumerate(at_edge):
+            lines = [pages[page][i] for i in indices if len(_number_words(pages[page][i])) > 1]
+            sides.update({side for line in lines for side in (0, -1) if self._numbered(page, line, {side})})
+        self.sides = {side for side, count in sides.items() if count >= RUN_PAGES}
         # whether this edge carries furniture at all: a run of nearby pages is furniture only here
         sure = sum(1 for page, indices in enumerate(at_edge) if indices and self._sure(page, indices[0]))
         self.carries = sure >= min_pages
 
     def _sure(self, page: int, i: int) -> bool:
-        """The line is the page's number, or it (or its first words) recurs on `min_pages` pages."""
+        """The line is the page's number, or it (or its first words) recurs on `min_pages` pages,
+        its numbers steady."""
         line = self.pages[page][i]
-        if _end_numbers(line) & self.numbers[page]:
+        if self._numbered(page, line, self.sides):
             return True
         form = line_form(line)
+        if not _LETTERS_RE.search(form):
+            return False  # a bare number, "3 / 92": the page's number, or no furniture
+        if len(self.forms[form]) >= self.min_pages and form in self.steady:
+            return True
         prefix = _prefix(form)
-        return len(self.forms[form]) >= self.min_pages or bool(
-            prefix and self.prefixes[prefix] >= self.min_pages
-        )
+        return bool(prefix and self.prefixes[prefix] >= self.min_pages)
 
-    def _in_a_run(self, page: int, i: int, inner: bool) -> bool:
-        """The line has words and recurs on a run of nearby pages (of two, when it is `inner` to
-        furniture), at an edge that carries furniture."""
+    def _numbered(self, page: int, line: str, sides: set[int]) -> bool:
+        """The line is the page's number, or it starts or ends (`sides`) with it."""
+        words = _number_words(line)
+        if len(words) == 1:
+            return _number(words[0]) in self.numbers[page]
+        return any(words and _number(words[side]) in self.numbers[page] for side in sides)
+
+    def _in_a_run(self, page: int, i: int) -> bool:
+        """The line has words and recurs on a run of nearby pages, at an edge that carries furniture."""
         form = line_form(self.pages[page][i])
-        if len(_LETTERS_RE.findall(form)) < MIN_RUN_LETTERS or not (inner or self.carries):
+        if len(_LETTERS_RE.findall(form)) < MIN_RUN_LETTERS or not self.carries:
             return False
-        return _in_run(self.forms[form], page, 2 if inner else RUN_PAGES)
+        return form in self.steady and _in_run(self.forms[form], page, RUN_PAGES)
 
     def furniture(self, page: int) -> list[int]:
-        """The page's lines at this edge that are furniture: from the edge inwards while each one
-        is; a line between two of them too, when the inner one is sure."""
+        """The page's lines at this edge that are furniture: the edge line when it is sure or in a
+        run, then inwards each sure line and any line between it and the edge."""
         indices = [i for i in self.at_edge[page] if len(self.pages[page][i]) <= MAX_FURNITURE_CHARS]
         sure = [self._sure(page, i) for i in indices]
-        depth = 0
-        while depth < len(indices) and (
-            sure[depth]
-            or self._in_a_run(page, indices[depth], inner=depth > 0)
-            or (depth and any(sure[depth + 1 :]))
-        ):
-            depth += 1
-        return indices[:depth]
+        if not indices or not (sure[0] or self._in_a_run(page, indices[0])):
+            return []
+        deepest = max((d for d in range(1, len(sure)) if sure[d]), default=0)
+        return indices[: deepest + 1]
 
 
 def _page_numbers(
@@ -174,24 +210,34 @@ def _page_numbers(
 ) -> list[set[int]]:
     """Each page's printed number(s), from how the document numbers its pages: an offset (a number
     first or last on an edge line, minus the page's index) that at least `min_pages` pages show
-    holds for every page; one that only a run of nearby pages shows (roman front matter), for those."""
-    seen: dict[int, list[int]] = defaultdict(list)
+    holds for every page; a roman one that a run of nearby pages shows (front matter), for those."""
+    seen: dict[tuple[bool, int], list[int]] = defaultdict(list)
     for page, indices in enumerate(edges):
-        for offset in sorted({value - page for i in indices for value in _end_numbers(pages[page][i])}):
-            seen[offset].append(page)
+        found = {(roman, value - page) for i in indices for roman, value in _end_numbers(pages[page][i])}
+        for key in sorted(found):
+            seen[key].append(page)
     numbers: list[set[int]] = [set() for _ in pages]
-    for offset, on in seen.items():
-        everywhere = len(on) >= max(min_pages, RUN_PAGES)
-        for page in range(len(pages)) if everywhere else (p for p in on if _in_run(on, p, RUN_PAGES)):
-            numbers[page].add(page + offset)
+    for (roman, offset), on in seen.items():
+        if len(on) >= max(min_pages, RUN_PAGES):
+            for page in range(len(pages)):
+                numbers[page].add(page + offset)
+        elif roman:
+            for page in (p for p in on if _in_run(on, p, RUN_PAGES)):
+                numbers[page].add(page + offset)
     return numbers
 
 
-def _end_numbers(line: str) -> set[int]:
-    words = line.split()
-    if not words:
-        return set()
-    return {v for v in (_number(words[0]), _number(words[-1])) if v is not None}
+def _number_words(line: str) -> list[str]:
+    """The line's words without the marks around a page number ("- 12 -", "[xii]")."""
+    return [w for w in (w.strip(_NUMBER_MARKS) for w in line.split()) if w]
+
+
+def _end_numbers(line: str) -> set[tuple[bool, int]]:
+    """(roman, value) of the line's first and last words read as page numbers."""
+    words = _number_words(line)
+    return {
+        (not word.isdigit(), value) for word in words[:1] + words[-1:] if (value := _number(word)) is not None
+    }
 
 
 def furniture(pages: Sequence[Sequence[str]]) -> list[set[int]]:
