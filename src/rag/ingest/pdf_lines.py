@@ -88,11 +88,12 @@ def line_form(line: str) -> str:
 def _numbers_in(line: str) -> tuple[int, ...]:
     """The numbers `line_form` makes '#', in order: what changes in a running line."""
     words = line.split()
-    ends = [_number(w) if _ROMAN_RE.match(w.lower()) else None for w in (words[:1] + words[-1:])]
-    found = [int(d) for d in _DIGITS_RE.findall(line)]
-    return tuple(
-        ([ends[0]] if ends and ends[0] else []) + found + ([ends[-1]] if len(words) > 1 and ends[-1] else [])
-    )
+    numbers = [int(d) for d in _DIGITS_RE.findall(line)]
+    if words and _ROMAN_RE.match(words[0].lower()):
+        numbers.insert(0, _number(words[0]) or 0)
+    if len(words) > 1 and _ROMAN_RE.match(words[-1].lower()):
+        numbers.append(_number(words[-1]) or 0)
+    return tuple(numbers)
 
 
 def _steady(numbers: Sequence[tuple[int, ...]]) -> bool:
