@@ -86,6 +86,7 @@ eval: $(STAMP)
 	$(BIN)/rag eval --set fixtures/holdout6/golden.jsonl --corpus fixtures/holdout6/corpus
 	$(BIN)/rag eval --set fixtures/holdout7/golden.jsonl --corpus fixtures/holdout7/corpus
 	$(BIN)/rag eval --set fixtures/holdout8/golden.jsonl --corpus fixtures/holdout8/corpus
+	$(BIN)/rag eval --set fixtures/holdout9/golden.jsonl --corpus fixtures/holdout9/corpus
 	$(BIN)/rag eval --external squad2
 	$(BIN)/rag eval --external attribution
 	$(BIN)/rag eval --external conflicts

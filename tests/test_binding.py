@@ -231,7 +231,7 @@ def test_a_count_stated_as_the_number_of_things_counts_them():
 
 
 def test_the_verb_of_using_a_named_thing_is_not_topic():
-    from rag.reader.offline import _usage_verbs
+    from rag.reader.question import _usage_verbs
 
     assert _usage_verbs("If I call flash() without giving a category, what ...?") == {"call"}
     assert _usage_verbs("How do I run ``make docs``?") == {"run"}

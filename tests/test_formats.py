@@ -146,7 +146,7 @@ def test_read_document_docx_headings_lists_and_tables_become_markdown_like_text(
     doc = parsed.document
     assert doc.title == "Laboratory Safety Guide"
     assert "# Protective equipment" in doc.text and "- Lab coats are buttoned." in doc.text
-    assert "| Room | Capacity |\n|---|---|\n| Wet lab A | 12 people |" in doc.text
+    assert "\n\n- Room: Wet lab A; Capacity: 12 people\n- Room: Clean room; Capacity: 4 people\n" in doc.text
     chunks = _chunks(parsed, max_tokens=40)
     _assert_offsets_exact(parsed, chunks)
     assert {c.section for c in chunks} == {"Protective equipment", "Waste disposal"}
@@ -333,3 +333,70 @@ def test_read_document_docx_nested_list_items_are_indented_under_their_parent(tm
     doc = _read("packing.docx", tmp_path).document
     assert doc.title == "Packing list"
     assert "- Tools\n  - Spare batteries\n- Maps" in doc.text
+
+
+def _docx_with_table(tmp_path: Path, rows: list[list[str]], *, first_row: str | None = None) -> str:
+    from docx import Document as new_docx
+    from docx.oxml.ns import qn
+
+    word = new_docx()
+    word.add_paragraph("Laptops are issued by role.")
+    table = word.add_table(rows=len(rows), cols=len(rows[0]))
+    for row, texts in zip(table.rows, rows, strict=True):
+        for cell, text in zip(row.cells, texts, strict=True):
+            cell.text = text
+    if first_row is not None:
+        table._tbl.tblPr.xpath("./w:tblLook")[0].set(qn("w:firstRow"), first_row)
+    word.add_paragraph("Spares", style="List Bullet")
+    word.save(str(tmp_path / "laptops.docx"))
+    return _read("laptops.docx", tmp_path).document.text
+
+
+LAPTOP_ROWS = [
+    ["Role", "Laptop", "Memory"],
+    ["Engineer", "ThinkPad X1", "32 GB"],
+    ["Designer", "MacBook Pro", ""],
+]
+
+
+def test_read_document_docx_table_rows_name_every_cell_by_its_column_header(tmp_path: Path) -> None:
+    assert _docx_with_table(tmp_path, LAPTOP_ROWS) == (
+        "Laptops are issued by role.\n\n"
+        "- Role: Engineer; Laptop: ThinkPad X1; Memory: 32 GB\n- Role: Designer; Laptop: MacBook Pro\n\n"
+        "- Spares\n"
+    )
+
+
+def test_read_document_docx_table_whose_look_has_no_header_row_keeps_markdown_rows(tmp_path: Path) -> None:
+    text = _docx_with_table(tmp_path, [["Max size", "1 GB"], ["Max rows", "none"]], first_row="0")
+    assert "| Max size | 1 GB |\n| Max rows | none |" in text
+
+
+def test_read_document_docx_merged_cells_are_one_cell_under_their_headers(tmp_path: Path) -> None:
+    from docx import Document as new_docx
+
+    word = new_docx()
+    table = word.add_table(rows=3, cols=3)
+    grid = [["Type", "Size", ""], ["serial", "4 bytes", "8 bytes"], ["", "1", "2"]]
+    for row, texts in zip(table.rows, grid, strict=True):
+        for cell, text in zip(row.cells, texts, strict=True):
+            cell.text = text
+    table.cell(0, 1).merge(table.cell(0, 2))
+    table.cell(1, 0).merge(table.cell(2, 0))
+    word.save(str(tmp_path / "types.docx"))
+    assert _read("types.docx", tmp_path).document.text == (
+        "- Type: serial; Size: 4 bytes; Size: 8 bytes\n- Type: serial; Size: 1; Size: 2\n"
+    )
+
+
+def test_offline_reader_answers_from_a_docx_table_row_under_its_header(tmp_path: Path) -> None:
+    from rag.reader.offline import OfflineGenerator
+    from rag.types import Block
+
+    text = _docx_with_table(tmp_path, LAPTOP_ROWS)
+    chunk = Chunk(chunk_id="laptops#c00", doc_id="laptops", title="Laptop policy", section="", text=text)
+    question = "How much memory does an engineer's laptop have?"
+    drafts = (
+        OfflineGenerator().generate(question, [Block(n=1, chunk=chunk, score=0.5, sent_text=text)]).drafts
+    )
+    assert [d.text for d in drafts] == ["Role: Engineer; Laptop: ThinkPad X1; Memory: 32 GB"]

@@ -4,7 +4,8 @@ import asyncio
 from dataclasses import replace
 
 from rag.language.text import term_set
-from rag.reader.offline import MIN_COVERAGE, OfflineGenerator, cite
+from rag.reader.answerable import MIN_COVERAGE
+from rag.reader.offline import OfflineGenerator, cite
 from rag.types import Block, Chunk, Piece
 
 TRASH = (
@@ -252,6 +253,22 @@ def test_generator_answers_from_a_table_row_stated_with_its_column_headers() -> 
         d.text for d in OfflineGenerator().generate("How much does a canoe cost per hour?", [rates]).drafts
     ]
     assert texts == ["Canoe: Price $45 per hour; Deposit $80."]
+
+
+def test_generator_answers_from_a_keyed_row_for_a_column_after_the_first() -> None:
+    # HTML and DOCX tables are ingested as "- Header: cell; Header: cell" rows: the row is a record of
+    # every column, so the second column's question is answered by it, not refused as another field's
+    rooms = block(
+        1,
+        "Goggles are worn in the labs.\n\n- Room: Wet lab A; Capacity: 12 people\n"
+        "- Room: Clean room; Capacity: 4 people",
+        title="Laboratory guide",
+        section="Rooms",
+    )
+    texts = [
+        d.text for d in OfflineGenerator().generate("What is the capacity of Wet lab A?", [rooms]).drafts
+    ]
+    assert texts == ["Room: Wet lab A; Capacity: 12 people"]
 
 
 def test_generator_does_not_take_a_date_for_an_amount() -> None:
@@ -527,7 +544,7 @@ UPLOADS = "## Uploads\n\nFiles larger than the configured limit are rejected bef
 
 
 def test_split_question_separates_the_situation_from_the_asking_sentence():
-    from rag.reader.offline import split_question
+    from rag.reader.question import split_question
 
     question = "My client stops at the 302. Why? How do I make it follow the redirect?"
     asking, situation = split_question(question)
@@ -598,7 +615,7 @@ def test_generate_everyday_words_are_not_neutral_for_a_sentence_without_the_aske
 
 
 def test_split_question_reads_a_leading_condition_as_the_situation():
-    from rag.reader.offline import split_question
+    from rag.reader.question import split_question
 
     asking, situation = split_question("If I call it without a name, what category does the message get?")
     assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
@@ -608,13 +625,13 @@ def test_split_question_reads_a_leading_condition_as_the_situation():
 
 def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():
     from rag.language.tools import installed
-    from rag.reader.offline import _read_question
+    from rag.reader.question import read_question
 
     blocks = [block(1, CACHE), block(2, SERVER)]
     wn = installed().wordnet
-    lead = _read_question("If I start it without giving a port, which port does the server use?", blocks, wn)
+    lead = read_question("If I start it without giving a port, which port does the server use?", blocks, wn)
     assert lead is not None and lead.default
-    setup = _read_question("My default port is 80. Which port does the server use?", blocks, wn)
+    setup = read_question("My default port is 80. Which port does the server use?", blocks, wn)
     assert setup is not None and not setup.default
 
 

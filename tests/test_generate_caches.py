@@ -11,7 +11,7 @@ import pytest
 
 from rag.language import wordnet
 from rag.language.text import content_words, normalise, terms, tokens
-from rag.reader import answer_types, offline, prose
+from rag.reader import answer_types, answerable, candidates, offline, prose, question, words
 from rag.reader.answer_types import type_match
 from rag.reader.offline import OfflineGenerator
 from rag.types import Block, Chunk
@@ -29,7 +29,7 @@ def block(n: int, text: str, title: str = "Guide", section: str = "") -> Block:
 def _caches() -> list[Any]:
     """Every lru cache of the modules the generator reads sentences with."""
     found = []
-    for module in (offline, answer_types, prose, wordnet):
+    for module in (offline, question, candidates, answerable, words, answer_types, prose, wordnet):
         assert isinstance(module, types.ModuleType)
         for value in vars(module).values():
             if callable(value) and hasattr(value, "cache_info") and value.__module__ == module.__name__:
@@ -101,11 +101,11 @@ TEXTS = [
     SHARED,
 ]
 PAIRS: list[tuple[Callable[[str], Any], Callable[[str], Any]]] = [
-    (offline._sentence_key, normalise),
-    (offline._block_key, normalise),
-    (offline._sentence_terms, lambda t: tuple(terms(t))),
-    (offline._tokens, lambda t: tuple(tokens(t))),
-    (offline._content_words, lambda t: tuple(content_words(t))),
+    (words.sentence_key, normalise),
+    (words.block_key, normalise),
+    (words.sentence_terms, lambda t: tuple(terms(t))),
+    (question._tokens, lambda t: tuple(tokens(t))),
+    (question._content_words, lambda t: tuple(content_words(t))),
 ]
 
 
@@ -116,9 +116,9 @@ def test_cached_analysis_equals_the_uncached_one(cached: Callable[[str], Any], p
 
 
 def test_joined_terms_keyed_by_every_part():
-    assert offline._joined_terms("Boards", "", SHARED) != offline._joined_terms("Invoices", "", SHARED)
-    assert offline._joined_terms("Boards", "", SHARED) == offline._joined_terms("Boards", "", SHARED)
-    assert "board" in offline._joined_terms("Boards", "", SHARED)
+    assert words.joined_terms("Boards", "", SHARED) != words.joined_terms("Invoices", "", SHARED)
+    assert words.joined_terms("Boards", "", SHARED) == words.joined_terms("Boards", "", SHARED)
+    assert "board" in words.joined_terms("Boards", "", SHARED)
 
 
 def test_figure_question_words_filter_per_question():
@@ -131,14 +131,14 @@ def test_figure_question_words_filter_per_question():
 
 def test_caches_are_bounded_and_hold_immutable_values():
     caches = _caches()
-    assert offline._sentence_key in caches and answer_types._figure_words in caches
+    assert words.sentence_key in caches and answer_types._figure_words in caches
     for cached in caches:
         assert cached.cache_info().maxsize is not None, cached.__name__
     for value in (
-        offline._sentence_terms(SHARED),
-        offline._tokens(SHARED),
-        offline._content_words(SHARED),
-        offline._joined_terms("Boards", SHARED),
+        words.sentence_terms(SHARED),
+        question._tokens(SHARED),
+        question._content_words(SHARED),
+        words.joined_terms("Boards", SHARED),
         answer_types._figure_words(SHARED),
         answer_types._asked_words(QUESTION),
     ):
@@ -146,10 +146,10 @@ def test_caches_are_bounded_and_hold_immutable_values():
 
 
 def test_sentence_key_cache_evicts_beyond_its_bound():
-    maxsize = offline._sentence_key.cache_info().maxsize
+    maxsize = words.sentence_key.cache_info().maxsize
     assert maxsize is not None
-    offline._sentence_key.cache_clear()
+    words.sentence_key.cache_clear()
     for i in range(maxsize + 10):
-        offline._sentence_key(f"sentence {i}")
-    assert offline._sentence_key.cache_info().currsize == maxsize
-    assert offline._sentence_key("Sentence 3!") == "sentence 3"
+        words.sentence_key(f"sentence {i}")
+    assert words.sentence_key.cache_info().currsize == maxsize
+    assert words.sentence_key("Sentence 3!") == "sentence 3"

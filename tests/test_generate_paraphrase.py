@@ -1,5 +1,5 @@
 """The offline generator's paraphrase alignment: a question word no block writes is covered by a word
-one WordNet link away (rag.reader.offline, ALIGN_WEIGHT; WordNet from the optional `lexical` extra)."""
+one WordNet link away (rag.reader.question, ALIGN_WEIGHT; WordNet from the optional `lexical` extra)."""
 
 from __future__ import annotations
 

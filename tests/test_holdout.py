@@ -2,8 +2,9 @@
 
 `holdout` (City of Marlow Bay services), `holdout2` (Northgate University handbook), `holdout3` (Flask
 and Click documentation), `holdout4` (Celery and attrs documentation), `holdout6` (Black and pytest
-documentation), `holdout7` (Sphinx and Pillow documentation) and `holdout8` (PostgreSQL and Jinja
-generated HTML pages, navigation left in) are in other domains than the bundled corpus and were
+documentation), `holdout7` (Sphinx and Pillow documentation), `holdout8` (PostgreSQL and Jinja
+generated HTML pages, navigation left in) and `holdout9` (three real PDF manuals: R Installation and
+Administration, MrBayes 3.2, Gutenprint 5.2) are in other domains than the bundled corpus and were
 written without reading the ranking code. No score floors: their figures are reported in
 docs/eval.md, never tuned against.
 """
@@ -30,7 +31,16 @@ GOLDEN = HOLDOUT / "golden.jsonl"
 CORPUS = HOLDOUT / "corpus"
 SETS = {
     name: ROOT / "fixtures" / name
-    for name in ("holdout", "holdout2", "holdout3", "holdout4", "holdout6", "holdout7", "holdout8")
+    for name in (
+        "holdout",
+        "holdout2",
+        "holdout3",
+        "holdout4",
+        "holdout6",
+        "holdout7",
+        "holdout8",
+        "holdout9",
+    )
 }
 MIN_ITEMS = {
     "holdout": 60,
@@ -40,6 +50,7 @@ MIN_ITEMS = {
     "holdout6": 60,
     "holdout7": 60,
     "holdout8": 60,
+    "holdout9": 60,
 }
 # The documentation sets hold no real conflict between two pages, so none was written.
 MIN_CONFLICTS = {
@@ -50,7 +61,9 @@ MIN_CONFLICTS = {
     "holdout6": 0,
     "holdout7": 0,
     "holdout8": 0,
+    "holdout9": 0,
 }
+EVAL_SETS = sorted(SETS)
 LABELS = {"answer", "abstain", "conflict"}
 RATES = (
     "answer_rate",
@@ -96,9 +109,14 @@ def holdout_chunks(tmp_path_factory: pytest.TempPathFactory, holdout_set: str) -
         store.close()
 
 
+@pytest.fixture(scope="module", params=EVAL_SETS)
+def eval_set(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory, holdout_set: str) -> GoldenReport:
-    folder = SETS[holdout_set]
+def report(tmp_path_factory: pytest.TempPathFactory, eval_set: str) -> GoldenReport:
+    folder = SETS[eval_set]
     return run_golden(
         _offline(tmp_path_factory.mktemp("holdout-run")), folder / "golden.jsonl", corpus=folder / "corpus"
     )
@@ -159,7 +177,14 @@ def test_holdout_expect_occurs_in_a_supporting_chunk(
     for item in _items(holdout_set):
         if item["label"] == "answer":
             assert item["expect"], item
-            assert any(item["expect"] in holdout_chunks[c] for c in item["chunks"]), item["id"]
+            expect = _visible(item["expect"])
+            assert any(expect in _visible(holdout_chunks[c]) for c in item["chunks"]), item["id"]
+
+
+def _visible(text: str) -> str:
+    """Text as a reader sees it: without the backticks HTML ingest writes around <code>, one space
+    for any run of whitespace (as fixtures/golden_builder.py matches anchors)."""
+    return " ".join(text.replace("`", "").split())
 
 
 def test_holdout_chunk_ids_do_not_exist_in_bundled_corpus_naming(holdout_chunks: dict[str, str]) -> None:
@@ -171,9 +196,9 @@ def test_holdout_chunk_ids_do_not_exist_in_bundled_corpus_naming(holdout_chunks:
 # ---------------------------------------------------------------- the eval runs on it
 
 
-def test_holdout_eval_runs_every_case_from_a_fresh_ingest(report: GoldenReport, holdout_set: str) -> None:
-    assert report.metrics["cases"] == len(_items(holdout_set))
-    assert str(SETS[holdout_set] / "corpus") in report.store
+def test_holdout_eval_runs_every_case_from_a_fresh_ingest(report: GoldenReport, eval_set: str) -> None:
+    assert report.metrics["cases"] == len(_items(eval_set))
+    assert str(SETS[eval_set] / "corpus") in report.store
 
 
 def test_holdout_eval_metrics_are_rates_in_unit_interval(report: GoldenReport) -> None:

@@ -95,13 +95,13 @@ def test_parse_document_html_keeps_headings_and_drops_scripts() -> None:
     assert doc.text == "## Part & whole\n\nText\nmore\n"
 
 
-def test_parse_document_html_tables_become_markdown_rows_and_menus_are_dropped() -> None:
+def test_parse_document_html_table_rows_name_their_headers_and_menus_are_dropped() -> None:
     raw = (
         b"<nav>Home | Fees</nav><h1>Boat hire</h1><table><tr><th>Boat</th><th>Price</th></tr>"
         b"<tr><td>Kayak</td><td>$30 per hour</td></tr></table><footer>(c) 2026 | Privacy</footer>"
     )
     doc = parse_document(raw, Path("/r/boats.html"), root=Path("/r"))
-    assert doc.text == "# Boat hire\n\n| Boat | Price |\n|---|---|\n| Kayak | $30 per hour |\n"
+    assert doc.text == "# Boat hire\n\n- Boat: Kayak; Price: $30 per hour\n"
 
 
 @pytest.mark.parametrize(

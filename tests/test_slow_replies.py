@@ -40,7 +40,7 @@ def claude_server(
         **getattr(request, "param", {}),
     )
     argv = lambda port: [str(RAG), "serve", "--port", str(port)]  # noqa: E731
-    with serving(argv, env=env, log=tmp_path / "serve.log") as (base, _):
+    with serving(argv, env=env, log=tmp_path / "serve.log", timeout=120) as (base, _):
         yield base
 
 

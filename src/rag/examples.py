@@ -65,12 +65,17 @@ def _title_phrase(title: str) -> str:
     return title if _ARTICLE_RE.match(title) else f"the {title}"
 
 
+def _worth_asking(leaf: str, title: str) -> bool:
+    """False for a heading leaf that is empty, too long, mostly figures, a layout part or the title."""
+    if not leaf or len(leaf) > MAX_HEADING_CHARS or len(_LETTERS_RE.findall(leaf)) < 3:
+        return False
+    return not (normalise(leaf) in LAYOUT_HEADINGS or leaf.casefold() == title.strip().casefold())
+
+
 def word_question(heading: Heading) -> tuple[int, str] | None:
     """(form rank, question) for one heading; None when the heading is not a topic worth asking about."""
     leaf = _leaf(heading.section)
-    if not leaf or len(leaf) > MAX_HEADING_CHARS or len(_LETTERS_RE.findall(leaf)) < 3:
-        return None
-    if normalise(leaf) in LAYOUT_HEADINGS or leaf.casefold() == heading.title.strip().casefold():
+    if not _worth_asking(leaf, heading.title):
         return None
     how_to = HOW_TO_HEADING_RE.match(leaf)
     if how_to and len(how_to.group("rest").split()) >= MIN_QUESTION_WORDS - 2:

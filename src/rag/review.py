@@ -86,28 +86,42 @@ def group_refusals(rows: Iterable[Mapping[str, Any]], gaps: Iterable[Gap] = ()) 
             continue
         question = str(row.get("question", "")).strip()
         terms = term_set(question)
-        group = None
-        if terms:
-            best = max(groups, key=lambda g: _similarity(terms, g.terms), default=None)
-            if best is not None and _similarity(terms, best.terms) >= SIMILAR:
-                group = best
-        else:
-            group = exact.get(normalise(question))
+        group = _joined_group(groups, exact, question, terms)
         if group is None:
             group = RefusalGroup(question=question, terms=terms, last_asked=str(row.get("ts", "")))
             groups.append(group)
             if not terms:
                 exact[normalise(question)] = group
-        group.count += 1
-        group.questions[question] += 1
-        group.reasons[str(row.get("reason", ""))] += 1
-        group.closest.update(closest_of(row, by_question))
-        if len(group.traces) < TRACES_KEPT:
-            group.traces.append(str(row.get("trace_id", "")))
-        group.top_score = max(group.top_score, float(row.get("top_score") or 0.0))
+        _count_refusal(group, row, question, by_question)
     for group in groups:
         group.question = group.questions.most_common(1)[0][0]
     return sorted(groups, key=lambda g: (-g.count, g.question))
+
+
+def _joined_group(
+    groups: Sequence[RefusalGroup], exact: Mapping[str, RefusalGroup], question: str, terms: frozenset[str]
+) -> RefusalGroup | None:
+    """The group a refused question joins: the most similar one (at least SIMILAR) by terms, or for a
+    question without terms the one of the same normalised text; None to start a new group."""
+    if not terms:
+        return exact.get(normalise(question))
+    best = max(groups, key=lambda g: _similarity(terms, g.terms), default=None)
+    if best is not None and _similarity(terms, best.terms) >= SIMILAR:
+        return best
+    return None
+
+
+def _count_refusal(
+    group: RefusalGroup, row: Mapping[str, Any], question: str, gaps: Mapping[str, Gap]
+) -> None:
+    """Add one refusal row to `group`: its question, reason, closest passages, trace and top score."""
+    group.count += 1
+    group.questions[question] += 1
+    group.reasons[str(row.get("reason", ""))] += 1
+    group.closest.update(closest_of(row, gaps))
+    if len(group.traces) < TRACES_KEPT:
+        group.traces.append(str(row.get("trace_id", "")))
+    group.top_score = max(group.top_score, float(row.get("top_score") or 0.0))
 
 
 def wrong_answers(

@@ -297,6 +297,11 @@ def demo(host: str, port: int) -> None:
     default=None,
     help="Directory the --set was labelled on, ingested fresh (golden runs) [default: fixtures/corpus].",
 )
+@click.option(
+    "--reach",
+    is_flag=True,
+    help="Evidence reach of the --set: does the answering passage get to Claude, to the offline reader?",
+)
 @_friendly
 def eval_(
     dataset: str,
@@ -306,10 +311,12 @@ def eval_(
     out: str,
     as_json: bool,
     corpus: str | None,
+    reach: bool,
 ) -> None:
-    """Measure the pipeline: golden set, threshold sweeps, external benchmarks.
+    """Measure the pipeline: golden set, evidence reach, threshold sweeps, external benchmarks.
 
-    Example: rag eval --sweep min_score
+    Example: rag eval --sweep min_score; rag eval --reach --set fixtures/holdout8/golden.jsonl
+    --corpus fixtures/holdout8/corpus
     """
     from rag.cli.evals import run_eval_cli
 
@@ -322,6 +329,7 @@ def eval_(
         out=out,
         as_json=as_json,
         corpus=corpus,
+        reach=reach,
     )
 
 

@@ -30,13 +30,17 @@ def run_eval_cli(
     out: str,
     as_json: bool,
     corpus: str | None = None,
+    reach: bool = False,
 ) -> None:
-    """The `rag eval` command: golden set by default, `--sweep` a threshold, `--external` a benchmark.
+    """The `rag eval` command: golden set by default, `--reach` its evidence reach, `--sweep` a
+    threshold, `--external` a benchmark.
 
     `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
     """
-    if corpus is not None and (sweep is not None or external is not None):
-        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    _check_modes(sweep=sweep, external=external, corpus=corpus, reach=reach)
+    if reach:
+        _reach_cli(settings, dataset, corpus=corpus, limit=limit, as_json=as_json)
+        return
     if sweep is not None:
         _sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=out, as_json=as_json)
         return
@@ -46,6 +50,25 @@ def run_eval_cli(
         return
     golden = run_golden(settings, dataset, limit=limit, corpus=corpus)
     click.echo(_json(golden_json(golden)) if as_json else golden_text(golden))
+
+
+def _check_modes(*, sweep: str | None, external: str | None, corpus: str | None, reach: bool) -> None:
+    """`--corpus` and `--reach` measure a golden set: neither combines with `--sweep` or `--external`."""
+    other = sweep is not None or external is not None
+    if corpus is not None and other:
+        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    if reach and other:
+        raise ConfigError("--reach measures a golden set; it does not combine with --sweep or --external")
+
+
+def _reach_cli(
+    settings: Settings, dataset: str, *, corpus: str | None, limit: int | None, as_json: bool
+) -> None:
+    """`rag eval --reach`: the golden set's evidence reach."""
+    from rag.evals.reach import run_reach
+
+    found = run_reach(settings, dataset, corpus=corpus, limit=limit)
+    click.echo(_json(found.json()) if as_json else reach_text(found.json()))
 
 
 def _sweep_cli(
@@ -210,4 +233,22 @@ def external_text(report: dict[str, Any]) -> str:
         f"  flags naming a misinfo document        {fmt(report['misinfo_side_flagged'])}",
     ]
     lines += [f"    {cell:<30} {fmt(v['flag_rate'])} (n={v['items']})" for cell, v in report["cells"].items()]
+    return "\n".join(lines)
+
+
+def reach_text(report: dict[str, Any]) -> str:
+    """The evidence-reach report as a short table."""
+    rows = [
+        ("answerable questions", report["answerable"]),
+        ("passage sent to Claude", fmt(report["reach_claude"])),
+        ("  blocks sent per question (mean)", fmt(report["claude_blocks_mean"])),
+        ("passage read by the offline reader", fmt(report["offline_read"])),
+        ("passage read offline or shown on its refusal", fmt(report["offline_read_or_shown"])),
+        ("offline refusals of answerable questions", report["offline_refused"]),
+        ("  of which the passage was among the closest", fmt(report["refused_with_passage_shown"])),
+    ]
+    lines = [f"evidence reach: {report['set']} ({report['store']})"]
+    lines += [f"  {label:<50} {value}" for label, value in rows]
+    if report["missed_claude"]:
+        lines.append(f"  not sent to Claude: {', '.join(report['missed_claude'])}")
     return "\n".join(lines)

@@ -31,7 +31,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,12 @@ import numpy.typing as npt
 from rag.calibration import Model
 from rag.evals.support_fit import class_weight, fit_logistic, forward_select, probabilities
 from rag.reader.gate import FEATURES, WEIGHTS_FILE, Ranking, choice, measure, stored_model
+
+if TYPE_CHECKING:
+    from rag.evals.datasets import GoldenCase
+    from rag.evals.metrics import Outcome
+    from rag.language.tools import Tools
+    from rag.types import Answer
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +89,6 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0)
     from rag.answer.pipeline import build_pipeline
     from rag.config import load_settings
     from rag.evals.datasets import load_golden, repo_root
-    from rag.evals.metrics import contains_fact
     from rag.evals.runner import corpus_store, outcome_of
 
     settings = load_settings(mock=True, answer_gate="off")
@@ -98,26 +103,48 @@ def collect(sets: Sequence[tuple[str, str, str]] = DEV_SETS, *, others: int = 0)
             for case in cases:
                 answer = pipeline.answer(case.question)
                 if others and answer.blocks:
-                    ranked = generator.ranked(answer.question, answer.blocks)
-                    skip = answer.sentences[0].text if not answer.abstained and answer.sentences else None
-                    picked = [c for c in ranked if c.text != skip][:others]
-                    for c in picked:
-                        right = case.label == "answer" and contains_fact(c.text, case.expect)
-                        x = measure(answer.question, answer.blocks, ranked, c, 1, tools=pipeline.tools)
-                        rows.append(Row(name, case.id, case.label == "answer", right, x, chosen=False))
+                    rows.extend(_other_rows(name, case, answer, generator, others, pipeline.tools))
                 if answer.abstained:
                     continue
                 outcome = outcome_of(case, answer, latency_ms=0.0, store=store)
-                texts = [s.text for s in answer.sentences]
-                found = choice(generator, answer.question, answer.blocks, texts)
-                if found is None:
-                    continue
-                ranked, chosen = found
-                x = measure(answer.question, answer.blocks, ranked, chosen, len(texts), tools=pipeline.tools)
-                label = case.label == "answer" and outcome.correct_answer
-                rows.append(Row(name, case.id, case.label == "answer", label, x))
+                row = _chosen_row(name, case, answer, generator, outcome, pipeline.tools)
+                if row is not None:
+                    rows.append(row)
         log.info("%s: %d answered", name, sum(r.group == name and r.chosen for r in rows))
     return rows
+
+
+def _other_rows(
+    name: str, case: GoldenCase, answer: Answer, generator: Ranking, others: int, tools: Tools
+) -> list[Row]:
+    """Up to `others` eligible candidates of `answer` besides its first sentence, each measured as if
+    chosen and labelled by whether it states the expected fact."""
+    from rag.evals.metrics import contains_fact
+
+    ranked = generator.ranked(answer.question, answer.blocks)
+    skip = answer.sentences[0].text if not answer.abstained and answer.sentences else None
+    picked = [c for c in ranked if c.text != skip][:others]
+    rows = []
+    for c in picked:
+        right = case.label == "answer" and contains_fact(c.text, case.expect)
+        x = measure(answer.question, answer.blocks, ranked, c, 1, tools=tools)
+        rows.append(Row(name, case.id, case.label == "answer", right, x, chosen=False))
+    return rows
+
+
+def _chosen_row(
+    name: str, case: GoldenCase, answer: Answer, generator: Ranking, outcome: Outcome, tools: Tools
+) -> Row | None:
+    """The generator's own choice for an answered `case`, labelled by the eval runner's rule
+    (`outcome`); None when its chosen sentence is not found among the candidates."""
+    texts = [s.text for s in answer.sentences]
+    found = choice(generator, answer.question, answer.blocks, texts)
+    if found is None:
+        return None
+    ranked, chosen = found
+    x = measure(answer.question, answer.blocks, ranked, chosen, len(texts), tools=tools)
+    label = case.label == "answer" and outcome.correct_answer
+    return Row(name, case.id, case.label == "answer", label, x)
 
 
 def _matrix(rows: Sequence[Row]) -> Array:
@@ -247,29 +274,8 @@ def _summary(kept: npt.NDArray[np.bool_], y: Array, groups: npt.NDArray[np.str_]
 def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
     x, y, groups, chosen = _arrays(rows)
     baseline = _summary(np.ones(int(chosen.sum()), dtype=bool), y[chosen], groups[chosen])
-    results = []
-    for l2 in L2_GRID:
-        for size in SIZES:
-            for target in TARGETS:
-                cv = leave_one_set_out(rows, l2, size, target)
-                results.append({"l2": l2, "size": size, "target": target, **cv})
-                log.info("l2=%s size=%s target=%s %s", l2, size, target, cv["pooled"])
-    # the rule: held-out precision when answered reaches PRECISION on every set that kept an answer;
-    # among those, the most correct answers kept (ties: the smaller model, the lower target)
-    floor = MIN_KEPT * float(y[chosen].sum())
-    eligible = [
-        r
-        for r in results
-        if r["pooled"]["worst_set_precision"] >= PRECISION - 1e-12 and r["pooled"]["correct_kept"] >= floor
-    ]
-    # none meets it: the one keeping the most correct answers without a worse set than no gate (stored
-    # for measuring with RAG_ANSWER_GATE=on, not adopted)
-    no_worse = [r for r in results if r["pooled"]["worst_set_precision"] >= baseline["worst_set_precision"]]
-    best = max(
-        eligible or no_worse or results,
-        key=lambda r: (r["pooled"]["correct_kept"], -(r["size"] or 99), -r["target"]),
-    )
-    meets = bool(eligible)
+    results = _grid(rows)
+    best, meets = _best_configuration(results, MIN_KEPT * float(y[chosen].sum()), baseline)
     model, threshold = _fit_with_threshold(x, y, groups, chosen, best["l2"], best["size"], best["target"])
     threshold_from = "leave-one-set-out probabilities of the training sets"
     if not meets:
@@ -278,10 +284,7 @@ def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
         threshold_from = "in-sample probabilities (no configuration met the rule; for measuring only)"
     kept_all = (model.p(x) >= threshold) & chosen
     in_sample = _summary(kept_all[chosen], y[chosen], groups[chosen])
-    per_set_in_sample = {
-        g: {"kept": int(kept_all[groups == g].sum()), "correct_kept": int(y[kept_all & (groups == g)].sum())}
-        for g in dict.fromkeys(r.group for r in rows)
-    }
+    per_set_in_sample = _kept_per_set(rows, kept_all, y, groups)
     report = {
         "fitted_on": [name for name, _, _ in DEV_SETS if any(r.group == name for r in rows)],
         "rows": int(chosen.sum()),
@@ -300,20 +303,69 @@ def run(rows: Sequence[Row], write: bool) -> dict[str, Any]:
         "grid": [{k: r[k] for k in ("l2", "size", "target", "pooled")} for r in results],
     }
     if write:
-        names = [FEATURES[j] for j in model.cols]
-        data = {
-            # applied by the pipeline only when the held-out figures meet the rule (RAG_ANSWER_GATE=on
-            # applies it anyway, for measuring)
-            "adopted": meets,
-            "bias": round(model.b, 6),
-            "threshold": round(threshold, 6),
-            "weights": {f: round(float(w), 6) for f, w in zip(names, model.w, strict=True)},
-            "means": {f: round(float(model.mean[j]), 6) for f, j in zip(names, model.cols, strict=True)},
-            "scales": {f: round(float(model.scale[j]), 6) for f, j in zip(names, model.cols, strict=True)},
-            **report,
-        }
-        WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        _write_weights(model, threshold, meets, report)
     return report
+
+
+def _grid(rows: Sequence[Row]) -> list[dict[str, Any]]:
+    """The held-out figures of every configuration (l2, feature-set size, inner target), in grid order."""
+    results = []
+    for l2 in L2_GRID:
+        for size in SIZES:
+            for target in TARGETS:
+                cv = leave_one_set_out(rows, l2, size, target)
+                results.append({"l2": l2, "size": size, "target": target, **cv})
+                log.info("l2=%s size=%s target=%s %s", l2, size, target, cv["pooled"])
+    return results
+
+
+def _best_configuration(
+    results: Sequence[dict[str, Any]], floor: float, baseline: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """The configuration the rule picks (keeping at least `floor` correct answers), and whether any met
+    the rule at all."""
+    # the rule: held-out precision when answered reaches PRECISION on every set that kept an answer;
+    # among those, the most correct answers kept (ties: the smaller model, the lower target)
+    eligible = [
+        r
+        for r in results
+        if r["pooled"]["worst_set_precision"] >= PRECISION - 1e-12 and r["pooled"]["correct_kept"] >= floor
+    ]
+    # none meets it: the one keeping the most correct answers without a worse set than no gate (stored
+    # for measuring with RAG_ANSWER_GATE=on, not adopted)
+    no_worse = [r for r in results if r["pooled"]["worst_set_precision"] >= baseline["worst_set_precision"]]
+    best = max(
+        eligible or no_worse or results,
+        key=lambda r: (r["pooled"]["correct_kept"], -(r["size"] or 99), -r["target"]),
+    )
+    return best, bool(eligible)
+
+
+def _kept_per_set(
+    rows: Sequence[Row], kept: npt.NDArray[np.bool_], y: Array, groups: npt.NDArray[np.str_]
+) -> dict[str, dict[str, int]]:
+    """Per set (in row order): the answers `kept` and how many of them are correct."""
+    return {
+        g: {"kept": int(kept[groups == g].sum()), "correct_kept": int(y[kept & (groups == g)].sum())}
+        for g in dict.fromkeys(r.group for r in rows)
+    }
+
+
+def _write_weights(model: Fitted, threshold: float, meets: bool, report: dict[str, Any]) -> None:
+    """Store `model` and its threshold in `WEIGHTS_FILE`, with the report; `adopted` only when `meets`."""
+    names = [FEATURES[j] for j in model.cols]
+    data = {
+        # applied by the pipeline only when the held-out figures meet the rule (RAG_ANSWER_GATE=on
+        # applies it anyway, for measuring)
+        "adopted": meets,
+        "bias": round(model.b, 6),
+        "threshold": round(threshold, 6),
+        "weights": {f: round(float(w), 6) for f, w in zip(names, model.w, strict=True)},
+        "means": {f: round(float(model.mean[j]), 6) for f, j in zip(names, model.cols, strict=True)},
+        "scales": {f: round(float(model.scale[j]), 6) for f, j in zip(names, model.cols, strict=True)},
+        **report,
+    }
+    WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def set_figures(rows: Sequence[Row], kept: Sequence[bool], answerable: int) -> dict[str, Any]:

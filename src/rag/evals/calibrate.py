@@ -167,6 +167,25 @@ def overlap_outcome(record: DraftRecord, verdicts: Sequence[Any]) -> Outcome:
 
 def min_overlap_point(records: Sequence[DraftRecord], threshold: float) -> sw.SweepPoint:
     """Objective: mean of coverage (answerable answered correctly) and fabricated citations rejected."""
+    outcomes, rejected, genuine_kept = _reverify(records, threshold)
+    answerable = [o for o in outcomes if o.case.label == "answer"]
+    cited = [s for o in answerable if not o.abstained for s in o.supporting]
+    coverage = sw.share([o.correct_answer for o in answerable])
+    fab = sw.share(rejected)
+    curves = {
+        "coverage": coverage,
+        "genuine_sentences_kept": sw.share(genuine_kept),
+        "fabricated_citations_rejected": fab,
+        "citation_precision": sw.share(cited),
+    }
+    return sw.SweepPoint(threshold=threshold, objective=(coverage + fab) / 2, curves=curves)
+
+
+def _reverify(
+    records: Sequence[DraftRecord], threshold: float
+) -> tuple[list[Outcome], list[bool], list[bool]]:
+    """Every record's drafts verified at `threshold`: the outcomes, whether each fabricated citation
+    was rejected, and whether each genuine sentence was kept."""
     from rag.answer.verify import verify
 
     outcomes: list[Outcome] = []
@@ -179,17 +198,7 @@ def min_overlap_point(records: Sequence[DraftRecord], threshold: float) -> sw.Sw
         genuine_kept.extend(v.ok for v in honest)
         if record.fabricated:
             rejected.append(not verdicts[-1].ok)
-    answerable = [o for o in outcomes if o.case.label == "answer"]
-    cited = [s for o in answerable if not o.abstained for s in o.supporting]
-    coverage = sum(o.correct_answer for o in answerable) / len(answerable) if answerable else 0.0
-    fab = sum(rejected) / len(rejected) if rejected else 0.0
-    curves = {
-        "coverage": coverage,
-        "genuine_sentences_kept": sum(genuine_kept) / len(genuine_kept) if genuine_kept else 0.0,
-        "fabricated_citations_rejected": fab,
-        "citation_precision": sum(cited) / len(cited) if cited else 0.0,
-    }
-    return sw.SweepPoint(threshold=threshold, objective=(coverage + fab) / 2, curves=curves)
+    return outcomes, rejected, genuine_kept
 
 
 # The verifier must keep at least this share of genuinely supported, model-written claims.
@@ -217,27 +226,8 @@ def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = N
     attribution: dict[str, Any] | None = None
     points = golden
     if claims:
-        from rag.evals.external import attribution_metrics, support_level
-
-        levels = [support_level(c) for c in claims]
-        overall = {
-            t: attribution_metrics(claims, [lv >= t for lv in levels])["overall"] for t in sw.THRESHOLDS
-        }
-        points = [
-            sw.SweepPoint(
-                threshold=p.threshold,
-                objective=(overall[p.threshold]["accuracy"] or 0.0)
-                if p.objective >= golden_best - 1e-9
-                and (overall[p.threshold]["recall"] or 0.0) >= MIN_SUPPORTED_RECALL
-                else 0.0,
-                curves={
-                    **p.curves,
-                    "attribution_accuracy": overall[p.threshold]["accuracy"] or 0.0,
-                    "attribution_f1": overall[p.threshold]["f1"] or 0.0,
-                },
-            )
-            for p in golden
-        ]
+        overall = _attribution_at(claims)
+        points = [_with_attribution(p, overall[p.threshold], golden_best) for p in golden]
         best = max(p.objective for p in points)
         tolerance = math.sqrt(best * (1 - best) / len(claims))
         objective = (
@@ -260,6 +250,30 @@ def sweep_min_overlap(settings: Settings, dataset: str, *, limit: int | None = N
         "attribution": attribution,
         "fabricated_cases": sum(r.fabricated for r in records),
     }
+
+
+def _attribution_at(claims: Sequence[Any]) -> dict[float, dict[str, Any]]:
+    """AttributionBench's overall figures at every sweep threshold (a claim passes at the thresholds up
+    to its support level)."""
+    from rag.evals.external import attribution_metrics, support_level
+
+    levels = [support_level(c) for c in claims]
+    return {t: attribution_metrics(claims, [lv >= t for lv in levels])["overall"] for t in sw.THRESHOLDS}
+
+
+def _with_attribution(point: sw.SweepPoint, overall: dict[str, Any], golden_best: float) -> sw.SweepPoint:
+    """`point` scored by attribution accuracy where the golden objective is at its best and enough
+    supported claims are kept (0.0 elsewhere), with the attribution curves added."""
+    eligible = point.objective >= golden_best - 1e-9 and (overall["recall"] or 0.0) >= MIN_SUPPORTED_RECALL
+    return sw.SweepPoint(
+        threshold=point.threshold,
+        objective=(overall["accuracy"] or 0.0) if eligible else 0.0,
+        curves={
+            **point.curves,
+            "attribution_accuracy": overall["accuracy"] or 0.0,
+            "attribution_f1": overall["f1"] or 0.0,
+        },
+    )
 
 
 # ---------------------------------------------------------------- outputs

@@ -168,24 +168,28 @@ def resolve_dataset(path: str | Path) -> Path:
 def load_golden(path: str | Path, *, limit: int | None = None) -> list[GoldenCase]:
     """Golden cases from JSONL; a row with a missing field or an unknown label raises ConfigError."""
     source = resolve_dataset(path)
-    cases = []
-    for lineno, row in _rows(source, limit):
-        label = row.get("label")
-        if label not in _LABELS or not row.get("question") or not row.get("id"):
-            raise ConfigError(f"{source}:{lineno}: needs id, question and a label in {sorted(_LABELS)}")
-        if label == "answer" and not (row.get("chunks") and row.get("expect")):
-            raise ConfigError(f"{source}:{lineno}: an answer case needs chunks and expect")
-        cases.append(
-            GoldenCase(
-                id=str(row["id"]),
-                question=str(row["question"]),
-                label=label,
-                chunks=tuple(str(c) for c in row.get("chunks") or ()),
-                expect=str(row.get("expect") or ""),
-                kind=str(row.get("kind") or ""),
-            )
-        )
-    return cases
+    return [_golden_case(row, f"{source}:{lineno}") for lineno, row in _rows(source, limit)]
+
+
+def _golden_case(row: dict[str, Any], where: str) -> GoldenCase:
+    """One golden row as a case; ConfigError (naming `where`, file:line) when a field is missing."""
+    _check_golden(row, where)
+    return GoldenCase(
+        id=str(row["id"]),
+        question=str(row["question"]),
+        label=row["label"],
+        chunks=tuple(str(c) for c in row.get("chunks") or ()),
+        expect=str(row.get("expect") or ""),
+        kind=str(row.get("kind") or ""),
+    )
+
+
+def _check_golden(row: dict[str, Any], where: str) -> None:
+    label = row.get("label")
+    if label not in _LABELS or not row.get("question") or not row.get("id"):
+        raise ConfigError(f"{where}: needs id, question and a label in {sorted(_LABELS)}")
+    if label == "answer" and not (row.get("chunks") and row.get("expect")):
+        raise ConfigError(f"{where}: an answer case needs chunks and expect")
 
 
 def external_dir(configured: str = "") -> Path:

@@ -136,12 +136,7 @@ def run_squad2(
 def squad_metrics(outcomes: Sequence[SquadOutcome]) -> dict[str, Any]:
     """Abstention precision/recall (unanswerable is the positive class) and answer accuracy."""
     answerable = [o for o in outcomes if o.case.answerable]
-    answered = [o for o in answerable if not o.abstained]
     abst = confusion((o.abstained, not o.case.answerable) for o in outcomes)
-    reasons: dict[str, int] = {}
-    for o in outcomes:
-        if o.abstained:
-            reasons[o.reason] = reasons.get(o.reason, 0) + 1
     return {
         "items": len(outcomes),
         "answerable": len(answerable),
@@ -149,14 +144,31 @@ def squad_metrics(outcomes: Sequence[SquadOutcome]) -> dict[str, Any]:
         "abstention_precision": abst.precision,
         "abstention_recall": abst.recall,
         "abstention_f1": abst.f1,
+        **_answer_figures(answerable),
+        "abstentions_by_reason": _abstentions_by_reason(outcomes),
+        "latency_ms_p50": percentile([o.latency_ms for o in outcomes], 50),
+        "latency_ms_p95": percentile([o.latency_ms for o in outcomes], 95),
+    }
+
+
+def _answer_figures(answerable: Sequence[SquadOutcome]) -> dict[str, float | None]:
+    """Answer rate and accuracy on the answerable items; correctness and citation when answered."""
+    answered = [o for o in answerable if not o.abstained]
+    return {
         "answer_rate": ratio(len(answered), len(answerable)),
         "answer_accuracy": ratio(sum(o.correct for o in answerable), len(answerable)),
         "correct_when_answered": ratio(sum(o.correct for o in answered), len(answered)),
         "cited_when_answered": ratio(sum(o.cited for o in answered), len(answered)),
-        "abstentions_by_reason": reasons,
-        "latency_ms_p50": percentile([o.latency_ms for o in outcomes], 50),
-        "latency_ms_p95": percentile([o.latency_ms for o in outcomes], 95),
     }
+
+
+def _abstentions_by_reason(outcomes: Sequence[SquadOutcome]) -> dict[str, int]:
+    """How many refusals each reason gave, in order of first appearance."""
+    reasons: dict[str, int] = {}
+    for o in outcomes:
+        if o.abstained:
+            reasons[o.reason] = reasons.get(o.reason, 0) + 1
+    return reasons
 
 
 # ---------------------------------------------------------------- attribution
@@ -245,13 +257,7 @@ def detect(question: str, blocks: Sequence[Block]) -> list[Conflict]:
 
 def run_conflicts(cases: Sequence[ConflictCase]) -> dict[str, Any]:
     """Flag rates on items with injected wrong numbers and on items without, split by ambiguity."""
-    rows = []
-    for case in cases:
-        blocks = _blocks([d.text for d in case.documents], case.id)
-        types = {b.chunk.doc_id: d.type for b, d in zip(blocks, case.documents, strict=True)}
-        found = detect(case.question, blocks)
-        sides = {types.get(s.doc_id, "") for c in found for s in c.statements}
-        rows.append((case, bool(found), "misinfo" in sides))
+    rows = [_conflict_row(case) for case in cases]
 
     def rate(keep: Callable[[ConflictCase], bool]) -> dict[str, Any]:
         group = [r for r in rows if keep(r[0])]
@@ -268,6 +274,15 @@ def run_conflicts(cases: Sequence[ConflictCase]) -> dict[str, Any]:
         "misinfo_side_flagged": ratio(sum(r[2] for r in misinfo), len(misinfo)),
         "cells": {f"misinfo={m},ambiguous={a}": cell(m, a) for m in (True, False) for a in (True, False)},
     }
+
+
+def _conflict_row(case: ConflictCase) -> tuple[ConflictCase, bool, bool]:
+    """(case, whether any conflict was flagged, whether a misinformation document was on a side)."""
+    blocks = _blocks([d.text for d in case.documents], case.id)
+    types = {b.chunk.doc_id: d.type for b, d in zip(blocks, case.documents, strict=True)}
+    found = detect(case.question, blocks)
+    sides = {types.get(s.doc_id, "") for c in found for s in c.statements}
+    return case, bool(found), "misinfo" in sides
 
 
 # ---------------------------------------------------------------- one set by name

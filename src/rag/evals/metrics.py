@@ -49,21 +49,9 @@ class Outcome:
 
 def diagnose(o: Outcome) -> str:
     """Which stage produced a wrong outcome (or an unsupported citation); "" when the outcome is right."""
-    case = o.case
-    if case.label == "answer":
-        if o.abstained:
-            return {
-                "low_retrieval_score": "retrieval gate: top score below min_score",
-                "conflicting_sources": "conflict detector: false conflict",
-            }.get(o.reason, "generator coverage rule: no sentence selected" if not o.dropped else "verifier")
-        if not o.correct_answer:
-            if not set(case.chunks) & set(o.blocks):
-                return "retrieval: no labelled chunk among the blocks"
-            return "generator: picked sentences without the expected fact"
-        if not all(o.supporting):
-            return "generator: extra sentence citing a non-supporting chunk"
-        return ""
-    if case.label == "conflict":
+    if o.case.label == "answer":
+        return _diagnose_answer(o)
+    if o.case.label == "conflict":
         if o.reason == "conflicting_sources":
             return ""
         return "retrieval gate" if o.reason == "low_retrieval_score" else "conflict detector: missed"
@@ -72,6 +60,28 @@ def diagnose(o: Outcome) -> str:
     if o.conflict:
         return "conflict detector: false conflict"
     return "retrieval gate passed and generator coverage rule found a sentence"
+
+
+# The stage behind a refused answer case, by refusal reason (other reasons: the generator or verifier).
+_ANSWER_REFUSED_BY = {
+    "low_retrieval_score": "retrieval gate: top score below min_score",
+    "conflicting_sources": "conflict detector: false conflict",
+}
+
+
+def _diagnose_answer(o: Outcome) -> str:
+    """`diagnose` for an answer case."""
+    if o.abstained:
+        return _ANSWER_REFUSED_BY.get(
+            o.reason, "generator coverage rule: no sentence selected" if not o.dropped else "verifier"
+        )
+    if not o.correct_answer:
+        if not set(o.case.chunks) & set(o.blocks):
+            return "retrieval: no labelled chunk among the blocks"
+        return "generator: picked sentences without the expected fact"
+    if not all(o.supporting):
+        return "generator: extra sentence citing a non-supporting chunk"
+    return ""
 
 
 def contains_fact(text: str, fact: str) -> bool:

@@ -103,22 +103,14 @@ def top_score(answer: Answer) -> float:
 
 def outcome_of(case: GoldenCase, answer: Answer, *, latency_ms: float, store: Any | None = None) -> Outcome:
     """Reduce an Answer to the figures the scorers need; citations are judged by `metrics.supports`."""
-    texts = {b.chunk.chunk_id: b.chunk.text for b in answer.blocks}
     cited = tuple(c.chunk_id for s in answer.sentences for c in s.citations)
-    supporting = []
-    for chunk_id in cited:
-        text = texts.get(chunk_id)
-        if text is None and store is not None:
-            found = store.get_chunks([chunk_id])
-            text = found[0].text if found else ""
-        supporting.append(supports(case, chunk_id, text or ""))
     return Outcome(
         case=case,
         abstained=answer.abstained,
         reason=answer.reason,
         text=answer.text,
         cited=cited,
-        supporting=tuple(supporting),
+        supporting=_supporting(case, answer, cited, store),
         sentences=len(answer.sentences),
         dropped=len(answer.dropped),
         top_score=top_score(answer),
@@ -126,6 +118,21 @@ def outcome_of(case: GoldenCase, answer: Answer, *, latency_ms: float, store: An
         conflict=answer.conflict is not None or answer.reason == "conflicting_sources",
         blocks=tuple(b.chunk.chunk_id for b in answer.blocks),
     )
+
+
+def _supporting(
+    case: GoldenCase, answer: Answer, cited: Sequence[str], store: Any | None
+) -> tuple[bool, ...]:
+    """Whether each cited chunk supports `case`, its text from the answer's blocks, else the store."""
+    texts = {b.chunk.chunk_id: b.chunk.text for b in answer.blocks}
+    supporting = []
+    for chunk_id in cited:
+        text = texts.get(chunk_id)
+        if text is None and store is not None:
+            found = store.get_chunks([chunk_id])
+            text = found[0].text if found else ""
+        supporting.append(supports(case, chunk_id, text or ""))
+    return tuple(supporting)
 
 
 def run_cases(pipeline: Any, cases: Sequence[GoldenCase], *, store: Any = None) -> list[Outcome]:

@@ -56,6 +56,17 @@ def _holding(chunks: Sequence[Chunk], span: str) -> int:
 
 def case_blocks(case: SupportCase, corpus: str) -> tuple[list[Block], list[Claim]]:
     """The blocks of one case (cited chunks first, then neighbours of the first) and its claims."""
+    cited = _cited(case, corpus)
+    neighbours = _neighbours(case, corpus, [c for c, _ in cited])
+    chosen = [c for c, _ in cited] + neighbours[: max(0, MAX_BLOCKS - len(cited))]
+    blocks = [Block(n=i, chunk=c, score=1.0, sent_text=c.text) for i, c in enumerate(chosen, start=1)]
+    claims = [Claim(n=i, cited_text=span) for i, (_, span) in enumerate(cited, start=1)]
+    return blocks, claims
+
+
+def _cited(case: SupportCase, corpus: str) -> list[tuple[Chunk, str]]:
+    """(chunk holding the span, span) for each of the case's cited spans; a span no chunk holds gets a
+    chunk of its own."""
     cited: list[tuple[Chunk, str]] = []
     for doc, span in ((case.doc, case.span), (case.doc2, case.span2)):
         if not doc or not span:
@@ -64,16 +75,17 @@ def case_blocks(case: SupportCase, corpus: str) -> tuple[list[Block], list[Claim
         at = _holding(chunks, span)
         chunk = chunks[at] if at >= 0 else _loose_chunk(doc, span, len(cited))
         cited.append((chunk, span))
+    return cited
+
+
+def _neighbours(case: SupportCase, corpus: str, cited: Sequence[Chunk]) -> list[Chunk]:
+    """The other chunks of the case's first document, nearest to its cited span first."""
     first_doc = _chunks(case.doc, corpus)
     at = _holding(first_doc, case.span)
-    neighbours = sorted(
-        (c for i, c in enumerate(first_doc) if all(c.chunk_id != x.chunk_id for x, _ in cited)),
+    return sorted(
+        (c for i, c in enumerate(first_doc) if all(c.chunk_id != x.chunk_id for x in cited)),
         key=lambda c: abs(first_doc.index(c) - at),
     )
-    chosen = [c for c, _ in cited] + neighbours[: max(0, MAX_BLOCKS - len(cited))]
-    blocks = [Block(n=i, chunk=c, score=1.0, sent_text=c.text) for i, c in enumerate(chosen, start=1)]
-    claims = [Claim(n=i, cited_text=span) for i, (_, span) in enumerate(cited, start=1)]
-    return blocks, claims
 
 
 def _loose_chunk(doc: str, span: str, i: int) -> Chunk:

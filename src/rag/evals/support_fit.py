@@ -235,16 +235,8 @@ def run(write: bool) -> dict[str, Any]:
     )
     rule_fk, rule_hw, rule_acc = rates(ruled, faithful)
     floor = rule_hw
-    results = []
-    for l2 in L2_GRID:
-        for size in SIZES:
-            cv = cross_validate(rows, l2, size, floor)
-            results.append({"l2": l2, "size": size, **cv})
-            log.info("l2=%s size=%s %s", l2, size, cv)
-    # the most faithful kept among configurations whose CV harmful withheld reaches the rules' (within
-    # 0.01); ties to the smaller model
-    eligible = [r for r in results if r["harmful_withheld"] >= floor - 0.01] or results
-    best = max(eligible, key=lambda r: (r["faithful_kept"] + r["harmful_withheld"], -(r["size"] or 99)))
+    results = _grid(rows, floor)
+    best = _best_configuration(results, floor)
     x = np.array([r.x for r in rows], dtype=np.float64)
     soft = ~np.array([r.hard for r in rows])
     threshold, cols, w, b = _fit_config(
@@ -254,31 +246,56 @@ def run(write: bool) -> dict[str, Any]:
     dev_fk, dev_hw, dev_acc = rates((p >= threshold) & soft, faithful)
     report = {
         "fitted_on": "fixtures/support/claims.jsonl, split dev only",
-        "rules_on_dev": {
-            "faithful_kept": round(rule_fk, 4),
-            "harmful_withheld": round(rule_hw, 4),
-            "accuracy": round(rule_acc, 4),
-        },
+        "rules_on_dev": _rounded_rates(rule_fk, rule_hw, rule_acc),
         "cv": {"folds": FOLDS, "repeats": REPEATS, "chosen": best, "grid": results},
-        "dev_in_sample": {
-            "faithful_kept": round(dev_fk, 4),
-            "harmful_withheld": round(dev_hw, 4),
-            "accuracy": round(dev_acc, 4),
-        },
+        "dev_in_sample": _rounded_rates(dev_fk, dev_hw, dev_acc),
     }
     if write:
-        previous = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")) if WEIGHTS_FILE.is_file() else {}
-        data = {
-            "adopted": previous.get("adopted", False),
-            "decision": previous.get("decision", "not measured on test yet"),
-            "bias": round(b, 4),
-            "threshold": round(threshold, 4),
-            "weights": {FEATURES[j]: round(float(wj), 4) for j, wj in zip(cols, w, strict=True)},
-            "l2": best["l2"],
-            **report,
-        }
-        WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        _write_weights(threshold, cols, w, b, best["l2"], report)
     return report
+
+
+def _grid(rows: Sequence[Row], floor: float) -> list[dict[str, Any]]:
+    """The cross-validated figures of every configuration (l2, feature-set size), in grid order."""
+    results = []
+    for l2 in L2_GRID:
+        for size in SIZES:
+            cv = cross_validate(rows, l2, size, floor)
+            results.append({"l2": l2, "size": size, **cv})
+            log.info("l2=%s size=%s %s", l2, size, cv)
+    return results
+
+
+def _best_configuration(results: Sequence[dict[str, Any]], floor: float) -> dict[str, Any]:
+    """The most faithful kept among configurations whose CV harmful withheld reaches the rules' `floor`
+    (within 0.01), ties to the smaller model; among all of them when none does."""
+    eligible = [r for r in results if r["harmful_withheld"] >= floor - 0.01] or results
+    return max(eligible, key=lambda r: (r["faithful_kept"] + r["harmful_withheld"], -(r["size"] or 99)))
+
+
+def _rounded_rates(faithful_kept: float, harmful_withheld: float, accuracy: float) -> dict[str, float]:
+    return {
+        "faithful_kept": round(faithful_kept, 4),
+        "harmful_withheld": round(harmful_withheld, 4),
+        "accuracy": round(accuracy, 4),
+    }
+
+
+def _write_weights(
+    threshold: float, cols: Sequence[int], w: Array, b: float, l2: float, report: dict[str, Any]
+) -> None:
+    """Store the model in `WEIGHTS_FILE` with the report, keeping its `adopted` and `decision`."""
+    previous = json.loads(WEIGHTS_FILE.read_text(encoding="utf-8")) if WEIGHTS_FILE.is_file() else {}
+    data = {
+        "adopted": previous.get("adopted", False),
+        "decision": previous.get("decision", "not measured on test yet"),
+        "bias": round(b, 4),
+        "threshold": round(threshold, 4),
+        "weights": {FEATURES[j]: round(float(wj), 4) for j, wj in zip(cols, w, strict=True)},
+        "l2": l2,
+        **report,
+    }
+    WEIGHTS_FILE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

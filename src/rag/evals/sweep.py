@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rag.evals.metrics import Outcome
 
@@ -46,13 +47,9 @@ def gate(outcome: Outcome, threshold: float) -> Outcome:
 
 def gate_curves(outcomes: Sequence[Outcome]) -> dict[str, float]:
     """The three rates the min_score sweep plots, and their objective (see `min_score_point`)."""
-    answerable = [o for o in outcomes if o.case.label == "answer"]
-    unanswerable = [o for o in outcomes if o.case.label == "abstain"]
-    conflicts = [o for o in outcomes if o.case.label == "conflict"]
-
-    def share(flags: Sequence[bool]) -> float:
-        return sum(flags) / len(flags) if flags else 0.0
-
+    answerable = _labelled(outcomes, "answer")
+    unanswerable = _labelled(outcomes, "abstain")
+    conflicts = _labelled(outcomes, "conflict")
     return {
         "coverage": share([o.correct_answer for o in answerable]),
         "abstention_recall": share([o.abstained for o in unanswerable]),
@@ -60,6 +57,15 @@ def gate_curves(outcomes: Sequence[Outcome]) -> dict[str, float]:
         "refused_by_gate_alone": share([o.reason == "low_retrieval_score" for o in unanswerable]),
         "passed_by_gate": share([o.reason != "low_retrieval_score" for o in answerable + conflicts]),
     }
+
+
+def share(flags: Sequence[bool]) -> float:
+    """The share of true `flags`; 0.0 when there are none."""
+    return sum(flags) / len(flags) if flags else 0.0
+
+
+def _labelled(outcomes: Sequence[Outcome], label: str) -> list[Outcome]:
+    return [o for o in outcomes if o.case.label == label]
 
 
 def min_score_point(outcomes: Sequence[Outcome], threshold: float) -> SweepPoint:
@@ -159,26 +165,9 @@ def plot(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    xs = [p.threshold for p in points]
     fig, ax = plt.subplots(figsize=(8, 6.2), dpi=110)
-    for name in points[0].curves:
-        ax.plot(xs, [p.curves[name] for p in points], label=name.replace("_", " "), linewidth=2)
-    ax.plot(xs, [p.objective for p in points], label="objective", color="black", linestyle=":", linewidth=1.5)
-    for name, series in (extra or {}).items():
-        ax.plot([x for x, _ in series], [y for _, y in series], label=name, linestyle="--", linewidth=1.2)
-    low, high = span if span is not None else plateau(points, chosen)
-    ax.axvspan(low, high, color="tab:green", alpha=0.12, label=f"best plateau {low:.2f}-{high:.2f}")
-    ax.axvline(chosen.threshold, color="tab:green", linewidth=1.5)
-    ax.plot([chosen.threshold], [chosen.objective], marker="o", color="tab:green", markersize=8)
-    ax.annotate(
-        f"chosen {chosen.threshold:.2f}",
-        (chosen.threshold, chosen.objective),
-        textcoords="offset points",
-        xytext=(8, -16),
-        color="tab:green",
-    )
-    if current is not None and abs(current - chosen.threshold) > 1e-9:
-        ax.axvline(current, color="grey", linestyle="--", linewidth=1, label=f"previous {current:.2f}")
+    _draw_curves(ax, points, extra or {})
+    _mark_choice(ax, chosen, span if span is not None else plateau(points, chosen), current)
     ax.set_xlim(0, 1)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(xlabel)
@@ -191,3 +180,32 @@ def plot(
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def _draw_curves(
+    ax: Any, points: Sequence[SweepPoint], extra: dict[str, Sequence[tuple[float, float]]]
+) -> None:
+    """Every curve of `points`, their objective (dotted) and the `extra` series (dashed)."""
+    xs = [p.threshold for p in points]
+    for name in points[0].curves:
+        ax.plot(xs, [p.curves[name] for p in points], label=name.replace("_", " "), linewidth=2)
+    ax.plot(xs, [p.objective for p in points], label="objective", color="black", linestyle=":", linewidth=1.5)
+    for name, series in extra.items():
+        ax.plot([x for x, _ in series], [y for _, y in series], label=name, linestyle="--", linewidth=1.2)
+
+
+def _mark_choice(ax: Any, chosen: SweepPoint, span: tuple[float, float], current: float | None) -> None:
+    """The best plateau shaded, the chosen point marked, and the `current` value when it differs."""
+    low, high = span
+    ax.axvspan(low, high, color="tab:green", alpha=0.12, label=f"best plateau {low:.2f}-{high:.2f}")
+    ax.axvline(chosen.threshold, color="tab:green", linewidth=1.5)
+    ax.plot([chosen.threshold], [chosen.objective], marker="o", color="tab:green", markersize=8)
+    ax.annotate(
+        f"chosen {chosen.threshold:.2f}",
+        (chosen.threshold, chosen.objective),
+        textcoords="offset points",
+        xytext=(8, -16),
+        color="tab:green",
+    )
+    if current is not None and abs(current - chosen.threshold) > 1e-9:
+        ax.axvline(current, color="grey", linestyle="--", linewidth=1, label=f"previous {current:.2f}")

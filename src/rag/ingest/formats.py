@@ -39,8 +39,8 @@ from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
 from rag.types import Document
 
-# Bump when chunking changes so the next ingest re-chunks unchanged files.
-CHUNKER_VERSION = 2
+# Bump when chunking or a parser changes so the next ingest re-reads unchanged files.
+CHUNKER_VERSION = 3
 
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

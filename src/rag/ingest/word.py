@@ -1,8 +1,9 @@
 """Word (.docx) with python-docx: paragraphs, headings, lists and tables as Markdown-like text.
 
-Headings become '#' lines (so chunking sees the sections), list paragraphs "- " items, and
-tables "| a | b |" rows with a header rule under the first row, in body order. The title is the
-core-properties title, else the first "Title"-styled paragraph, else the first heading.
+Headings become '#' lines (so chunking sees the sections), list paragraphs "- " items, and tables
+(`rag.ingest.tables`) one line per row, a row under a header row as "- Header: cell; Header: cell",
+in body order. The title is the core-properties title, else the first "Title"-styled paragraph,
+else the first heading.
 """
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ from typing import Any
 
 from rag.errors import IngestError
 from rag.ingest.parsed import Parsed
+from rag.ingest.tables import Cell, table_text
 
 _HEADING_STYLE_RE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
 _SPACES_RE = re.compile(r"\s+")
+# the "header row" bit of a table look's hex value (ECMA-376 part 1, 17.4.56)
+_LOOK_FIRST_ROW = 0x0020
 
 
 class _StyleNames:
@@ -55,7 +59,7 @@ def _list_level(paragraph: Any, style: str) -> int | None:
 
 
 def _cell(text: str) -> str:
-    return _SPACES_RE.sub(" ", text).strip().replace("|", "\\|")
+    return _SPACES_RE.sub(" ", text).strip()
 
 
 def parse_docx(raw: bytes, where: str) -> Parsed:
@@ -100,6 +104,7 @@ class _Body:
         self.blocks: list[str] = []
         self.styled_title = ""  # the first "Title"-styled paragraph
         self.first_heading = ""
+        self._list_at = 0  # the number of blocks when the last one was a list (a table's rows are not)
 
     def add_paragraph(self, paragraph: Any) -> None:
         """A heading as a "#" line, a list paragraph as a "- " item, else the text; blank ones are dropped."""
@@ -121,19 +126,61 @@ class _Body:
 
     def _add_item(self, line: str) -> None:
         # consecutive items form one block; a blank line only before the first
-        if self.blocks and self.blocks[-1].lstrip().startswith("- "):
+        if self.blocks and self._list_at == len(self.blocks):
             self.blocks[-1] += f"\n{line}"
         else:
             self.blocks.append(line)
+        self._list_at = len(self.blocks)
 
     def add_table(self, table: Any) -> None:
-        """Rows as "| a | b |" lines, a header rule under the first; empty rows and tables are left out."""
-        rows = [[_cell(cell.text) for cell in row.cells] for row in table.rows]
-        rows = [row for row in rows if any(row)]
-        if not rows:
-            return
-        lines = ["| " + " | ".join(rows[0]) + " |"]
-        if len(rows) > 1:
-            lines.append("|" + "---|" * len(rows[0]))
-        lines.extend("| " + " | ".join(row) + " |" for row in rows[1:])
-        self.blocks.append("\n".join(lines))
+        """The table as `table_text` writes it: under a header row (`_header_row`), each row as one
+        "- Header: cell; ..." line; else "| a | b |" rows. Empty rows and tables are left out."""
+        grid = [_row_cells(row) for row in table.rows]
+        grid = [row for row in grid if any(text for text, _ in row)]
+        head = int(len(grid) > 1 and _header_row(table))
+        if text := table_text(grid, head):
+            self.blocks.append(text)
+
+
+def _row_cells(row: Any) -> list[Cell]:
+    """A row's cells by grid column: a cell merged across columns once, with its span (python-docx
+    repeats it per column); a cell merged down rows repeats in each."""
+    cells = list(row.cells)
+    out: list[Cell] = []
+    first = 0  # where in `out` the cell of the current column run is
+    for i, cell in enumerate(cells):
+        if i and cell._tc is cells[i - 1]._tc:
+            text, span = out[first]
+            out[first] = (text, span + 1)
+            out.append(("", 0))
+        else:
+            first = len(out)
+            out.append((_cell(cell.text), 1))
+    return out
+
+
+def _header_row(table: Any) -> bool:
+    """Whether the table's first row is its header: marked to repeat as one on every page
+    (w:tblHeader), else unless the table's look turns header-row formatting off (w:tblLook, on by
+    default in Word)."""
+    from docx.oxml.ns import qn
+
+    repeat = table.rows[0]._tr.xpath("./w:trPr/w:tblHeader")
+    if repeat:
+        return _on(repeat[0].get(qn("w:val")))
+    look = table._tbl.xpath("./w:tblPr/w:tblLook")
+    if not look:
+        return True
+    first_row = look[0].get(qn("w:firstRow"))
+    if first_row is not None:
+        return _on(first_row)
+    bits = look[0].get(qn("w:val"))
+    try:
+        return bits is None or bool(int(bits, 16) & _LOOK_FIRST_ROW)
+    except ValueError:
+        return True
+
+
+def _on(value: str | None) -> bool:
+    """An OOXML on/off value (absent means on)."""
+    return value is None or value.lower() not in ("0", "false", "off")

@@ -374,8 +374,11 @@ CUT_DIRECTIVE_RE = re.compile(r"^\s*[A-Za-z][\w-]*(?::[\w-]+)?::(?:\s|$)")
 OPTION_RE = re.compile(r"^\s*:[\w -]+:(?:\s|$)")
 # A title underline, overline or horizontal rule: one punctuation character repeated.
 UNDERLINE_RE = re.compile(r"^\s*([=\-`:'\"~^_*+#<>.])\1{2,}\s*$")
-# A reST simple or grid table border ("====  ======", "+----+----+").
-TABLE_BORDER_RE = re.compile(r"^\s*(?:[=+-]{3,}[\s+]*){2,}$")
+# A reST simple or grid table border ("====  ======", "+----+----+"): whitespace-separated runs of
+# "=", "+" and "-", the first at least 3 long, each other one too unless it is only "+", with room
+# for two columns of 3 (`rag.reader.prose.table_border` counts them: a nested-quantifier regex
+# for the whole rule backtracks exponentially on a long rule followed by anything else).
+TABLE_BORDER_RE = re.compile(r"\s*[=+-]{3,}(?:\s+(?:\++|[=+-]{3,}))*\s*")
 # A content-tab title in MkDocs Material ('=== "Sync"'): a heading for the indented text below it.
 TAB_TITLE_RE = re.compile(r'^\s*===\s+"[^"]+"\s*$')
 # A Markdown admonition header ("!!! note", '??? info "Changed in 19.4"').
@@ -425,6 +428,7 @@ GENERIC_SOURCE_WORDS = """
         document documents documentation docs doc manual manuals guide guides handbook policy policies
         article page pages section sections faq source sources text notes note release wiki knowledge base
         help center centre official current latest cited passage entry record records article guidance
+        older newer earlier previous original
         guideline guidelines reference material file"""
 # Verbs by which a sentence attributes a claim to its source ("the policy states that ...").
 SOURCE_VERBS = (

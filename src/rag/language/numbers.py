@@ -152,25 +152,34 @@ def _next(tokens: list[_Token], i: int) -> int | None:
 
 def _parse_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] | None:
     token = tokens[i]
-    word = _word(tokens, i)
     if token.kind == "vulgar":
         value = _VULGAR[token.text]
         return _number(text, token.start, token.end, value, spelled=False), i + 1
     if token.kind == "digits":
         return _digits_at(tokens, i, text)
+    return _words_at(tokens, i, text)
+
+
+_CARDINAL_WORDS = frozenset({*_UNITS, *_TENS, "hundred", *_ORDINALS})
+
+
+def _words_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] | None:
+    """A number written in words from token `i`: after an article, "half ...", "twice", a cardinal."""
+    token = tokens[i]
+    word = _word(tokens, i)
     if word in _A:
         return _article_at(tokens, i, text)
     if word == "half":
         return _half_at(tokens, i, text, 0.0, token.start)
     if word in _TIMES:
         return _number(text, token.start, token.end, _TIMES[word]), i + 1
-    if word in _UNITS or word in _TENS or word == "hundred" or word in _ORDINALS:
-        if word == "second" and _word(tokens, i - 1) not in _ORDINAL_SECOND_AFTER:
-            return None
-        if word == "hundred":
-            return None  # "hundreds" is a separate word; a bare "hundred" needs "a" or a number
-        return _cardinal_words_at(tokens, i, text)
-    return None
+    if word not in _CARDINAL_WORDS:
+        return None
+    if word == "second" and _word(tokens, i - 1) not in _ORDINAL_SECOND_AFTER:
+        return None
+    if word == "hundred":
+        return None  # "hundreds" is a separate word; a bare "hundred" needs "a" or a number
+    return _cardinal_words_at(tokens, i, text)
 
 
 def _digits_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int]:
@@ -201,23 +210,29 @@ def _article_at(tokens: list[_Token], i: int, text: str) -> tuple[Number, int] |
     """ "a hundred", "a thousand", "a dozen", "a half", "a third", "a quarter", "one ..." (any cardinal)."""
     word = _word(tokens, i)
     nxt = _next(tokens, i)
-    after = _word(tokens, nxt) if nxt is not None else ""
-    start = tokens[i].start
+    if nxt is None:
+        return _cardinal_words_at(tokens, i, text) if word == "one" else None
+    after = _word(tokens, nxt)
     if after == "hundred" or after in _SCALES:
         return _cardinal_words_at(tokens, i, text)
-    if nxt is not None and after == "dozen":
-        return _number(text, start, tokens[nxt].end, 12.0), nxt + 1
-    if (
-        nxt is not None
-        and after in _DENOMINATORS
-        and not after.endswith("s")
-        and _word(tokens, nxt + 1) == "of"
-    ):
-        return _number(text, start, tokens[nxt].end, 1 / _DENOMINATORS[after]), nxt + 1  # "a third of"
+    start = tokens[i].start
+    amount = _article_amount(tokens, nxt, after)
+    if amount is not None:
+        return _number(text, start, tokens[nxt].end, amount), nxt + 1
     if word == "one":
         return _cardinal_words_at(tokens, i, text)
-    if nxt is not None and word in ("a", "an") and after in _PERIODS and _counts_one(tokens, i):
+    if word in ("a", "an") and after in _PERIODS and _counts_one(tokens, i):
         return _number(text, start, tokens[i].end, 1.0), i + 1  # "a week before expiry": one week
+    return None
+
+
+def _article_amount(tokens: list[_Token], nxt: int, after: str) -> float | None:
+    """What an article and the word `after` (token `nxt`) state: "a dozen" 12, "a third of" 1/3; else
+    None."""
+    if after == "dozen":
+        return 12.0
+    if after in _DENOMINATORS and not after.endswith("s") and _word(tokens, nxt + 1) == "of":
+        return 1 / _DENOMINATORS[after]
     return None
 
 

@@ -162,47 +162,76 @@ def _numbers(text: str) -> list[tuple[int, int, float]]:
 
 
 def _with_unit(text: str, start: int, end: int, number: float, counts: bool) -> Quantity | None:
-    prefix = _CURRENCY_PREFIX_RE.search(text, max(0, start - 4), start)
-    if prefix is not None and text[start].isdigit():
-        value, stop = number, end
-        multiplier = _MULTIPLIER_RE.match(text, end)
-        if multiplier is not None:
-            value *= _MULTIPLIERS[multiplier.group(1).lower()]
-            stop = multiplier.end()
-        dimension = _CURRENCY_PREFIXES[prefix.group().strip().lower()]
-        return _money(text, prefix.start(), stop, value, dimension)
-
-    percent = _PERCENT_RE.match(text, end)
-    if percent is not None:
-        return _make(text, start, percent.end(), number, "percent", "%")
-
-    currency = _CURRENCY_SUFFIX_RE.match(text, end)
-    if currency is not None:
-        dimension = _CURRENCY_SUFFIXES[currency.group("cur").lower()]
-        return _money(text, start, currency.end(), number, dimension)
-
-    unit = _UNIT_RE.match(text, end)
-    if unit is not None:
-        name = unit.group("unit").lower()
-        glued = unit.group("sep") == ""
-        if name in _GLUED_ONLY and not glued:
-            unit = None
-        elif name == "b" and unit.group("unit") != "B":
-            unit = None  # lowercase "b" is bits, or nothing
-        elif name == "s" and 1000 <= number < 3000 and text[start:end].isdigit():
-            unit = None  # a decade ("the 1990s"), not seconds
-    if unit is not None:
-        name = unit.group("unit").lower()
-        if name in _BYTE_UNITS:
-            return _make(text, start, unit.end(), number * _BYTE_UNITS[name], "bytes", "B", BYTES_REL_TOL)
-        tol = CALENDAR_REL_TOL if name in _CALENDAR_UNITS else DEFAULT_REL_TOL
-        return _make(text, start, unit.end(), number * _DURATION_UNITS[name], "duration", "s", tol)
-
-    rate = _RATE_RE.match(text, end)
-    if rate is not None and not _names_a_unit(rate.group("what")):
-        per_minute = number * _RATE_PERIODS[rate.group("period").lower()]
-        return _make(text, start, rate.end(), per_minute, "rate_per_minute", "/min")
+    """The quantity the number at `start:end` states with the unit around it: money, a percentage, bytes
+    or a duration, a rate, a count (when `counts`); the first that reads decides. None: a bare number."""
+    for read in (_prefixed_money, _percent, _suffixed_money, _measure, _rate):
+        quantity = read(text, start, end, number)
+        if quantity is not None:
+            return quantity
     return _count(text, start, end, number) if counts else None
+
+
+def _prefixed_money(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """ "$12", "USD 12", "$1.5 million" (a currency sign or code before digits)."""
+    prefix = _CURRENCY_PREFIX_RE.search(text, max(0, start - 4), start)
+    if prefix is None or not text[start].isdigit():
+        return None
+    value, stop = number, end
+    multiplier = _MULTIPLIER_RE.match(text, end)
+    if multiplier is not None:
+        value *= _MULTIPLIERS[multiplier.group(1).lower()]
+        stop = multiplier.end()
+    dimension = _CURRENCY_PREFIXES[prefix.group().strip().lower()]
+    return _money(text, prefix.start(), stop, value, dimension)
+
+
+def _percent(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """ "30%", "30 percent", "30 per cent"."""
+    percent = _PERCENT_RE.match(text, end)
+    if percent is None:
+        return None
+    return _make(text, start, percent.end(), number, "percent", "%")
+
+
+def _suffixed_money(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """ "12 USD", "12 dollars", "5 euros"."""
+    currency = _CURRENCY_SUFFIX_RE.match(text, end)
+    if currency is None:
+        return None
+    dimension = _CURRENCY_SUFFIXES[currency.group("cur").lower()]
+    return _money(text, start, currency.end(), number, dimension)
+
+
+def _measure(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """Bytes ("1 GB", "512KiB") or a duration ("30 days", "30d", "5 ms")."""
+    unit = _UNIT_RE.match(text, end)
+    if unit is None or not _unit_fits(unit, text[start:end], number):
+        return None
+    name = unit.group("unit").lower()
+    if name in _BYTE_UNITS:
+        return _make(text, start, unit.end(), number * _BYTE_UNITS[name], "bytes", "B", BYTES_REL_TOL)
+    tol = CALENDAR_REL_TOL if name in _CALENDAR_UNITS else DEFAULT_REL_TOL
+    return _make(text, start, unit.end(), number * _DURATION_UNITS[name], "duration", "s", tol)
+
+
+def _unit_fits(unit: re.Match[str], written: str, number: float) -> bool:
+    """False for a unit match that is not one: a one-letter unit after a space, a lowercase "b" (bits,
+    or nothing), the "s" of a decade ("the 1990s")."""
+    name = unit.group("unit").lower()
+    if name in _GLUED_ONLY and unit.group("sep") != "":
+        return False
+    if name == "b" and unit.group("unit") != "B":
+        return False
+    return not (name == "s" and 1000 <= number < 3000 and written.isdigit())
+
+
+def _rate(text: str, start: int, end: int, number: float) -> Quantity | None:
+    """ "100 requests per minute", "100 req/min", "6,000 per hour", as a rate per minute."""
+    rate = _RATE_RE.match(text, end)
+    if rate is None or _names_a_unit(rate.group("what")):
+        return None
+    per_minute = number * _RATE_PERIODS[rate.group("period").lower()]
+    return _make(text, start, rate.end(), per_minute, "rate_per_minute", "/min")
 
 
 def _money(text: str, start: int, stop: int, value: float, dimension: str) -> Quantity:
@@ -218,34 +247,49 @@ def _money(text: str, start: int, stop: int, value: float, dimension: str) -> Qu
 
 def _count(text: str, start: int, end: int, number: float) -> Quantity | None:
     """A count of things ("4 items"), or None when the number is a year, a label, a time or a decimal."""
-    written = text[start:end]
-    if not number.is_integer() or "." in written:
+    if not _whole_amount(text[start:end], number) or _labelled(text, start):
         return None
-    if written.isdigit() and len(written) == 4 and 1000 <= number < 3000:
-        return None  # a year
-    if start > 0 and text[start - 1] in ":#/-–—":
-        return None  # "6:00", "#3", "24/7", "1-2"
-    previous = _PREVIOUS_WORD_RE.search(text, max(0, start - 30), start)
-    if previous is not None:
-        word = previous.group(1)
-        if word.lower() in _LABEL_WORDS or (
-            word[0].isupper() and not _starts_sentence(text, previous.start())
-        ):
-            return None  # "page 12", "Android 10 devices"
     following = _COUNT_WORDS_RE.match(text, end)
     if following is None:
         return None
-    run: list[str] = []
-    for word in following.group("words").split(" "):
-        if word in _NOT_NOUNS or len(word) < 2:
-            break
-        run.append(word)
+    run = _noun_run(following.group("words"))
     if not run:
         return None
     noun = next((i for i, w in enumerate(run) if _plural(w)), 0)
     stop = following.start("words") + len(" ".join(run[: noun + 1]))
     key = stem(run[noun])
     return _make(text, start, stop, number, f"count:{key}", key)
+
+
+def _whole_amount(written: str, number: float) -> bool:
+    """True when the number as `written` could count things: a whole number, not written as a year."""
+    if not number.is_integer() or "." in written:
+        return False
+    return not (written.isdigit() and len(written) == 4 and 1000 <= number < 3000)
+
+
+def _labelled(text: str, start: int) -> bool:
+    """True when what comes before the number at `start` makes it a label, a time or a range: "6:00",
+    "#3", "24/7", "1-2", "page 12", "Android 10 devices"."""
+    if start > 0 and text[start - 1] in ":#/-–—":
+        return True
+    previous = _PREVIOUS_WORD_RE.search(text, max(0, start - 30), start)
+    if previous is None:
+        return False
+    word = previous.group(1)
+    return word.lower() in _LABEL_WORDS or (
+        word[0].isupper() and not _starts_sentence(text, previous.start())
+    )
+
+
+def _noun_run(words: str) -> list[str]:
+    """The leading words of `words` (space-separated) before a stop word or a single letter."""
+    run: list[str] = []
+    for word in words.split(" "):
+        if word in _NOT_NOUNS or len(word) < 2:
+            break
+        run.append(word)
+    return run
 
 
 def _is_year(text: str, start: int, end: int) -> bool:

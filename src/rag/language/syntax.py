@@ -145,32 +145,30 @@ def _with_conjuncts(token: Any) -> list[Any]:
 
 def _arguments(token: Any) -> list[tuple[str, Any]]:
     """(role, argument token) of a predicate token, conjuncts of an argument included."""
-    out: list[tuple[str, Any]] = []
-    for child in token.children:
-        dep = child.dep_
-        if dep in _SUBJECT:
-            role = "subj"
-        elif dep in _OBJECT:
-            role = "obj"
-        elif dep == "agent":
-            out += [("subj", t) for c in child.children if c.dep_ == "pobj" for t in _with_conjuncts(c)]
-            continue
-        elif dep == "prep":
-            preposition = _lemma(child)
-            out += [
-                (f"prep:{preposition}", t)
-                for c in child.children
-                if c.dep_ == "pobj"
-                for t in _with_conjuncts(c)
-            ]
-            continue
-        elif dep in ("advmod", "npadvmod") and child.pos_ == "ADV":
-            out.append(("mod", child))
-            continue
-        else:
-            continue
-        out += [(role, t) for t in _with_conjuncts(child)]
-    return out
+    return [argument for child in token.children for argument in _child_arguments(child)]
+
+
+_ROLES = {dep: "subj" for dep in _SUBJECT} | {dep: "obj" for dep in _OBJECT}
+
+
+def _child_arguments(child: Any) -> list[tuple[str, Any]]:
+    """The arguments one child of a predicate gives it: a subject or object with its conjuncts, the
+    objects of "by" (a passive's agent) or of a preposition, an adverb; none for other children."""
+    dep = child.dep_
+    if dep in _ROLES:
+        return [(_ROLES[dep], t) for t in _with_conjuncts(child)]
+    if dep == "agent":
+        return _objects_of(child, "subj")
+    if dep == "prep":
+        return _objects_of(child, f"prep:{_lemma(child)}")
+    if dep in ("advmod", "npadvmod") and child.pos_ == "ADV":
+        return [("mod", child)]
+    return []
+
+
+def _objects_of(preposition: Any, role: str) -> list[tuple[str, Any]]:
+    """(`role`, object) for each object of `preposition`, conjuncts included."""
+    return [(role, t) for c in preposition.children if c.dep_ == "pobj" for t in _with_conjuncts(c)]
 
 
 _CLAUSAL = frozenset({"ccomp", "advcl", "conj", "relcl", "xcomp", "acl", "csubj", "parataxis", "pcomp"})
@@ -213,67 +211,117 @@ def _echoed(modal: Any) -> Any:
 
 
 def _negated(token: Any, args: list[tuple[str, Any]]) -> bool:
-    for child in token.children:
-        if child.dep_ == "neg" or (child.dep_ == "advmod" and _lemma(child) in _NEGATIVE_ADVERBS):
-            return True
-        # "no longer", "not yet"
-        # ("no later than" is a bound, not a negation)
-        if (
-            child.dep_ == "advmod"
-            and any(_lemma(c) in _NEGATIVE_ADVERBS for c in child.children)
-            and not any(_lemma(c) == "than" for c in child.subtree)
-        ):
-            return True
-    for role, arg in args:
-        if role in ("subj", "obj") and (
-            _lemma(arg) in _NEGATIVE_ARGUMENTS
-            or any(
-                c.dep_ in ("det", "advmod", "neg") and _lemma(c) in _NEGATIVE_ADVERBS for c in arg.children
-            )
-        ):
-            return True
-    return False
+    """True when a child of the predicate `token` negates it or a subject or object in `args` is
+    negative ("nothing", "no user")."""
+    return (
+        any(_negates(child) for child in token.children)
+        or any(_negative_argument(role, arg) for role, arg in args)
+        or _without(token)
+    )
+
+
+def _without(token: Any) -> bool:
+    """True for a predicate "without" governs ("visible without distorting the totals": it does not
+    distort them)."""
+    if token.dep_ == "pcomp" and _lemma(token.head) == "without":
+        return True
+    return any(
+        c.dep_ in ("mark", "prep") and _lemma(c) == "without" and not list(c.children) for c in token.children
+    )
+
+
+def _negates(child: Any) -> bool:
+    """True when `child` negates its predicate: "not", "never", or an adverb a negative modifies ("no
+    longer", "not yet"; "no later than" is a bound, not a negation)."""
+    if child.dep_ == "neg" or (child.dep_ == "advmod" and _lemma(child) in _NEGATIVE_ADVERBS):
+        return True
+    return (
+        child.dep_ == "advmod"
+        and any(_lemma(c) in _NEGATIVE_ADVERBS for c in child.children)
+        and not any(_lemma(c) == "than" for c in child.subtree)
+    )
+
+
+def _negative_argument(role: str, arg: Any) -> bool:
+    """True when a subject or object negates its clause ("nothing is deleted", "no user can edit")."""
+    return role in ("subj", "obj") and (
+        _lemma(arg) in _NEGATIVE_ARGUMENTS
+        or any(c.dep_ in ("det", "advmod", "neg") and _lemma(c) in _NEGATIVE_ADVERBS for c in arg.children)
+    )
 
 
 def _sentence_frames(sent: Any) -> list[Frame]:
-    out: list[Frame] = []
-    for token in sent:
-        if token.pos_ not in ("VERB", "AUX") or (token.pos_ == "AUX" and token.dep_ in ("aux", "auxpass")):
-            continue
-        args = _arguments(token)
-        head = _lemma(token)
-        # "X is visible": the predicate is the complement
-        if head in _COPULAS:
-            complement = next((c for c in token.children if c.dep_ in ("acomp", "attr")), None)
-            if complement is not None:
-                head = _lemma(complement)
-                args = [(r, a) for r, a in args if a is not complement]
-                args += [(r, a) for r, a in _arguments(complement)]
-        # an elided predicate ("X can run imports; guests cannot"): the modal stands for the verb it echoes
-        if token.tag_ == "MD" and not any(c.pos_ == "VERB" and c.dep_ in ("xcomp",) for c in token.children):
-            echoed = _echoed(token)
-            if echoed is not None:
-                head = _lemma(echoed)
-                args += [(r, a) for r, a in _arguments(echoed) if r != "subj"]
-        # a conjoined predicate without its own subject shares its head's, and its negation ("X does
-        # not sign out or block Y"); an open complement shares its head's negation ("never used to X")
-        bare = token.dep_ == "conj" and not any(c.dep_ in _SUBJECT | {"nsubjpass"} for c in token.children)
-        if bare:
-            args += [(r, a) for r, a in _arguments(token.head) if r == "subj"]
-        negated = _negated(token, args) or (
-            (bare or token.dep_ == "xcomp") and _negated(token.head, _arguments(token.head))
-        )
-        pairs = frozenset(
-            (role, _lemma(arg))
-            for role, arg in args
-            if (arg.pos_ in _NOUNS and arg.is_alpha)
-            or (role == "mod" and _lemma(arg) not in _NEGATIVE_ADVERBS | {_RESTRICTING})
-        )
-        modifiers = frozenset(
-            (role, _lemma(arg), frozenset(_lemma(m) for m in _narrowing(arg)))
-            for role, arg in args
-            if arg.pos_ in _NOUNS and arg.is_alpha
-        )
-        restricted = any(_lemma(w) == _RESTRICTING for w in _local(token))
-        out.append(Frame(head=head, negated=negated, args=pairs, modifiers=modifiers, restricted=restricted))
-    return out
+    return [_frame(token) for token in sent if _is_predicate(token)]
+
+
+def _is_predicate(token: Any) -> bool:
+    """A verb, or an auxiliary that does not merely help another verb ("is" in "X is visible")."""
+    return token.pos_ in ("VERB", "AUX") and not (token.pos_ == "AUX" and token.dep_ in ("aux", "auxpass"))
+
+
+def _frame(token: Any) -> Frame:
+    """The frame of the predicate `token`."""
+    head, args = _complement(token, _lemma(token), _arguments(token))
+    head, args = _elided(token, head, args)
+    # a conjoined predicate without its own subject shares its head's, and its negation ("X does
+    # not sign out or block Y"); an open complement shares its head's negation ("never used to X")
+    bare = token.dep_ == "conj" and not any(c.dep_ in _SUBJECT_OR_PASSIVE for c in token.children)
+    if bare:
+        args = args + [(r, a) for r, a in _arguments(token.head) if r == "subj"]
+    negated = _negated(token, args) or (
+        (bare or token.dep_ == "xcomp") and _negated(token.head, _arguments(token.head))
+    )
+    return Frame(
+        head=head,
+        negated=negated,
+        args=_pairs(args),
+        modifiers=_modifiers(args),
+        restricted=any(_lemma(w) == _RESTRICTING for w in _local(token)),
+    )
+
+
+_SUBJECT_OR_PASSIVE = _SUBJECT | {"nsubjpass"}
+_UNCOMPARED = _NEGATIVE_ADVERBS | {_RESTRICTING}  # adverbs the frame holds as negation or restriction
+
+
+def _complement(token: Any, head: str, args: list[tuple[str, Any]]) -> tuple[str, list[tuple[str, Any]]]:
+    """ "X is visible": the predicate of a copula is its complement, which brings its own arguments."""
+    if head not in _COPULAS:
+        return head, args
+    complement = next((c for c in token.children if c.dep_ in ("acomp", "attr")), None)
+    if complement is None:
+        return head, args
+    return _lemma(complement), [(r, a) for r, a in args if a is not complement] + _arguments(complement)
+
+
+def _elided(token: Any, head: str, args: list[tuple[str, Any]]) -> tuple[str, list[tuple[str, Any]]]:
+    """An elided predicate ("X can run imports; guests cannot"): the modal stands for the verb it
+    echoes, whose arguments other than its subject it takes."""
+    if token.tag_ != "MD" or any(c.pos_ == "VERB" and c.dep_ == "xcomp" for c in token.children):
+        return head, args
+    echoed = _echoed(token)
+    if echoed is None:
+        return head, args
+    return _lemma(echoed), args + [(r, a) for r, a in _arguments(echoed) if r != "subj"]
+
+
+def _is_noun(token: Any) -> bool:
+    return token.pos_ in _NOUNS and token.is_alpha
+
+
+def _pairs(args: list[tuple[str, Any]]) -> frozenset[tuple[str, str]]:
+    """(role, lemma) of the noun arguments and of the adverbs other than negations and "only"."""
+    return frozenset(
+        (role, _lemma(arg))
+        for role, arg in args
+        if _is_noun(arg) or (role == "mod" and _lemma(arg) not in _UNCOMPARED)
+    )
+
+
+def _modifiers(args: list[tuple[str, Any]]) -> frozenset[tuple[str, str, frozenset[str]]]:
+    """(role, lemma, the lemmas narrowing it) of the noun arguments."""
+    return frozenset(
+        (role, _lemma(arg), frozenset(_lemma(m) for m in _narrowing(arg)))
+        for role, arg in args
+        if _is_noun(arg)
+    )

@@ -132,8 +132,7 @@ def identifier_forms(identifier: str) -> list[str]:
         forms = _compound_forms(name, component_parts[0])
     else:
         forms = _dotted_forms(components, component_parts)
-    seen: set[str] = set()
-    return [f for f in forms if len(f) > 1 and not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+    return [f for f in dict.fromkeys(forms) if len(f) > 1]  # each once, in order of first appearance
 
 
 def _separated(name: str) -> bool:

@@ -22,6 +22,7 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 _MARKER_RE = re.compile(r"\([a-z]+\)$")  # an adjective's syntactic marker: "own(a)"
 _POS = ("noun", "verb", "adj", "adv")
@@ -63,37 +64,17 @@ class _Synset:
 class _Database:
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.index: dict[str, dict[str, tuple[int, ...]]] = {pos: {} for pos in _POS}
+        self.index: dict[str, dict[str, tuple[int, ...]]] = {}
         # how often the lemma's senses were seen in WordNet's tagged corpus, per part of speech
-        self.tagged: dict[str, dict[str, int]] = {pos: {} for pos in _POS}
-        self.exceptions: dict[str, dict[str, tuple[str, ...]]] = {pos: {} for pos in _POS}
+        self.tagged: dict[str, dict[str, int]] = {}
+        self.exceptions: dict[str, dict[str, tuple[str, ...]]] = {}
         for pos in _POS:
-            with open(root / f"index.{pos}", encoding="utf-8") as handle:
-                for line in handle:
-                    if line.startswith(" "):
-                        continue
-                    fields = line.split()
-                    synsets, pointers = int(fields[2]), int(fields[3])
-                    at = 6 + pointers
-                    self.index[pos][fields[0]] = tuple(int(f) for f in fields[at : at + synsets])
-                    self.tagged[pos][fields[0]] = int(fields[5 + pointers])
-            exc = root / f"{pos}.exc"
-            if exc.is_file():
-                with open(exc, encoding="utf-8") as handle:
-                    for line in handle:
-                        fields = line.split()
-                        if len(fields) >= 2:
-                            self.exceptions[pos][fields[0]] = tuple(fields[1:])
+            self.index[pos], self.tagged[pos] = _read_index(root / f"index.{pos}")
+            self.exceptions[pos] = _read_exceptions(root / f"{pos}.exc")
         self._files = {pos: open(root / f"data.{pos}", "rb") for pos in _POS}  # noqa: SIM115
         # where each synset's line starts: the offsets in the files are bytes of the original release,
         # which copies with other line endings or a trimmed header no longer match
-        self._where: dict[str, dict[int, int]] = {pos: {} for pos in _POS}
-        for pos in _POS:
-            data, where, at = self._files[pos], self._where[pos], 0
-            for raw in data:
-                if raw[:1].isdigit():
-                    where[int(raw[:8])] = at
-                at += len(raw)
+        self._where: dict[str, dict[int, int]] = {pos: _line_starts(self._files[pos]) for pos in _POS}
         self._lock = threading.Lock()
 
     def synset(self, pos: str, offset: int) -> _Synset:
@@ -111,6 +92,45 @@ class _Database:
             pointers.append((symbol, int(target), _TAG_POS[tag], int(words[:2], 16), int(words[2:], 16)))
             at += 4
         return _Synset(lemmas, tuple(pointers))
+
+
+def _read_index(path: Path) -> tuple[dict[str, tuple[int, ...]], dict[str, int]]:
+    """An `index.<pos>` file: each lemma's synset offsets, and its tagged-sense count."""
+    index: dict[str, tuple[int, ...]] = {}
+    tagged: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith(" "):
+                continue  # the licence header
+            fields = line.split()
+            synsets, pointers = int(fields[2]), int(fields[3])
+            at = 6 + pointers
+            index[fields[0]] = tuple(int(f) for f in fields[at : at + synsets])
+            tagged[fields[0]] = int(fields[5 + pointers])
+    return index, tagged
+
+
+def _read_exceptions(path: Path) -> dict[str, tuple[str, ...]]:
+    """A `<pos>.exc` file: irregular form -> its base forms; empty when the file is not there."""
+    exceptions: dict[str, tuple[str, ...]] = {}
+    if path.is_file():
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) >= 2:
+                    exceptions[fields[0]] = tuple(fields[1:])
+    return exceptions
+
+
+def _line_starts(data: BinaryIO) -> dict[int, int]:
+    """Synset offset (the first field of its line) -> where the line starts in the open data file."""
+    where: dict[int, int] = {}
+    at = 0
+    for raw in data:
+        if raw[:1].isdigit():
+            where[int(raw[:8])] = at
+        at += len(raw)
+    return where
 
 
 class WordNet:
@@ -275,16 +295,27 @@ def _related(wn: WordNet, word: str, max_senses: int = 0) -> frozenset[str]:
     key = word.lower().replace(" ", "_")
     found: set[str] = set()
     for pos in ("noun", "verb"):
-        bases = _base_forms(wn, key, pos) or ((key,) if key in db.index[pos] else ())
-        for base in bases:
+        for base in _base_forms(wn, key, pos) or _as_lemma(db, key, pos):
             offsets = db.index[pos][base]
             for offset in offsets[:max_senses] if max_senses else offsets:
-                synset = db.synset(pos, offset)
-                found.update(synset.lemmas)
-                number = _sense_number(synset.lemmas, base)
-                for symbol, target, tpos, source_n, target_n in synset.pointers:
-                    if symbol in ("@", "@i"):
-                        found.update(_reached(db, tpos, target, 0))
-                    elif symbol == "+" and source_n in (0, number):
-                        found.update(_reached(db, tpos, target, target_n))
+                found.update(_one_link_away(db, pos, base, offset))
     return frozenset(w.replace("_", " ") for w in found)
+
+
+def _as_lemma(db: _Database, key: str, pos: str) -> tuple[str, ...]:
+    """(`key`,) when it is a `pos` lemma as written (a multiword lemma has no base forms), else ()."""
+    return (key,) if key in db.index[pos] else ()
+
+
+def _one_link_away(db: _Database, pos: str, base: str, offset: int) -> set[str]:
+    """The lemmas of the sense at `offset`, of its direct hypernyms, and the forms derived from `base`
+    in it."""
+    synset = db.synset(pos, offset)
+    found = set(synset.lemmas)
+    number = _sense_number(synset.lemmas, base)
+    for symbol, target, tpos, source_n, target_n in synset.pointers:
+        if symbol in ("@", "@i"):
+            found.update(_reached(db, tpos, target, 0))
+        elif symbol == "+" and source_n in (0, number):
+            found.update(_reached(db, tpos, target, target_n))
+    return found

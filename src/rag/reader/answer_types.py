@@ -10,7 +10,7 @@ and for amounts, times, dates and defaults to require, a sentence that holds the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Literal
@@ -59,10 +59,9 @@ from rag.language.lexicon import (
     WORD_TOKEN_RE,
 )
 from rag.language.text import stem, term_set, terms
+from rag.reader.words import CODE_LITERAL_RE
 
 AnswerType = Literal["time", "date", "number", "code", "cause", "place", "person", ""]
-# The markup around an inline code literal (":data:`", "``", "~"): what remains is the literal.
-_CODE_MARKUP_RE = re.compile(r"^:[\w:-]+:|`|^~")
 # How near (in words) the asked kind of thing must be named to a code literal that answers "which
 # option / variable ...": "the ``X`` environment variable", "the variable is ``X``".
 CODE_NOUN_WORDS = 3
@@ -241,25 +240,41 @@ def _code(sentence: str, asked: AbstractSet[str], question: str) -> float:
     if not kind:
         return 0.0
     noun = stem(kind)
-    said = question.lower()
     words: list[tuple[int, str]] | None = None
+    for literal, code in _unasked_code(sentence, question.lower()):
+        if _in_form(kind, code):
+            return 1.0
+        if words is None:
+            words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
+        if _called(noun, words, literal):
+            return 1.0
+    return 0.0
+
+
+def _unasked_code(sentence: str, said: str) -> Iterator[tuple[re.Match[str], str]]:
+    """The inline literals, then the identifiers, of `sentence` that `said` (the question,
+    lowercased) does not name, each with its code (markup removed); reST links left out."""
     named = [m for m in INLINE_CODE_RE.finditer(sentence)] + [m for m in IDENTIFIER_RE.finditer(sentence)]
     for literal in named:
         if sentence[literal.end() : literal.end() + 1] == "_":
             continue  # a reST link ("`Click`_"), not code
-        code = _CODE_MARKUP_RE.sub("", literal.group(0)).strip()
+        code = CODE_LITERAL_RE.sub("", literal.group(0)).strip()
         bare = code.lower()
-        if not bare or bare.lstrip("-") in said:
-            continue
-        if any(kind in kinds and form.fullmatch(code) for kinds, form in CODE_FORMS):
-            return 1.0
-        if words is None:
-            words = [(m.start(), stem(m.group(0).lower())) for m in WORD_TOKEN_RE.finditer(sentence)]
-        before = [w for at, w in words if at < literal.start()][-CODE_NOUN_WORDS:]
-        after = [w for at, w in words if at >= literal.end()][:CODE_NOUN_WORDS]
-        if noun in before or noun in after:
-            return 1.0
-    return 0.0
+        if bare and bare.lstrip("-") not in said:
+            yield literal, code
+
+
+def _in_form(kind: str, code: str) -> bool:
+    """`code` is written in the form of the asked kind of thing ("--quiet" for a flag)."""
+    return any(kind in kinds and form.fullmatch(code) for kinds, form in CODE_FORMS)
+
+
+def _called(noun: str, words: Sequence[tuple[int, str]], literal: re.Match[str]) -> bool:
+    """`noun` (the asked kind's stem) is one of the CODE_NOUN_WORDS word stems on either side of
+    `literal` (`words`: each word's start and stem)."""
+    before = [w for at, w in words if at < literal.start()][-CODE_NOUN_WORDS:]
+    after = [w for at, w in words if at >= literal.end()][:CODE_NOUN_WORDS]
+    return noun in before or noun in after
 
 
 @lru_cache(maxsize=4096)

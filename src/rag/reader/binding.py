@@ -21,13 +21,12 @@ from functools import lru_cache
 
 from rag.language.lexicon import IDENTIFIER_RE, INLINE_CODE_RE
 from rag.language.text import term_set
+from rag.reader.words import CODE_LITERAL_RE
 
 # Where one clause ends and the next begins: a semicolon, a dash used as a parenthesis, a colon or
 # a bracket, and a comma (a comma inside a list of values cuts values apart, never a value from the
 # name before it in the same clause).
 _CLAUSE_BREAK_RE = re.compile(r";|\s--?\s|\s?[—–]\s?|:\s|[()]|,\s")
-# The markup around an inline code literal (":const:`", "``", "~"): what remains is the literal.
-_CODE_MARKUP_RE = re.compile(r"^:[\w:-]+:|`|^~")
 # A code literal that is a value, not the name of a thing: None, true, 42, "text", [], {}.
 _VALUE_LITERAL_RE = re.compile(
     r"(?:none|null|nil|true|false|yes|no|on|off)|[-+]?\d[\w.:]*|(['\"]).*\1|\[\s*]|\{\s*}|\(\s*\)",
@@ -68,7 +67,7 @@ def code_names(text: str) -> frozenset[str]:
     for m in INLINE_CODE_RE.finditer(text):
         if text[m.end() : m.end() + 1] == "_":
             continue  # a reST link ("`Click`_", "`TL;DR <url>`_"): words in prose
-        code = _CODE_MARKUP_RE.sub("", m.group(0)).strip()
+        code = CODE_LITERAL_RE.sub("", m.group(0)).strip()
         code = code.split("<")[0].strip() if code.endswith(">") else code  # "title <target>"
         if code and not _VALUE_LITERAL_RE.fullmatch(code):
             found.add(_normal(code))

@@ -36,7 +36,7 @@ from rag.language.meaning import Meaning
 from rag.language.text import normalise, split_sentences
 from rag.language.tools import Tools, installed
 from rag.reader.answer_types import answer_type, type_match
-from rag.reader.offline import identifiers
+from rag.reader.words import identifiers
 from rag.types import Block
 
 WEIGHTS_FILE = Path(__file__).with_name("gate_weights.json")
@@ -68,7 +68,7 @@ FEATURES: tuple[str, ...] = (
 
 
 class Chosen(Protocol):
-    """What the gate reads of a generator candidate (`generate._Candidate`)."""
+    """What the gate reads of a generator candidate (`rag.reader.candidates.Candidate`)."""
 
     @property
     def text(self) -> str: ...
@@ -163,16 +163,11 @@ def measure(
 ) -> dict[str, float]:
     """Every feature of FEATURES for the answer whose first sentence is `chosen` (one of `ranked`); the
     meaning features by the encoder of `tools` (None: the installed tools; 0 without the encoder)."""
-    by_n = {b.n: b for b in blocks}
-    scores = sorted((b.score for b in blocks), reverse=True)
-    top = scores[0] if scores else 0.0
-    others = [c for c in ranked if not set(c.ns) & set(chosen.ns) and c.key != chosen.key]
-    margin = chosen.rank - max(c.rank for c in others) if others else 1.0
-    home = [by_n[n] for n in chosen.ns if n in by_n]
-    block = max(home, key=lambda b: b.score) if home else None
+    others, margin = _rank_margin(ranked, chosen)
+    block = _home(blocks, chosen)
+    top, score_margin, block_share = _retrieval(blocks, block)
     kind = answer_type(question)
     asked_ids = identifiers(question)
-    where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
     labelled = _labelled(block, chosen.text) if block is not None else chosen.text
     closeness, meaning_margin, meaning_rank = _meaning(
         _meaning_of(tools), question, labelled, _other_sentences(blocks, normalise(chosen.text))
@@ -185,17 +180,46 @@ def measure(
         "alone": float(not others),
         "candidates": math.log1p(len(ranked)),
         "top_score": top,
-        "score_margin": top - scores[1] if len(scores) > 1 else top,
-        "block_share": (block.score / top) if block is not None and top > 0 else 0.0,
+        "score_margin": score_margin,
+        "block_share": block_share,
         "asks_kind": float(bool(kind)),
         "kind_fit": type_match(chosen.text, kind, question) if kind else 0.0,
         "asks_id": float(bool(asked_ids)),
-        "names_id": float(bool(asked_ids) and asked_ids <= identifiers(f"{chosen.text} {where}")),
+        "names_id": float(_names_ids(asked_ids, chosen.text, block)),
         "meaning": closeness,
         "meaning_margin": meaning_margin,
         "meaning_rank": meaning_rank,
         "sentences": float(sentences),
     }
+
+
+def _rank_margin(ranked: Sequence[Chosen], chosen: Chosen) -> tuple[list[Chosen], float]:
+    """(the candidates from other blocks, the chosen one's rank over the best of them: 1.0 when none)."""
+    others = [c for c in ranked if not set(c.ns) & set(chosen.ns) and c.key != chosen.key]
+    margin = chosen.rank - max(c.rank for c in others) if others else 1.0
+    return others, margin
+
+
+def _home(blocks: Sequence[Block], chosen: Chosen) -> Block | None:
+    """The best-scored of the blocks the chosen sentence cites; None when it cites none of them."""
+    by_n = {b.n: b for b in blocks}
+    home = [by_n[n] for n in chosen.ns if n in by_n]
+    return max(home, key=lambda b: b.score) if home else None
+
+
+def _retrieval(blocks: Sequence[Block], block: Block | None) -> tuple[float, float, float]:
+    """(the best retrieval score, its margin over the second, the chosen block's score over the best)."""
+    scores = sorted((b.score for b in blocks), reverse=True)
+    top = scores[0] if scores else 0.0
+    score_margin = top - scores[1] if len(scores) > 1 else top
+    block_share = (block.score / top) if block is not None and top > 0 else 0.0
+    return top, score_margin, block_share
+
+
+def _names_ids(asked_ids: frozenset[str], text: str, block: Block | None) -> bool:
+    """The question names identifiers, and the sentence with its block's title and section names them all."""
+    where = f"{block.chunk.title} {block.chunk.section}" if block is not None else ""
+    return bool(asked_ids) and asked_ids <= identifiers(f"{text} {where}")
 
 
 def choice(

@@ -56,6 +56,11 @@ _HAS_LETTER_OR_DIGIT_RE = re.compile(r"[^\W_]")
 _MARKUP_CHARS_RE = re.compile(r"[`*#\"]+|^\s*=+|(?<!\w)_+|_+(?!\w)")
 _INNER_END_RE = re.compile(r"[.!?]\s+\S")
 _BLANK_LINE_RE = re.compile(r"\n[ \t]*\n")
+# a table row stated with its column headers, as HTML and DOCX tables are ingested ("- Role: Engineer;
+# Memory: 32 GB"): two or more "header: cell" pairs on one list line
+_KEYED_ROW_RE = re.compile(r"- [^:;\n]{1,80}: [^\n]*?; [^:;\n]{1,80}: ")
+# one "header: cell" pair of such a row
+_ROW_PAIR_RE = re.compile(r"([^:;\n]{1,80}): \S")
 # A reST list table's directive line, and its header-rows option.
 _LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
 _HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
@@ -124,24 +129,32 @@ def _simple_tables(lines: list[str]) -> list[str]:
     out = list(lines)
     for b in borders:
         starts = [m.start() for m in re.finditer(r"=+", lines[b])]
-        above = b > 0 and bool(lines[b - 1].strip()) and b - 1 not in borders
-        below = b + 1 < len(lines) and bool(lines[b + 1].strip()) and b + 1 not in borders
-        if above and below:
+        if _is_row(lines, b - 1, borders) and _is_row(lines, b + 1, borders):
             out[b] = "|" + " -- |" * len(starts)
-        # the rows directly above this border, back to a blank line or another border
-        i = b - 1
-        rows: list[int] = []
-        while i >= 0 and lines[i].strip() and i not in borders:
-            rows.append(i)
-            i -= 1
-        for i in reversed(rows):
+        for i in _rows_beside(lines, b, borders):
             out[i] = _simple_row(lines[i], starts)
-        # ... and below it (the body under a top border or the header's underline)
-        i = b + 1
-        while i < len(lines) and lines[i].strip() and i not in borders:
-            out[i] = _simple_row(lines[i], starts)
-            i += 1
     return _join_continued(out)
+
+
+def _is_row(lines: Sequence[str], i: int, borders: Sequence[int]) -> bool:
+    """Line `i` exists, is not blank and is no border: a row of a simple table."""
+    return 0 <= i < len(lines) and bool(lines[i].strip()) and i not in borders
+
+
+def _rows_beside(lines: Sequence[str], b: int, borders: Sequence[int]) -> list[int]:
+    """The rows directly above border `b` (back to a blank line or another border), in order, then
+    those below it (the body under a top border or the header's underline)."""
+    above: list[int] = []
+    i = b - 1
+    while _is_row(lines, i, borders):
+        above.append(i)
+        i -= 1
+    below: list[int] = []
+    i = b + 1
+    while _is_row(lines, i, borders):
+        below.append(i)
+        i += 1
+    return [*reversed(above), *below]
 
 
 def _list_tables(lines: list[str]) -> list[str]:
@@ -157,28 +170,39 @@ def _list_tables(lines: list[str]) -> list[str]:
             out.append(lines[i])
             i += 1
             continue
-        indent = len(match.group(1))
-        header_rows = 0
-        rows: list[list[str]] = []
-        i += 1
-        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
-            line = lines[i].strip()
-            option = _HEADER_ROWS_RE.match(line)
-            if option:
-                header_rows = int(option.group(1))
-            elif line.startswith("* -") or line.startswith("*   -"):
-                rows.append([line[1:].strip()[1:].strip()])
-            elif line.startswith("- ") and rows:
-                rows[-1].append(line[2:].strip())
-            elif line and rows and not line.startswith(":"):
-                rows[-1][-1] = f"{rows[-1][-1]} {line}".strip()
-            i += 1
+        i, rows, header_rows = _list_table(lines, i + 1, len(match.group(1)))
         for n, cells in enumerate(rows):
             out.append("| " + " | ".join(cells) + " |")
             if n + 1 == header_rows:
                 out.append("|" + " -- |" * len(cells))
         out.append("")
     return out
+
+
+def _list_table(lines: Sequence[str], i: int, indent: int) -> tuple[int, list[list[str]], int]:
+    """The list table whose body starts at line `i`, under a directive indented `indent`: (the line
+    after it, its rows of cells, its header-rows count)."""
+    header_rows = 0
+    rows: list[list[str]] = []
+    while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > indent):
+        header_rows = _list_table_line(lines[i].strip(), rows, header_rows)
+        i += 1
+    return i, rows, header_rows
+
+
+def _list_table_line(line: str, rows: list[list[str]], header_rows: int) -> int:
+    """One stripped line of a list table's body added to `rows`: a new row ("* - a"), a further cell
+    ("- b") or a cell's continuation; the header-rows count, `header_rows` unless the line sets it."""
+    option = _HEADER_ROWS_RE.match(line)
+    if option:
+        return int(option.group(1))
+    if line.startswith("* -") or line.startswith("*   -"):
+        rows.append([line[1:].strip()[1:].strip()])
+    elif line.startswith("- ") and rows:
+        rows[-1].append(line[2:].strip())
+    elif line and rows and not line.startswith(":"):
+        rows[-1][-1] = f"{rows[-1][-1]} {line}".strip()
+    return header_rows
 
 
 def _simple_row(line: str, starts: list[int]) -> str:
@@ -267,7 +291,18 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
     code = _code_kind(line, stripped, scan)
     if code is not None:
         return code
-    if UNDERLINE_RE.match(line) or TABLE_BORDER_RE.match(line):
+    marked = _marked_kind(line, stripped, scan)
+    if marked is not None:
+        return marked
+    if stripped.endswith("::"):
+        scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
+    return "prose"
+
+
+def _marked_kind(line: str, stripped: str, scan: _Scan) -> LineKind | None:
+    """ "markup" for an underline, a table border, a directive's option or an admonition header,
+    "heading" for a heading or tab title, "prose" for a field list's field; else None."""
+    if UNDERLINE_RE.match(line) or table_border(line):
         return "markup"
     if OPTION_RE.match(line):
         # a directive's option (":alt: a screenshot" under ".. image::"), or a bare ":orphan:";
@@ -277,9 +312,15 @@ def _line_kind(line: str, stripped: str, indent: int, scan: _Scan) -> LineKind:
         return "markup"
     if HEADING_RE.match(line) or TAB_TITLE_RE.match(line):
         return "heading"
-    if stripped.endswith("::"):
-        scan.block_indent, scan.block_kind = indent, "code"  # reST: a literal block follows
-    return "prose"
+    return None
+
+
+def table_border(line: str) -> bool:
+    """A reST simple or grid table border: runs of "=", "+" and "-" with room for two columns of at
+    least three characters each (a "+" alone may sit between runs). Linear in the line's length."""
+    if not TABLE_BORDER_RE.fullmatch(line):
+        return False
+    return sum(len(run) // 3 for run in line.split() if len(run) >= 3) >= 2
 
 
 def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
@@ -309,18 +350,24 @@ def _code_kind(line: str, stripped: str, scan: _Scan) -> LineKind | None:
 
 def _mark_terms(lines: Sequence[str], kinds: list[LineKind]) -> list[LineKind]:
     """A short unpunctuated prose line after a blank, directly above a more indented prose line, is
-    a definition-list term: a heading for its definition."""
+    a definition-list term: a heading for its definition; so is a list item that is only a name in
+    code, described below it."""
     for i in range(len(lines) - 1):
-        if kinds[i] != "prose" or kinds[i + 1] != "prose" or (i > 0 and kinds[i - 1] != "blank"):
-            continue
-        here, below = lines[i], lines[i + 1]
-        deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
-        if deeper and _term_like(here):
+        if _definition_term(lines, kinds, i):
             kinds[i] = "heading"
     for i, line in enumerate(lines):
         if kinds[i] == "prose" and bullet_term(line) and _described_below(lines, kinds, i):
             kinds[i] = "heading"
     return kinds
+
+
+def _definition_term(lines: Sequence[str], kinds: Sequence[LineKind], i: int) -> bool:
+    """Line `i` is a term-like prose line after a blank (or first), above a more indented prose line."""
+    if kinds[i] != "prose" or kinds[i + 1] != "prose" or (i > 0 and kinds[i - 1] != "blank"):
+        return False
+    here, below = lines[i], lines[i + 1]
+    deeper = len(below) - len(below.lstrip()) > len(here) - len(here.lstrip())
+    return deeper and _term_like(here)
 
 
 def bullet_term(line: str) -> str:
@@ -405,13 +452,17 @@ def _paragraphs(
         if kind == "blank" and run:
             run.append("")
             continue
-        if any(r.strip() for r in run):
+        if _has_text(run):
             out.append((label, run))
         run = [line] if kind == "prose" else []
         label = at
-    if any(r.strip() for r in run):
+    if _has_text(run):
         out.append((label, run))
     return out
+
+
+def _has_text(run: Sequence[str]) -> bool:
+    return any(r.strip() for r in run)
 
 
 def _sentences(text: str) -> list[tuple[str, bool]]:
@@ -443,11 +494,16 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
 
 
 def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |")
-    put back together: a span continuing a row's line joins the row."""
+    """`spans` with a table row that a sentence end inside a cell cut ("| a | Keeps it open. |",
+    "- Name: a; Meaning: Keeps it open.") put back together: a span continuing a row's line joins
+    the row."""
     out: list[tuple[int, int]] = []
     for start, end in spans:
-        if out and text[out[-1][0]] == "|" and "\n" not in text[out[-1][1] : start]:
+        if (
+            out
+            and "\n" not in text[out[-1][1] : start]
+            and (text[out[-1][0]] == "|" or _KEYED_ROW_RE.match(text, out[-1][0]))
+        ):
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
@@ -469,9 +525,23 @@ def _answer_worthy(sentence: str, *, listed: bool, continued: bool = False) -> b
 
 
 def field_name(sentence: str) -> str:
-    """The field name of a short field line ("**Default:** `30`" -> "Default"), else ""."""
+    """The field name of a short field line ("**Default:** `30`" -> "Default"), else "". A table row
+    stated with its headers ("Room: Wet lab A; Capacity: 12 people") is a record of all its fields:
+    its name is every header ("Room / Capacity"), so it answers for any column, not only the first."""
+    headers = _row_headers(sentence)
+    if headers:
+        return " / ".join(headers)
     match = FIELD_RE.match(sentence)
     return match.group(1) if match and len(sentence) <= 160 else ""
+
+
+def _row_headers(sentence: str) -> list[str]:
+    """The headers of a row stated as "header: cell; header: cell" (two or more pairs), else []."""
+    parts = sentence.removeprefix("- ").split("; ")
+    if len(parts) < 2:
+        return []
+    headers = [m.group(1) for m in map(_ROW_PAIR_RE.match, parts) if m]
+    return headers if len(headers) == len(parts) else []
 
 
 def _table_step(
@@ -497,14 +567,18 @@ def _table_cells(line: str) -> list[str] | None:
 
 def _table_row(cells: list[str], header: list[str] | None) -> str:
     """A data row as a statement: "label: Header2 cell2; Header3 cell3." (cells alone without a header)."""
-    label, rest = cells[0], cells[1:]
-    if header is not None and len(header) == len(cells):
-        parts = [f"{h} {c}" if h else c for h, c in zip(header[1:], rest, strict=True) if c]
-    else:
-        parts = [c for c in rest if c]
-    body = "; ".join(parts)
+    label = cells[0]
+    body = "; ".join(_row_parts(cells, header))
     sentence = f"{label}: {body}" if label and body else label or body
     return _SPACE_RE.sub(" ", sentence).strip().rstrip(".") + "."
+
+
+def _row_parts(cells: list[str], header: list[str] | None) -> list[str]:
+    """The row's cells after the first, each after its column's header when the header fits the row."""
+    rest = cells[1:]
+    if header is not None and len(header) == len(cells):
+        return [f"{h} {c}" if h else c for h, c in zip(header[1:], rest, strict=True) if c]
+    return [c for c in rest if c]
 
 
 def _leaf(section: str) -> str:

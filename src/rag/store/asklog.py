@@ -189,26 +189,14 @@ class LogWriter:
     def _run(self) -> None:
         delay = RETRY_FIRST
         while True:
-            with self._cond:
-                while not self._rows and not self._closed:
-                    self._idle = True
-                    self._cond.wait()
-                self._idle = False
-                if not self._rows:
-                    return  # closed and drained
-                if self.linger > 0 and len(self._rows) < self.max_batch and not self._closed:
-                    self._cond.wait(self.linger)
-                batch = [self._rows.popleft() for _ in range(min(self.max_batch, len(self._rows)))]
-                self._in_flight = len(batch)
+            batch = self._next_batch()
+            if batch is None:
+                return  # closed and drained
             try:
                 self._write(batch)
             except StoreUnavailable as exc:
-                with self._cond:
-                    self._rows.extendleft(reversed(batch))
-                    self._in_flight = 0
-                    self._cond.notify_all()
-                    if self._closed:
-                        return  # close() writes what is left, or reports it lost
+                if self._requeue(batch):
+                    return  # close() writes what is left, or reports it lost
                 if delay == RETRY_FIRST:
                     logger.warning("%s: the log database is unavailable (%s); retrying", self.name, exc)
                 time.sleep(delay)
@@ -222,6 +210,30 @@ class LogWriter:
             with self._cond:
                 self._in_flight = 0
                 self._cond.notify_all()
+
+    def _next_batch(self) -> list[LogRow] | None:
+        """Wait for rows (lingering for a fuller batch) and take up to `max_batch` of them as in
+        flight; None once closed with nothing left."""
+        with self._cond:
+            while not self._rows and not self._closed:
+                self._idle = True
+                self._cond.wait()
+            self._idle = False
+            if not self._rows:
+                return None
+            if self.linger > 0 and len(self._rows) < self.max_batch and not self._closed:
+                self._cond.wait(self.linger)
+            batch = [self._rows.popleft() for _ in range(min(self.max_batch, len(self._rows)))]
+            self._in_flight = len(batch)
+        return batch
+
+    def _requeue(self, batch: list[LogRow]) -> bool:
+        """Put a batch that could not be written back at the head of the queue; True when closed."""
+        with self._cond:
+            self._rows.extendleft(reversed(batch))
+            self._in_flight = 0
+            self._cond.notify_all()
+            return self._closed
 
     def _write_each(self, rows: Sequence[LogRow]) -> None:
         """Write rows one at a time, logging and counting each one that fails."""

@@ -256,6 +256,27 @@ def unit_matrix(vectors: Sequence[Any], dim: int) -> Any:
     return matrix / norms
 
 
+def float_vectors(model: str, items: Sequence[tuple[str, Sequence[float]]]) -> list[tuple[str, list[float]]]:
+    """`items` with float vectors; ValueError unless every vector has the same non-zero dimension."""
+    vectors = [(chunk_id, [float(x) for x in vector]) for chunk_id, vector in items]
+    if vectors and (any(not vector for _, vector in vectors) or len({len(v) for _, v in vectors}) != 1):
+        raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
+    return vectors
+
+
+def readable_rows(
+    matrix: Any, ids: list[str], audiences: Sequence[str], groups: frozenset[str]
+) -> tuple[Any, list[str]] | None:
+    """The rows of `matrix` (and their `ids`) whose audience `groups` may read; None when none is."""
+    readable = {a for a in set(audiences) if a == EVERYONE or groups & set(audience_groups(a))}
+    keep = [i for i, audience in enumerate(audiences) if audience in readable]
+    if not keep:
+        return None
+    if len(keep) < len(ids):
+        return matrix[keep], [ids[i] for i in keep]
+    return matrix, ids
+
+
 def top_cosine(
     matrix: Any, ids: Sequence[str], vector: Sequence[float], limit: int
 ) -> list[tuple[str, float]]:
@@ -519,12 +540,10 @@ class SqlStore(Generic[C]):
         matrix, ids, audiences = loaded
         if groups is not None:
             # filter before ranking: only the rows the caller may read are compared at all
-            readable = {a for a in set(audiences) if a == EVERYONE or groups & set(audience_groups(a))}
-            keep = [i for i, audience in enumerate(audiences) if audience in readable]
-            if not keep:
+            readable = readable_rows(matrix, ids, audiences, groups)
+            if readable is None:
                 return []
-            if len(keep) < len(ids):
-                matrix, ids = matrix[keep], [ids[i] for i in keep]
+            matrix, ids = readable
         ranked = top_cosine(matrix, ids, vector, limit)
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
@@ -538,24 +557,27 @@ class SqlStore(Generic[C]):
         return [chunk_from_row(row) for row in rows]
 
     def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
-        items = [(chunk_id, [float(x) for x in vector]) for chunk_id, vector in items]
+        items = float_vectors(model, items)
         if not items:
             return 0
-        if any(not vector for _, vector in items) or len({len(v) for _, v in items}) != 1:
-            raise ValueError(f"embeddings from {model!r} must share one non-zero dimension")
-        stored = 0
         with self._write() as conn:
             had = self._embedded(conn, [chunk_id for chunk_id, _ in items])
             self._put_embeddings(conn, model, items)
-            for i in range(0, len(items), ID_BATCH):
-                ids = [chunk_id for chunk_id, _ in items[i : i + ID_BATCH]]
-                sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
-                stored += int(self._exec(conn, sql, ids).fetchone()[0])
+            stored = self._known_chunks(conn, [chunk_id for chunk_id, _ in items])
             # replaced vectors keep the count; the version moves either way (cached matrices reload)
             self._count_delta(conn, (0, 0, had, 0), (0, 0, self._embedded(conn, [c for c, _ in items]), 0))
         with self._lock:
             self._generation += 1  # replaced rows keep their count and row order: drop the cached matrix
         self._after_upsert([vector for _, vector in items[:1]])
+        return stored
+
+    def _known_chunks(self, conn: C, chunk_ids: Sequence[str]) -> int:
+        """How many entries of `chunk_ids` (repeats counted once per batch) name a stored chunk."""
+        stored = 0
+        for i in range(0, len(chunk_ids), ID_BATCH):
+            ids = list(chunk_ids[i : i + ID_BATCH])
+            sql = f"SELECT count(*) FROM chunks WHERE chunk_id IN ({', '.join('?' * len(ids))})"
+            stored += int(self._exec(conn, sql, ids).fetchone()[0])
         return stored
 
     def _embedded(self, conn: C, chunk_ids: Sequence[str]) -> int:

@@ -32,6 +32,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -152,20 +153,27 @@ class Snapshot:
         best = float(scores.max()) if scores.size else 0.0
         if best <= 0.0:
             return []
-        # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
-        # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
-        for fraction in (0.5, 0.2, 0.05, 0.0):
-            hit = (scores > best * fraction).nonzero()[0]
-            if hit.size >= limit:
-                break
-        if hit.size > limit:
-            values = scores[hit]
-            kth = np.partition(values, hit.size - limit)[hit.size - limit]
-            hit = hit[values >= kth]
+        hit = best_keys(scores, best, limit)
         values = scores[hit]
         order = np.argsort(-values, kind="stable")
         # tolist(): the same Python ints and floats as int() and float() per element, in one call
         return list(zip(hit[order].tolist(), values[order].tolist(), strict=True))
+
+
+def best_keys(scores: npt.NDArray[Any], best: float, limit: int) -> Keys:
+    """The keys (ascending) of every chunk scoring at least the `limit`-th best of `scores`, ties
+    included; `best` is the highest score (above 0)."""
+    # the chunks above a fraction of the best score, lowered until `limit` of them pass: every
+    # chunk scoring at least the limit-th best is among them, and far fewer are partitioned
+    for fraction in (0.5, 0.2, 0.05, 0.0):
+        hit = (scores > best * fraction).nonzero()[0]
+        if hit.size >= limit:
+            break
+    if hit.size > limit:
+        values = scores[hit]
+        kth = np.partition(values, hit.size - limit)[hit.size - limit]
+        hit = hit[values >= kth]
+    return hit
 
 
 class LexicalCache:

@@ -97,6 +97,49 @@ def _field(text: str) -> tuple[str, int]:
     return joined, len(_FTS_TOKEN_RE.findall(" ".join(stemmed)))
 
 
+_Postings = dict[str, list[tuple[str, float, int]]]
+
+
+def _chunk_rows(chunks: Sequence[Chunk], audience: str) -> tuple[list[tuple[Any, ...]], _Postings]:
+    """The `chunks` rows of one document (in order) and each chunk's postings: (lexeme, BM25-weighted
+    term frequency, document length in tokens). Titles and sections are analysed once per text."""
+    fields: dict[str, tuple[str, int]] = {}
+
+    def cached(text: str) -> tuple[str, int]:
+        if text not in fields:
+            fields[text] = _field(text)
+        return fields[text]
+
+    rows = []
+    postings: _Postings = {}
+    for ord_, chunk in enumerate(chunks):
+        body, n_body = _field(chunk.text)
+        title, n_title = cached(chunk.title)
+        section, n_section = cached(chunk.section)
+        dl = n_body + n_title + n_section
+        tf = _weighted_tf((body, title, section))
+        postings[chunk.chunk_id] = [(lex, f, dl) for lex, f in tf.items()]
+        rows.append((*base.chunk_row(ord_, chunk), body, title, section, dl, audience))
+    return rows, postings
+
+
+def _weighted_tf(columns: tuple[str, str, str]) -> dict[str, float]:
+    """Each lexeme's frequency over (body, title, section), weighted by `BM25_WEIGHTS`."""
+    tf: dict[str, float] = {}
+    for joined, weight in zip(columns, base.BM25_WEIGHTS, strict=True):
+        for lex in joined.split():
+            tf[lex] = tf.get(lex, 0.0) + weight
+    return tf
+
+
+def _write_postings(copy: Any, postings: _Postings, ids: dict[str, int], audience: str) -> None:
+    """Write `postings` as chunk_terms rows through a COPY, keyed by each chunk's primary key."""
+    for chunk_id, items in postings.items():
+        pk = ids[chunk_id]
+        for lex, f, dl in items:
+            copy.write_row((lex, pk, f, dl, audience))
+
+
 def visible_pg(groups: Groups, column: str) -> tuple[str, dict[str, Any]]:
     """`rag.access.visible_sql` with psycopg's named placeholders (`%(g0)s`...)."""
     condition, values = visible_sql(groups, column)
@@ -248,27 +291,8 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         chunks: Sequence[Chunk],
         embeddings: Sequence[Sequence[float]] | None,
     ) -> None:
-        fields: dict[str, tuple[str, int]] = {}
-
-        def cached(text: str) -> tuple[str, int]:
-            if text not in fields:
-                fields[text] = _field(text)
-            return fields[text]
-
         audience = audience_text(doc.access)
-        rows = []
-        postings: dict[str, list[tuple[str, float, int]]] = {}
-        for ord_, chunk in enumerate(chunks):
-            body, n_body = _field(chunk.text)
-            title, n_title = cached(chunk.title)
-            section, n_section = cached(chunk.section)
-            dl = n_body + n_title + n_section
-            tf: dict[str, float] = {}
-            for joined, weight in zip((body, title, section), base.BM25_WEIGHTS, strict=True):
-                for lex in joined.split():
-                    tf[lex] = tf.get(lex, 0.0) + weight
-            postings[chunk.chunk_id] = [(lex, f, dl) for lex, f in tf.items()]
-            rows.append((*base.chunk_row(ord_, chunk), body, title, section, dl, audience))
+        rows, postings = _chunk_rows(chunks, audience)
         if not rows:
             return
         with conn.cursor() as cur:
@@ -280,10 +304,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             )
             ids: dict[str, int] = dict(cur.fetchall())
             with cur.copy("COPY chunk_terms (lexeme, chunk_pk, tf, dl, access) FROM STDIN") as copy:
-                for chunk_id, items in postings.items():
-                    pk = ids[chunk_id]
-                    for lex, f, dl in items:
-                        copy.write_row((lex, pk, f, dl, audience))
+                _write_postings(copy, postings, ids, audience)
             if embeddings is not None:
                 self._insert_embeddings(cur, chunks, embeddings)
 
@@ -412,16 +433,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
     def _df(self, conn: Any, lexemes: Sequence[str]) -> dict[str, int]:
         """Chunks everyone may read containing each lexeme, cached for STATS_TTL seconds."""
         now = time.monotonic()
-        out: dict[str, int] = {}
-        with self._lock:
-            if self._df_generation != self._generation or len(self._df_cache) > 50_000:
-                self._df_cache.clear()
-                self._df_generation = self._generation
-            generation = self._generation
-            for lex in lexemes:
-                hit = self._df_cache.get(lex)
-                if hit is not None and now - hit[0] < STATS_TTL:
-                    out[lex] = hit[1]
+        out, generation = self._cached_df(lexemes, now)
         missing = [lex for lex in lexemes if lex not in out]
         if missing:
             rows = conn.execute(
@@ -435,6 +447,21 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                     if generation == self._generation:
                         self._df_cache[lex] = (now, int(count))
         return out
+
+    def _cached_df(self, lexemes: Sequence[str], now: float) -> tuple[dict[str, int], int]:
+        """The cached counts of `lexemes` still fresh at `now`, and the generation they belong to; a
+        cache of another generation (or grown past 50,000 entries) is emptied first."""
+        out: dict[str, int] = {}
+        with self._lock:
+            if self._df_generation != self._generation or len(self._df_cache) > 50_000:
+                self._df_cache.clear()
+                self._df_generation = self._generation
+            generation = self._generation
+            for lex in lexemes:
+                hit = self._df_cache.get(lex)
+                if hit is not None and now - hit[0] < STATS_TTL:
+                    out[lex] = hit[1]
+        return out, generation
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds each term as its lexeme: the same text unless the term kept an
