@@ -19,6 +19,7 @@ from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
 from rag.ingest.parsed import Layout
+from rag.ingest.walk import Skipped, discover, read_regular
 from rag.store import Store
 from rag.types import Chunk, Document
 
@@ -39,12 +40,6 @@ EXIT_EMBEDDINGS_INCOMPLETE = 3
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Skipped:
-    path: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,24 +83,6 @@ class IngestReport:
 # --- the ingest run -------------------------------------------------------------------------------
 
 
-def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path.
-
-    Every file is listed, supported or not, so the ingest can report each one it skips and why.
-    """
-    found: list[tuple[Path, Path]] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                relative = file.relative_to(path).parts
-                if file.is_file() and not any(part.startswith(".") for part in relative):
-                    found.append((file, path))
-        else:
-            found.append((path, path.parent))
-    return found
-
-
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
     path = Path(source)
     return any(path == root or root in path.parents for root in roots)
@@ -116,10 +93,7 @@ def _read_bytes(file: Path) -> bytes:
     cannot be read."""
     if format_of(file) is None:
         raise IngestError(str(file), f"unsupported file type {file.suffix or '(none)'!r}")
-    try:
-        return file.read_bytes()
-    except OSError as exc:
-        raise IngestError(str(file), f"cannot read: {exc.strerror or exc}") from None
+    return read_regular(file)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -237,6 +211,7 @@ def ingest_paths(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     access: tuple[str, ...] = (),
+    follow_links: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
@@ -246,17 +221,21 @@ def ingest_paths(
     (`embed_stored`): chunks a failed run left without vectors, and all of them after a model
     change. Failed requests leave their chunks counted in `embed_missing`; a refused key or a
     base URL that answers 404 raises UpstreamRejected after the documents are stored.
-    `access` is the audience of files whose front matter names none (() = everyone).
+    `access` is the audience of files whose front matter names none (() = everyone). A symlink
+    leaving the folder it was found in, and anything but a regular file, is skipped and listed
+    (`rag.ingest.walk`); `follow_links` reads such links.
     """
     started = time.perf_counter()
     run = _Run.start(store, settings, access)
-    files = discover(paths)
+    found = discover(paths, follow_links=follow_links)
+    run.skipped.extend(found.skipped)
+    files = found.files
     for done, (file, root) in enumerate(files, start=1):
         try:
             run.ingest(file, root)
         except IngestError as exc:
             run.skipped.append(Skipped(path=exc.path, reason=exc.reason))
-            logger.info("skipped %s: %s", exc.path, exc.reason)
+            logger.info("skipped %r: %s", exc.path, exc.reason)
         finally:
             if progress is not None:
                 progress(done, len(files), str(file))

@@ -1,0 +1,145 @@
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rag.cli import main
+from rag.config import Settings, load_settings
+from rag.ingest.indexer import ingest_paths
+from rag.store.sqlite import SqliteStore
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return load_settings()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = SqliteStore(str(tmp_path / "ingest.db"))
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def docs(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "guide.md").write_text("# Guide\n\nThe guide says hello.\n")
+    return root
+
+
+@pytest.fixture
+def secret(tmp_path: Path) -> Path:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = outside / "secret.txt"
+    path.write_text("root:x:0:0 the secret password is hunter2\n")
+    return path
+
+
+def _reasons(report: object) -> dict[str, str]:
+    return {Path(s.path).name: s.reason for s in report.skipped}  # type: ignore[attr-defined]
+
+
+def test_ingest_paths_symlink_leaving_the_folder_is_skipped_and_listed(
+    store: SqliteStore, docs: Path, secret: Path, settings: Settings
+) -> None:
+    (docs / "passwd.txt").symlink_to(secret)
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",)
+    assert "outside" in _reasons(report)["passwd.txt"]
+    assert "passwd" not in store.document_hashes()
+
+
+def test_ingest_paths_symlinked_folder_leaving_the_folder_is_skipped_and_listed(
+    store: SqliteStore, docs: Path, secret: Path, settings: Settings
+) -> None:
+    (docs / "etc").symlink_to(secret.parent, target_is_directory=True)
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",)
+    assert "outside" in _reasons(report)["etc"]
+
+
+def test_ingest_paths_symlink_given_directly_leaving_its_folder_is_skipped(
+    store: SqliteStore, docs: Path, secret: Path, settings: Settings
+) -> None:
+    (docs / "passwd.txt").symlink_to(secret)
+    report = ingest_paths(store, [docs / "passwd.txt"], settings=settings)
+    assert report.added == () and "outside" in _reasons(report)["passwd.txt"]
+
+
+def test_ingest_paths_follow_links_reads_a_link_leaving_the_folder(
+    store: SqliteStore, docs: Path, secret: Path, settings: Settings
+) -> None:
+    (docs / "passwd.txt").symlink_to(secret)
+    report = ingest_paths(store, [docs], settings=settings, follow_links=True)
+    assert set(report.added) == {"guide", "passwd"}
+
+
+def test_ingest_paths_symlink_inside_the_folder_is_read(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    (docs / "sub").mkdir()
+    (docs / "sub" / "alias.md").symlink_to(docs / "guide.md")
+    report = ingest_paths(store, [docs], settings=settings)
+    assert set(report.added) == {"guide", "sub-alias"} and report.skipped == ()
+
+
+def test_ingest_paths_symlink_loop_is_walked_once(store: SqliteStore, docs: Path, settings: Settings) -> None:
+    (docs / "loop").symlink_to(docs, target_is_directory=True)
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",)
+
+
+def test_ingest_paths_dangling_link_fifo_and_socket_are_skipped_and_listed(
+    store: SqliteStore, docs: Path, tmp_path: Path, settings: Settings
+) -> None:
+    (docs / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    os.mkfifo(docs / "pipe.md")
+    sock = socket.socket(socket.AF_UNIX)
+    short = Path(f"/tmp/rag-sock-{os.getpid()}")
+    short.mkdir(exist_ok=True)
+    sock.bind(str(short / "s.md"))
+    (docs / "s.md").symlink_to(short / "s.md")
+    try:
+        report = ingest_paths(store, [docs, short], settings=settings, follow_links=True)
+    finally:
+        sock.close()
+        (short / "s.md").unlink()
+        short.rmdir()
+    reasons = _reasons(report)
+    assert "dangling" in reasons["gone.md"]
+    assert "FIFO" in reasons["pipe.md"]
+    assert "socket" in reasons["s.md"]
+    assert report.added == ("guide",)
+
+
+def test_ingest_paths_fifo_given_directly_never_blocks(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    fifo = docs / "some.md"
+    os.mkfifo(fifo)
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(ingest_paths(store, [fifo], settings=settings)))
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # unblock the reader so the test run can end
+        with open(fifo, "wb"):
+            pass
+        worker.join()
+        pytest.fail("ingest of a FIFO blocked")
+    assert "FIFO" in _reasons(result[0])["some.md"]
+
+
+def test_cli_ingest_skipped_name_with_a_newline_cannot_forge_a_line(docs: Path, tmp_path: Path) -> None:
+    (docs / "x\nFAKE: 999 added.bin").write_bytes(b"junk")
+    result = CliRunner().invoke(main, ["ingest", str(docs)], env={"RAG_DB": str(tmp_path / "cli.db")})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert not any(line.startswith("FAKE") for line in lines)
+    assert any("x\\nFAKE: 999 added.bin" in line for line in lines)
