@@ -9,8 +9,11 @@ from click.testing import CliRunner
 
 from rag.cli import main
 from rag.config import Settings, load_settings
+from rag.errors import IngestError
+from rag.ingest.formats import parse_document
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
+from rag.types import Document
 
 
 @pytest.fixture
@@ -143,3 +146,45 @@ def test_cli_ingest_skipped_name_with_a_newline_cannot_forge_a_line(docs: Path, 
     lines = result.output.splitlines()
     assert not any(line.startswith("FAKE") for line in lines)
     assert any("x\\nFAKE: 999 added.bin" in line for line in lines)
+
+
+def _doc(tmp_path: Path, front: str, access: tuple[str, ...] = ()) -> Document:
+    return parse_document(
+        f"---\n{front}\n---\n# Pay\n\nOvertime is paid monthly.\n".encode(),
+        tmp_path / "pay.md",
+        root=tmp_path,
+        access=access,
+    )
+
+
+@pytest.mark.parametrize("front", ["Access: [hr]", "ACCESS: [hr]", "audience: [hr]", "Audience: hr"])
+def test_parse_document_access_key_in_any_case_or_as_audience_is_honoured(tmp_path: Path, front: str) -> None:
+    assert _doc(tmp_path, front).access == ("hr",)
+
+
+def test_parse_document_other_keys_are_read_in_any_case(tmp_path: Path) -> None:
+    doc = _doc(tmp_path, "Title: Pay rules\nDOC_ID: pay-rules\nUpdated: 2026-01-02")
+    assert (doc.title, doc.doc_id, str(doc.updated_at)) == ("Pay rules", "pay-rules", "2026-01-02")
+
+
+def test_parse_document_access_and_audience_disagreeing_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(IngestError, match="audience"):
+        _doc(tmp_path, "access: [hr]\naudience: [finance]")
+
+
+@pytest.mark.parametrize("front", ["access: []", "access:", "access: [hr]", "access: [finance, hr]"])
+def test_parse_document_file_access_cannot_widen_the_folder_access(tmp_path: Path, front: str) -> None:
+    with pytest.raises(IngestError, match="--access"):
+        _doc(tmp_path, front, access=("finance",))
+
+
+def test_parse_document_file_access_may_narrow_the_folder_access(tmp_path: Path) -> None:
+    assert _doc(tmp_path, "access: [hr]", access=("finance", "hr")).access == ("hr",)
+
+
+def test_ingest_paths_file_widening_its_folder_access_is_skipped_not_public(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    (tmp_path / "pay.md").write_text("---\naccess: []\n---\n# Pay\n\nOvertime is paid monthly.\n")
+    report = ingest_paths(store, [tmp_path / "pay.md"], settings=settings, access=("finance",))
+    assert report.added == () and "--access" in report.skipped[0].reason

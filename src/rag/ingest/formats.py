@@ -8,9 +8,11 @@ reads a suffix in no row as plain text; the indexer skips such files (`format_of
 
 A text file's body is what follows any YAML front matter, newlines normalised to "\\n"; its parser
 makes the document text of it (reST and Markdown keep it as written, HTML becomes text with '#'
-heading lines). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the
-groups that may read it, see `rag.access`; absent means the ingest's default audience, none means
-everyone). Binary files (PDF, DOCX) have no front matter and take the default audience. Without
+heading lines). Front matter keys, read in any case: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`,
+`access` or its alias `audience` (the groups that may read it, see `rag.access`; absent means the
+ingest's default audience, none means everyone). A file's audience may narrow the ingest's `--access`,
+never widen it: groups outside it, or an empty list under it, are an IngestError. Binary files
+(PDF, DOCX) have no front matter and take the default audience. Without
 these keys the title is the one the file gives itself (`<title>`, reST title, PDF or DOCX
 metadata), else its first '#' heading, else the file name; the doc_id is the slug of the path
 relative to the root.
@@ -236,12 +238,39 @@ def _parse_updated(value: object, where: str) -> date | None:
 
 
 def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The file's audience: its front matter's, which must lie within `default` when that is set."""
     if "access" not in meta:
         return default
     try:
-        return tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
+        groups = tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
     except ValueError as exc:
         raise IngestError(where, str(exc)) from None
+    wider = sorted(set(groups) - set(default)) if groups else ["(everyone)"]
+    if default and wider:
+        raise IngestError(
+            where,
+            f"front matter access {list(groups)} is wider than --access {','.join(default)}"
+            f" ({', '.join(wider)} not in it); a file may only narrow its folder's audience",
+        )
+    return groups
+
+
+# front matter key -> the key it stands for
+_KEY_ALIASES = {"audience": "access"}
+
+
+def _normalised_keys(meta: dict[Any, Any], where: str) -> dict[str, Any]:
+    """Front matter with its keys lowercased and aliases resolved; two spellings of one key with
+    different values are an IngestError (neither may silently win, least of all for `access`)."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in meta.items():
+        name = str(key).strip().lower()
+        name = _KEY_ALIASES.get(name, name)
+        if name in out and out[name] != value:
+            raise IngestError(where, f"front matter {spelled[name]!r} and {str(key)!r} disagree")
+        out[name], spelled[name] = value, str(key)
+    return out
 
 
 def _decode_text(raw: bytes, where: str) -> str:
@@ -265,11 +294,11 @@ def _front_matter(decoded: str, where: str, *, dashes_are_markup: bool) -> tuple
     block, rest = match.group(1) or "", decoded[match.end() :]
     if dashes_are_markup:
         loaded = _load_yaml(block, where, strict=False)
-        return (loaded, rest) if isinstance(loaded, dict) else ({}, decoded)
+        return (_normalised_keys(loaded, where), rest) if isinstance(loaded, dict) else ({}, decoded)
     loaded = _load_yaml(block, where, strict=True)
     if loaded is not None and not isinstance(loaded, dict):
         raise IngestError(where, "front matter is not a mapping")
-    return loaded or {}, rest
+    return _normalised_keys(loaded or {}, where), rest
 
 
 def _load_yaml(block: str, where: str, *, strict: bool) -> Any:
