@@ -66,13 +66,19 @@ class BrokenStore:
 
 @contextmanager
 def serve_app(
-    db: str, *, generator: Generator | None = None, wrap: Any = None, **overrides: Any
+    db: str,
+    *,
+    generator: Generator | None = None,
+    wrap: Any = None,
+    base_url: str = "http://testserver",
+    **overrides: Any,
 ) -> Iterator[TestClient]:
     settings = load_settings(db=db, mock=True, **overrides)
     store = open_store(settings)
     try:
         pipeline = build_pipeline(settings, store=wrap(store) if wrap else store, generator=generator)
-        with TestClient(create_app(settings, pipeline=pipeline), raise_server_exceptions=False) as client:
+        app = create_app(settings, pipeline=pipeline)
+        with TestClient(app, base_url=base_url, raise_server_exceptions=False) as client:
             yield client
     finally:
         store.close()
