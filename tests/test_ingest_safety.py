@@ -188,3 +188,43 @@ def test_ingest_paths_file_widening_its_folder_access_is_skipped_not_public(
     (tmp_path / "pay.md").write_text("---\naccess: []\n---\n# Pay\n\nOvertime is paid monthly.\n")
     report = ingest_paths(store, [tmp_path / "pay.md"], settings=settings, access=("finance",))
     assert report.added == () and "--access" in report.skipped[0].reason
+
+
+def test_ingest_paths_later_file_claiming_a_stored_id_is_refused_naming_both(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    (tmp_path / "hr").mkdir()
+    (tmp_path / "public").mkdir()
+    first = tmp_path / "hr" / "pay.md"
+    first.write_text("---\ndoc_id: pay\naccess: [hr]\n---\n# Pay\n\nBand four earns 92000.\n")
+    other = tmp_path / "public" / "salaries.md"
+    other.write_text("---\ndoc_id: pay\n---\n# Pay\n\nEveryone earns a lot.\n")
+    ingest_paths(store, [tmp_path / "hr"], settings=settings)
+    report = ingest_paths(store, [tmp_path / "public"], settings=settings)
+    assert report.updated == () and report.added == ()
+    reason = _reasons(report)["salaries.md"]
+    assert str(first) in reason and "--replace" in reason and report.skipped[0].path == str(other)
+    kept = store.get_document("pay")
+    assert kept.access == ("hr",) and "92000" in kept.text
+
+
+def test_ingest_paths_replace_gives_a_stored_id_to_another_file(
+    store: SqliteStore, tmp_path: Path, settings: Settings
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "x.md").write_text("---\ndoc_id: same\n---\nFirst.")
+    (tmp_path / "b" / "y.md").write_text("---\ndoc_id: same\n---\nSecond.")
+    ingest_paths(store, [tmp_path / "a"], settings=settings)
+    report = ingest_paths(store, [tmp_path / "b"], settings=settings, replace_ids=True)
+    assert report.updated == ("same",) and store.get_document("same").text.strip() == "Second."
+
+
+def test_ingest_paths_moved_file_keeps_its_id(store: SqliteStore, tmp_path: Path, settings: Settings) -> None:
+    old = tmp_path / "old.md"
+    old.write_text("---\ndoc_id: same\n---\nText.")
+    ingest_paths(store, [old], settings=settings)
+    new = tmp_path / "new.md"
+    old.rename(new)
+    report = ingest_paths(store, [new], settings=settings)
+    assert report.updated == ("same",) and report.skipped == ()

@@ -59,8 +59,15 @@ def main() -> None:
     is_flag=True,
     help="Read symlinks whose target lies outside the folder they are in (skipped by default).",
 )
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let a file take a document id stored from another file that still exists (refused by default).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str, follow_links: bool) -> None:
+def ingest(
+    paths: tuple[str, ...], prune: bool, as_json: bool, access: str, follow_links: bool, replace: bool
+) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
@@ -76,7 +83,15 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str, foll
         groups = tuple(sorted(group_names(access, where="--access")))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--access") from None
-    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups, follow_links=follow_links)
+    _ingest(
+        _settings(),
+        paths,
+        prune=prune,
+        as_json=as_json,
+        access=groups,
+        follow_links=follow_links,
+        replace=replace,
+    )
 
 
 def _ingest(
@@ -87,6 +102,7 @@ def _ingest(
     as_json: bool,
     access: tuple[str, ...] = (),
     follow_links: bool = False,
+    replace: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
     from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
@@ -104,6 +120,7 @@ def _ingest(
             progress=progress,
             access=access,
             follow_links=follow_links,
+            replace_ids=replace,
         )
     finally:
         progress.close()

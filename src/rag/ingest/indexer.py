@@ -104,6 +104,7 @@ class _Run:
     min_tokens: int
     max_tokens: int
     access: tuple[str, ...]
+    replace_ids: bool  # a file may take a stored id whose source file still exists
     stored: dict[str, tuple[str, str]]  # doc_id -> (content hash, source path) at the start
     by_path: dict[str, list[str]]  # source path -> the doc ids stored from it at the start
     seen: dict[str, str] = field(default_factory=dict)  # doc_id -> the file that has it in this run
@@ -115,7 +116,9 @@ class _Run:
     chunks_written: int = 0
 
     @classmethod
-    def start(cls, store: Store, settings: Settings, access: tuple[str, ...]) -> _Run:
+    def start(
+        cls, store: Store, settings: Settings, access: tuple[str, ...], *, replace_ids: bool = False
+    ) -> _Run:
         stored = store.document_hashes()
         by_path: dict[str, list[str]] = {}
         for doc_id, (_, source) in stored.items():
@@ -125,6 +128,7 @@ class _Run:
             min_tokens=settings.chunk_min_tokens,
             max_tokens=settings.chunk_max_tokens,
             access=access,
+            replace_ids=replace_ids,
             stored=stored,
             by_path=by_path,
         )
@@ -150,14 +154,30 @@ class _Run:
         return True
 
     def _claim_id(self, doc: Document, file: Path, root: Path, source: str) -> Document:
-        """`doc`, its id taken for this file; raises IngestError when another file of this run has it."""
+        """`doc`, its id taken for this file; raises IngestError when another file of this run has it,
+        or (without `replace_ids`) a stored document whose source file still exists elsewhere."""
         if self._taken(doc.doc_id, source) and doc.doc_id == derive_doc_id(file, root):
             # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
             doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
         if doc.doc_id in self.seen:
             raise IngestError(str(file), f"doc_id {doc.doc_id!r} is already used by {self.seen[doc.doc_id]}")
+        owner = self._owner(doc.doc_id, source)
+        if owner and not self.replace_ids:
+            raise IngestError(
+                str(file),
+                f"doc_id {doc.doc_id!r} belongs to {owner}, stored earlier; rename one,"
+                " or ingest with --replace to give the id to this file",
+            )
         self.seen[doc.doc_id] = str(file)
         return doc
+
+    def _owner(self, doc_id: str, source: str) -> str:
+        """The other source file a stored `doc_id` came from, while it exists and this run has not
+        removed it ("" when the id is free or `source`'s own: a moved file keeps its id)."""
+        owner = self.stored.get(doc_id, ("", ""))[1]
+        if not owner or owner == source or doc_id in self.removed or not Path(owner).exists():
+            return ""
+        return owner
 
     def _taken(self, doc_id: str, source: str) -> bool:
         """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
@@ -212,6 +232,7 @@ def ingest_paths(
     progress: Progress | None = None,
     access: tuple[str, ...] = (),
     follow_links: bool = False,
+    replace_ids: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
@@ -223,10 +244,12 @@ def ingest_paths(
     base URL that answers 404 raises UpstreamRejected after the documents are stored.
     `access` is the audience of files whose front matter names none (() = everyone). A symlink
     leaving the folder it was found in, and anything but a regular file, is skipped and listed
-    (`rag.ingest.walk`); `follow_links` reads such links.
+    (`rag.ingest.walk`); `follow_links` reads such links. A document id belongs to the file it was
+    stored from while that file exists: another file claiming it is skipped, naming both, unless
+    `replace_ids`.
     """
     started = time.perf_counter()
-    run = _Run.start(store, settings, access)
+    run = _Run.start(store, settings, access, replace_ids=replace_ids)
     found = discover(paths, follow_links=follow_links)
     run.skipped.extend(found.skipped)
     files = found.files
