@@ -39,6 +39,7 @@ from rag.ingest.parsed import Layout, Parsed
 from rag.ingest.pdf import parse_pdf
 from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
+from rag.store.base import unstorable
 from rag.types import Document
 
 # Bump when chunking or a parser changes so the next ingest re-reads unchanged files.
@@ -178,7 +179,7 @@ def _document(
     """The Document of a parsed file: front matter first, then what the file says, then its path."""
     where = str(path)
     title = str(meta.get("title") or "").strip() or parsed.title
-    return Document(
+    document = Document(
         doc_id=str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root),
         title=title or _first_heading(parsed.text) or _file_title(path),
         text=parsed.text,
@@ -188,6 +189,11 @@ def _document(
         content_hash=content_hash,
         access=_parse_access(meta, access, where),
     )
+    # a NUL (front matter "\0", PDF or DOCX metadata) would abort the write on PostgreSQL alone
+    for name in ("doc_id", "title", "url", "text"):
+        if why := unstorable(getattr(document, name)):
+            raise IngestError(where, f"{'front matter ' if name in meta else ''}{name} {why}")
+    return document
 
 
 # Citations link to a document's url, so only web links and site-relative paths are kept
