@@ -228,3 +228,13 @@ def test_ingest_paths_moved_file_keeps_its_id(store: SqliteStore, tmp_path: Path
     old.rename(new)
     report = ingest_paths(store, [new], settings=settings)
     assert report.updated == ("same",) and report.skipped == ()
+
+
+@pytest.mark.parametrize(("db", "said"), [("/dev/null", "character device"), ("DIR", "directory")])
+def test_cli_database_path_that_is_no_file_says_so(docs: Path, tmp_path: Path, db: str, said: str) -> None:
+    db = str(tmp_path) if db == "DIR" else db
+    for args in (["ingest", str(docs)], ["ask", "How is the guide?"], ["chunk", "guide#c00"]):
+        result = CliRunner().invoke(main, args, env={"RAG_DB": db})
+        assert result.exit_code == 1, (args, result.output)
+        assert said in result.output and "rollback" not in result.output, (args, result.output)
+        assert "Traceback" not in result.output

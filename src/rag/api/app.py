@@ -64,7 +64,7 @@ from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.language.tools import Tools, installed
 from rag.serialize import answer_json, chunk_json, document_json
 from rag.store import StoreReader
-from rag.types import Answer, Chunk, Document
+from rag.types import Answer, Chunk, Document, StoreStats
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
@@ -303,9 +303,11 @@ def create_app(
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
-    def start_stream(request: Request, question: str, top_k: int | None) -> Response:
-        # Validation happens here, before the first byte, so a bad question is a 422 JSON response.
+    async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
+        # Validation and the log's database happen here, before the first byte, so a bad question is
+        # a 422 JSON response and a log that cannot be written a 503, as on `POST /ask`.
         question = validate_question(question, settings.max_question_chars)
+        await run_in_threadpool(qa.store.check_log)
         note = _note(request)
         note.streamed = True
         events = qa.answer_stream(
@@ -318,7 +320,7 @@ def create_app(
             "description": "Server-sent events: meta, sentence | dropped, refusal, error, done.",
             "content": {"text/event-stream": {"schema": {"type": "string"}, "example": SSE_EXAMPLE}},
         },
-        **_errors(401, 413, 422),
+        **_errors(401, 413, 422, 503),
     }
 
     @app.post(
@@ -327,20 +329,21 @@ def create_app(
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        answer = await run_in_threadpool(
-            qa.answer,
-            question,
-            top_k=body.top_k,
-            trace_id=_trace_id(request),
-            principal=principal_of(request),
-        )
+
+        def answer_logged() -> Answer:
+            qa.store.check_log()  # before the work, as the stream does: both fail alike without the log
+            return qa.answer(
+                question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
+            )
+
+        answer = await run_in_threadpool(answer_logged)
         _note(request).record(answer)
         return json_response(answer_json(answer))
 
     @app.post("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream(body: AskRequest, request: Request) -> Response:
         """Stream the answer as server-sent events; each sentence arrives whole and verified."""
-        return start_stream(request, body.question, body.top_k)
+        return await start_stream(request, body.question, body.top_k)
 
     @app.get("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream_get(
@@ -352,7 +355,7 @@ def create_app(
         ] = None,
     ) -> Response:
         """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`."""
-        return start_stream(request, q, top_k)
+        return await start_stream(request, q, top_k)
 
     @app.get(
         "/chunks/{chunk_id:path}",
@@ -395,10 +398,17 @@ def create_app(
         and the generator and reranker in use, with the state of each provider's circuit breaker
         (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
         pass); 503 `store_unavailable` when the database is missing, replaced by a broken file,
-        unreadable, corrupt or unreachable."""
+        unreadable, corrupt or unreachable, and when the database the ask log is written to cannot
+        be opened."""
         groups = principal_of(request).reads
+
+        def check() -> StoreStats:
+            stats = qa.store.stats(groups=groups)
+            qa.store.check_log()  # every ask writes the log: ready only when its database opens
+            return stats
+
         try:
-            stats = await run_in_threadpool(lambda: qa.store.stats(groups=groups))
+            stats = await run_in_threadpool(check)
         except StoreUnavailable as exc:
             return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:

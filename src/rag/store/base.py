@@ -687,6 +687,9 @@ class SqlStore(Generic[C]):
         """The store whose `ask_log` and `gaps` tables hold the log (this one unless a backend moves it)."""
         return self
 
+    def check_log(self) -> None:
+        self._log_target()
+
     def _log_writer(self) -> LogWriter:
         writer = self._asklog
         if writer is not None:

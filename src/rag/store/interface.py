@@ -37,6 +37,11 @@ class StoreReader(Protocol):
         StoreUnavailable when it cannot answer."""
         ...
 
+    def check_log(self) -> None:
+        """Open the database the ask log and gap queue are written to, when not open yet; raises
+        StoreUnavailable when it cannot be opened (every ask writes there)."""
+        ...
+
 
 class Store(StoreReader, Protocol):
     """The whole store: every backend implements it, and the suite in tests/test_store_backends.py
