@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Protocol
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -26,6 +27,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingRes
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 
 from rag import __version__
 from rag.access import Principal
@@ -166,6 +168,30 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(dict.fromkeys(parts)) or "invalid request"
 
 
+def _allowed_methods(request: Request) -> str:
+    """The `Allow` header of a path: the methods of every route it matches, HEAD wherever GET is."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
+def _query_not_utf8(request: Request) -> Response | None:
+    """The 422 for a query string whose percent-decoded bytes are not UTF-8 (Starlette would put
+    U+FFFD in their place and answer another question), else None."""
+    raw: bytes = request.scope.get("query_string", b"")
+    try:
+        unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error_response(
+            422, "invalid_request", f"query string is not valid UTF-8 (bad byte at offset {exc.start})"
+        )
+    return None
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     async def rag_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RagError)
@@ -182,8 +208,18 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 400:
-            # FastAPI's only 400: a body it could not decode (not UTF-8); the documented status is 422.
+            # FastAPI's only 400: a body it could not decode; the documented status is 422.
+            if isinstance(exc.__cause__, RecursionError):
+                return error_response(
+                    422, "invalid_request", "request body is JSON nested too deeply to read"
+                )
             return error_response(422, "invalid_request", "request body is not valid UTF-8 JSON")
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route matching the path; every route of it counts
+            headers = {**(exc.headers or {}), "Allow": _allowed_methods(request)}
+            return error_response(
+                405, "method_not_allowed", f"{exc.detail}: {request.method} {request.url.path}", headers
+            )
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         message = str(exc.detail)
         if exc.status_code in (404, 405) and request.scope.get("route") is None:
@@ -354,7 +390,9 @@ def create_app(
             str | None, Query(description="API key, for EventSource clients that cannot send headers.")
         ] = None,
     ) -> Response:
-        """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`."""
+        """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`; `q` in UTF-8."""
+        if (refused := _query_not_utf8(request)) is not None:
+            return refused
         return await start_stream(request, q, top_k)
 
     @app.get(
