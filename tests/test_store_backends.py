@@ -936,3 +936,50 @@ def test_ingest_front_matter_with_nul_is_skipped_and_the_run_goes_on(store: Stor
     assert report.added == ("good",)
     reasons = {Path(s.path).name: s.reason for s in report.skipped}
     assert set(reasons) == {"bad.md", "url.md"} and "NUL" in reasons["bad.md"]
+
+
+def test_store_document_chunks_reads_a_page_from_a_position(store: Store) -> None:
+    doc, chunks = doc_and_chunks("long", [f"Part {i} says something." for i in range(7)])
+    store.upsert_document(doc, chunks)
+    assert store.document_chunks("long", start=2, limit=3) == chunks[2:5]
+    assert store.document_chunks("long", start=5) == chunks[5:]
+    assert store.document_chunks("long", start=9, limit=3) == []  # past the end: found, no chunks
+    with pytest.raises(NotFound):
+        store.document_chunks("nope", start=0, limit=3)
+
+
+def test_api_documents_pages_its_chunks_with_a_cursor(store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+
+    doc, chunks = doc_and_chunks("long", [f"Part {i} says something." for i in range(7)])
+    store.upsert_document(doc, chunks)
+    settings = load_settings(mock=True)
+    with TestClient(create_app(settings, pipeline=build_pipeline(settings, store=store))) as client:
+        seen, cursor, pages = [], "0", 0
+        while cursor is not None:
+            body = client.get("/documents/long", params={"limit": 3, "cursor": cursor}).json()
+            seen += [c["chunk_id"] for c in body["chunks"]]
+            cursor, pages = body["next_cursor"], pages + 1
+        assert seen == [c.chunk_id for c in chunks] and pages == 3
+        whole = client.get("/documents/long").json()
+        assert len(whole["chunks"]) == 7 and whole["next_cursor"] is None
+        for bad in ({"limit": 0}, {"limit": 10_000}, {"cursor": "-1"}, {"cursor": "x"}):
+            assert client.get("/documents/long", params=bad).status_code == 422, bad
+
+
+def test_api_documents_page_stays_under_its_size_budget(store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+    from rag.api.app import DOCUMENT_PAGE_CHARS
+
+    third = "word " * (DOCUMENT_PAGE_CHARS // 15 + 2)  # a little over a third of the budget
+    doc, chunks = doc_and_chunks("big", [f"{i} {third}" for i in range(4)])
+    store.upsert_document(doc, chunks)
+    settings = load_settings(mock=True)
+    with TestClient(create_app(settings, pipeline=build_pipeline(settings, store=store))) as client:
+        first = client.get("/documents/big").json()
+        assert len(first["chunks"]) == 2 and first["next_cursor"] == "2"
+        assert len(client.get("/documents/big", params={"cursor": "2"}).json()["chunks"]) == 2

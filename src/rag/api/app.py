@@ -69,6 +69,10 @@ from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document, StoreStats
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+# `GET /documents/{doc_id}` pages its chunks: at most this many per page, and no more chunk text
+# than this (a 2,000-page PDF was one 90 MB response)
+MAX_DOCUMENT_PAGE = 500
+DOCUMENT_PAGE_CHARS = 1_000_000
 PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
 STATUS_TYPES = {
     400: "bad_request",
@@ -166,6 +170,16 @@ def _validation_message(exc: RequestValidationError) -> str:
         where = ".".join(loc) or "body"
         parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return "; ".join(dict.fromkeys(parts)) or "invalid request"
+
+
+def _document_page(chunks: list[Chunk]) -> list[Chunk]:
+    """The first of `chunks` whose text fits `DOCUMENT_PAGE_CHARS` together (always at least one)."""
+    total = 0
+    for n, chunk in enumerate(chunks):
+        total += len(chunk.text)
+        if total > DOCUMENT_PAGE_CHARS and n:
+            return chunks[:n]
+    return chunks
 
 
 def _allowed_methods(request: Request) -> str:
@@ -413,17 +427,33 @@ def create_app(
         response_model=None,
         responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
-    async def get_document(doc_id: str, request: Request) -> Response:
-        """A document's metadata and its chunks in order; 404 for one the caller may not read."""
+    async def get_document(
+        doc_id: str,
+        request: Request,
+        limit: Annotated[
+            int, Query(ge=1, le=MAX_DOCUMENT_PAGE, description="Chunks in this page (1..500).")
+        ] = MAX_DOCUMENT_PAGE,
+        cursor: Annotated[
+            str, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before; 0 first.")
+        ] = "0",
+    ) -> Response:
+        """A document's metadata and a page of its chunks in order (at most `limit`, and at most
+        about 1 MB of chunk text); `next_cursor` reads the next page, null after the last. 404 for
+        a document the caller may not read."""
         groups = principal_of(request).reads
+        start = int(cursor)
 
         def load() -> tuple[Document, list[Chunk]]:
             return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
-                doc_id, groups=groups
+                doc_id, groups=groups, start=start, limit=limit + 1
             )
 
         doc, chunks = await run_in_threadpool(load)
-        return json_response(document_json(doc, chunks))
+        page = _document_page(chunks[:limit])
+        more = len(page) < len(chunks)
+        return json_response(
+            {**document_json(doc, page), "next_cursor": str(start + len(page)) if more else None}
+        )
 
     @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}})
     async def healthz() -> Response:

@@ -274,6 +274,7 @@ class DocumentOut(_Out):
             "content_hash": "3b5d0c...",
             "access": ["hr"],
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
+            "next_cursor": None,
         }
     )
 
@@ -283,7 +284,8 @@ class DocumentOut(_Out):
     updated_at: str | None
     content_hash: str
     access: list[str] = Field(description="groups that may read it; empty means everyone")
-    chunks: list[ChunkOut]
+    chunks: list[ChunkOut] = Field(description="One page of the chunks, in order.")
+    next_cursor: str | None = Field(description="`cursor` of the next page; null after the last page.")
 
 
 class HealthOut(_Out):

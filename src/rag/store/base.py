@@ -491,15 +491,22 @@ class SqlStore(Generic[C]):
             raise NotFound(f"unknown document {doc_id!r}")
         return document_from_row(rows[0])
 
-    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
+    def document_chunks(
+        self, doc_id: str, *, groups: Groups = None, start: int = 0, limit: int | None = None
+    ) -> list[Chunk]:
         if unstorable(doc_id):
             raise NotFound(f"unknown document {doc_id!r}")
-        # One statement, so the document and its chunks come from one snapshot.
+        if limit is not None and limit <= 0:
+            self.get_document(doc_id, groups=groups)
+            return []
+        # One statement, so the document and its chunks come from one snapshot; the position is a
+        # join condition, so a document read past its last chunk is still found.
         visible, params = visible_sql(groups, "d.access")
+        page = (" LIMIT ?", (limit,)) if limit is not None else ("", ())
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM documents AS d LEFT JOIN chunks AS c ON c.doc_id = d.doc_id"
-            f" WHERE d.doc_id = ? AND {visible} ORDER BY c.ord",
-            (doc_id, *params),
+            f" AND c.ord >= ? WHERE d.doc_id = ? AND {visible} ORDER BY c.ord{page[0]}",
+            (max(0, start), doc_id, *params, *page[1]),
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
