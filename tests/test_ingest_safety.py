@@ -238,3 +238,38 @@ def test_cli_database_path_that_is_no_file_says_so(docs: Path, tmp_path: Path, d
         assert result.exit_code == 1, (args, result.output)
         assert said in result.output and "rollback" not in result.output, (args, result.output)
         assert "Traceback" not in result.output
+
+
+def _docx_bomb(path: Path, expanded: int) -> None:
+    """A DOCX-shaped zip whose document part expands to `expanded` bytes of zeros-like XML."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        with archive.open("word/document.xml", "w", force_zip64=True) as part:
+            block = b"<w:t>a</w:t>" * 100_000
+            for _ in range(expanded // len(block)):
+                part.write(block)
+
+
+def test_ingest_paths_archive_expanding_past_its_budget_is_skipped_before_parsing(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    from rag.ingest.formats import MAX_UNCOMPRESSED_BYTES
+
+    _docx_bomb(docs / "bomb.docx", MAX_UNCOMPRESSED_BYTES + 2_000_000)
+    assert (docs / "bomb.docx").stat().st_size < MAX_UNCOMPRESSED_BYTES // 50
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",)
+    assert "uncompressed" in _reasons(report)["bomb.docx"]
+
+
+def test_ingest_paths_document_over_the_chunk_budget_is_skipped(
+    store: SqliteStore, docs: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rag.ingest import indexer
+
+    monkeypatch.setattr(indexer, "MAX_CHUNKS_PER_DOCUMENT", 5)
+    (docs / "long.md").write_text("\n\n".join(f"# Part {i}\n\nPart {i} has its own text." for i in range(40)))
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",) and "chunks" in _reasons(report)["long.md"]

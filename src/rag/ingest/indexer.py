@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 # `rag ingest` exit status when documents were stored but some chunks lack vectors.
 EXIT_EMBEDDINGS_INCOMPLETE = 3
+# A document cut into more chunks than this is skipped, not stored (a 2,000-page PDF makes about
+# 6,000; one expanded DOCX made 140,667).
+MAX_CHUNKS_PER_DOCUMENT = 20_000
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
@@ -190,6 +193,11 @@ class _Run:
     def _store(self, doc: Document, layout: Layout, source: str) -> None:
         """Write the document and its chunks; delete what `source` held under other ids."""
         chunks = chunk_document(doc, min_tokens=self.min_tokens, max_tokens=self.max_tokens, layout=layout)
+        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
+            raise IngestError(  # the id goes back: this file did not take it
+                self.seen.pop(doc.doc_id),
+                f"{len(chunks):,} chunks, over the limit of {MAX_CHUNKS_PER_DOCUMENT:,} per document",
+            )
         self.store.upsert_document(doc, chunks)
         self.chunks_written += len(chunks)
         (self.updated if doc.doc_id in self.stored else self.added).append(doc.doc_id)
