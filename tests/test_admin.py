@@ -208,3 +208,12 @@ def test_admin_data_without_keys_is_closed_off_loopback(corpus_db: str, base_url
 def test_admin_data_without_keys_is_open_on_loopback(corpus_db: str, base_url: str) -> None:
     with serve_app(corpus_db, base_url=base_url) as c:
         assert c.get("/admin/api/summary").status_code == 200
+
+
+def test_admin_routes_document_their_errors_and_the_csv_export(corpus_db: str) -> None:
+    with serve_app(corpus_db, api_keys=KEY, admin_keys=ADMIN) as c:
+        paths = c.get("/openapi.json", headers={"Authorization": f"Bearer {KEY}"}).json()["paths"]
+    assert {"401", "403", "404"} <= set(paths["/admin/api/traces/{trace_id}"]["get"]["responses"])
+    assert {"401", "403"} <= set(paths["/admin/api/summary"]["get"]["responses"])
+    export = paths["/admin/api/export"]["get"]["responses"]
+    assert {"text/csv", "application/json"} <= set(export["200"]["content"]) and "403" in export

@@ -38,6 +38,7 @@ from starlette.concurrency import run_in_threadpool
 from rag.access import ADMIN_GROUP, Principal
 from rag.api.middleware import matching_key
 from rag.api.responses import error_response, json_response
+from rag.api.schemas import ErrorOut
 from rag.config import Settings
 from rag.errors import NotFound
 from rag.review import ask_row_flat, group_refusals, refusal_row, to_csv, wrong_answers
@@ -304,6 +305,31 @@ def export_rows(store: ReviewStore, what: str, groups: frozenset[str] | None = N
     return [ask_row_flat(row) for row in visible_asks(store, store.recent_asks(ASKS_READ), groups).rows]
 
 
+_ADMIN_ERRORS = {
+    401: "admin keys are configured and the request sends none",
+    403: "the key is not an admin's, or the admin pages are closed (no admin configured; without keys,"
+    " a server not bound to loopback)",
+    404: "unknown trace id",
+    422: "an unknown `what` or `format`",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": ErrorOut, "description": _ADMIN_ERRORS[s]} for s in statuses}
+
+
+_EXPORT_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A download: CSV (one row per item, a header row first) or a JSON array.",
+        "content": {
+            "text/csv": {"schema": {"type": "string"}},
+            "application/json": {"schema": {"type": "array", "items": {"type": "object"}}},
+        },
+    },
+    **_errors(401, 403, 422),
+}
+
+
 def add_admin_routes(app: FastAPI, store: ReviewStore, settings: Settings, static_dir: Path) -> None:
     """Register the `/admin` page and its data routes."""
 
@@ -314,7 +340,7 @@ def add_admin_routes(app: FastAPI, store: ReviewStore, settings: Settings, stati
             return FileResponse(page, media_type="text/html")
         return error_response(404, "not_found", "the admin page is not installed")
 
-    @app.get("/admin/api/summary", response_model=None)
+    @app.get("/admin/api/summary", response_model=None, responses=_errors(401, 403))
     async def admin_summary(request: Request) -> Response:
         """Refusals by line and grouped by similar questions, the latest refusals, answers marked wrong."""
         admin = admin_principal(request, settings)
@@ -322,7 +348,7 @@ def add_admin_routes(app: FastAPI, store: ReviewStore, settings: Settings, stati
             return admin
         return json_response(await run_in_threadpool(summary, store, admin.reads))
 
-    @app.get("/admin/api/traces/{trace_id}", response_model=None)
+    @app.get("/admin/api/traces/{trace_id}", response_model=None, responses=_errors(401, 403, 404))
     async def admin_trace(request: Request, trace_id: str) -> Response:
         """One ask as logged: retrieval with scores and threshold, blocks sent, verdicts, timings, usage."""
         admin = admin_principal(request, settings)
@@ -330,7 +356,7 @@ def add_admin_routes(app: FastAPI, store: ReviewStore, settings: Settings, stati
             return admin
         return json_response(await run_in_threadpool(trace_view, store, trace_id, admin.reads))
 
-    @app.get("/admin/api/export", response_model=None)
+    @app.get("/admin/api/export", response_model=None, responses=_EXPORT_RESPONSES)
     async def admin_export(
         request: Request,
         what: Annotated[Literal["refusals", "wrong", "asks"], Query()] = "refusals",
