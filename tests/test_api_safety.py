@@ -272,3 +272,11 @@ def test_options_and_other_methods_on_the_stream_list_get_and_post(client: TestC
         got = client.request(method, "/ask/stream")
         assert got.status_code == 405
         assert set(got.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST", "HEAD"}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "latin-1"])
+def test_ask_json_body_in_another_encoding_is_422(client: TestClient, encoding: str) -> None:
+    body = json.dumps({"question": ANSWERABLE + " é"}, ensure_ascii=False).encode(encoding)
+    got = client.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 422 and got.json()["error"]["type"] == "invalid_request"
+    assert "UTF-8" in got.json()["error"]["message"]

@@ -81,6 +81,7 @@ STATUS_TYPES = {
     405: "method_not_allowed",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    422: "invalid_request",
 }
 PLACEHOLDER_PAGE = (
     "<!doctype html><meta charset=utf-8><title>rag</title>"
