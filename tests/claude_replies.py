@@ -14,10 +14,12 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
+import yaml
 from fake_anthropic import Cite, FakeAnthropic, Part, Reply
 
 from rag.answer.claude import ClaudeGenerator
@@ -86,13 +88,31 @@ def script_for(case: dict[str, Any], outcome: Outcome) -> Any:
     return respond
 
 
+CORPUS = REPLIES.parent.parent / "corpus"
+
+
+@cache
+def corpus_title(doc_id: str) -> str:
+    """The title a bundled corpus document gives itself in its front matter ("" when none)."""
+    for path in CORPUS.glob(f"{doc_id}.*"):
+        text = path.read_text(encoding="utf-8")
+        if text.startswith("---"):
+            front = yaml.safe_load(text.split("---", 2)[1]) or {}
+            return str(front.get("title") or "")
+    return ""
+
+
 def _document_index(docs: Sequence[dict[str, Any]], doc_id: str, cited: str) -> int | None:
+    """The index of the issued document of `doc_id` that holds `cited` (by the title the request gives
+    it, "[n] Title > Section (updated ...)"), else of the first that holds it, else None."""
+    title = corpus_title(doc_id)
     fallback = None
     for i, doc in enumerate(docs):
         data = (doc.get("source") or {}).get("data", "")
         if cited not in data:
             continue
-        if json.loads(doc.get("context") or "{}").get("doc_id") == doc_id:
+        named = str(doc.get("title") or "").split("] ", 1)[-1]
+        if title and (named == title or named.startswith(f"{title} > ") or named.startswith(f"{title} (")):
             return i
         fallback = i if fallback is None else fallback
     return fallback

@@ -4,8 +4,8 @@ It speaks the wire format of `shared/anthropic-wire.md`: JSON messages and SSE s
 (`message_start`, `content_block_start`, `citations_delta`, `text_delta`, `content_block_stop`,
 `ping`, `message_delta`, `message_stop`, `error`), error statuses with `retry-after-ms`, and
 `count_tokens`. Each test scripts its replies with `enqueue(...)`; every request is recorded and
-checked against the product's contract (documents with citations on all, `cache_control` on the
-last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
+checked against the product's contract (documents with citations on all, `cache_control` (when present) on
+the last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
 when a check failed or a scripted reply was never used.
 """
 
@@ -59,9 +59,17 @@ class Reply:
     """One scripted response. `status != 200` sends an error body; the stream options apply to SSE only.
 
     `cut_after`: abort the connection after that many text blocks (no `message_stop`, broken body).
-    `error_after`: send an SSE `error` event after that many text blocks.
+    `error_after`: send an SSE `error` event (`error_event_type`, wire §3.3) after that many text blocks.
+    `eof_after`: end the body cleanly after that many text blocks, with no `message_delta` and no
+    `message_stop` (a stream that stops short without breaking the connection).
     `latency`: seconds to wait before answering (JSON or SSE).
+    `think_latency`: SSE only: seconds between `message_start` (sent at once) and the first content,
+    with a `ping` every second, as when the model thinks before it writes.
     `citations_last`: send a block's `citations_delta`s after its text (the docs' illustrative order).
+    `sticky`: the reply stays at the head of the queue and answers every later request (a provider
+    that stays down); it is never counted as unused.
+    `stream_only`: the shape exists only on a stream (an SSE error, an early end): a non-streaming
+    request for it is a violation.
     """
 
     parts: tuple[Part, ...] = ()
@@ -76,6 +84,11 @@ class Reply:
     token_delay: float | None = None
     citations_last: bool = False
     latency: float = 0.0
+    think_latency: float = 0.0
+    error_event_type: str = "overloaded_error"
+    eof_after: int | None = None
+    sticky: bool = False
+    stream_only: bool = False
 
 
 Script = Reply | Callable[[dict[str, Any]], Reply]
@@ -106,8 +119,11 @@ def reply(*parts: Part, **options: Any) -> Reply:
     return Reply(parts=tuple(parts), **options)
 
 
-def failure(status: int = 529, *, retry_after_ms: int | None = 5, retry_after: str | None = None) -> Reply:
-    """An error response; `retry-after-ms` is small by default so the SDK's retries are fast."""
+def failure(
+    status: int = 529, *, retry_after_ms: int | None = 5, retry_after: str | None = None, sticky: bool = False
+) -> Reply:
+    """An error response; `retry-after-ms` is small by default so the SDK's retries are fast. `sticky`:
+    it answers every later request too (a provider that stays down)."""
     error_type = {
         400: "invalid_request_error",
         401: "authentication_error",
@@ -120,7 +136,7 @@ def failure(status: int = 529, *, retry_after_ms: int | None = 5, retry_after: s
         headers.append(("retry-after-ms", str(retry_after_ms)))
     if retry_after is not None:
         headers.append(("retry-after", retry_after))
-    return Reply(status=status, error_type=error_type, headers=tuple(headers))
+    return Reply(status=status, error_type=error_type, headers=tuple(headers), sticky=sticky)
 
 
 @dataclass
@@ -183,18 +199,12 @@ def check_request(body: dict[str, Any]) -> list[str]:
                 problems.append(f"document {i} does not enable citations")
             if not doc.get("title"):
                 problems.append(f"document {i} has no title")
-            if not isinstance(doc.get("context"), str):
-                problems.append(f"document {i} has no context metadata")
-            else:
-                try:
-                    json.loads(doc["context"])
-                except ValueError:
-                    problems.append(f"document {i} context is not JSON")
-            wants_cache = i == len(docs) - 1
-            has_cache = (doc.get("cache_control") or {}).get("type") == "ephemeral"
-            if wants_cache and not has_cache:
-                problems.append("the last document has no cache_control")
-            if has_cache and not wants_cache:
+            if "context" in doc and not isinstance(doc["context"], str):
+                problems.append(f"document {i} context is not a string")
+            has_cache = "cache_control" in doc
+            if has_cache and (doc.get("cache_control") or {}).get("type") != "ephemeral":
+                problems.append(f"document {i} has a cache_control that is not ephemeral")
+            if has_cache and i != len(docs) - 1:
                 problems.append(f"document {i} has cache_control but is not the last")
         content = messages[0].get("content") if isinstance(messages, list) and messages else None
         if not isinstance(content, list) or not any(
@@ -241,7 +251,8 @@ class FakeAnthropic:
 
     @property
     def pending(self) -> int:
-        return len(self._queue)
+        """Scripted replies not used yet (a sticky one at the head is never "unused")."""
+        return sum(1 for script in self._queue if not (isinstance(script, Reply) and script.sticky))
 
     def message_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path == "/v1/messages"]
@@ -279,7 +290,9 @@ class FakeAnthropic:
 
     def _next(self, body: dict[str, Any]) -> Reply:
         with self._lock:
-            script = self._queue.popleft() if self._queue else None
+            script = self._queue[0] if self._queue else None
+            if not (isinstance(script, Reply) and script.sticky) and self._queue:
+                self._queue.popleft()
         if script is None:
             if self.responder is None:
                 self.violations.append("unexpected request: no scripted reply left")
@@ -444,8 +457,11 @@ class _Handler(BaseHTTPRequestHandler):
         usage = reply_.usage or fake._usage(body, _output_tokens(reply_))
         if body.get("stream"):
             self._stream(reply_, body, usage)
-        else:
-            self._json(200, _message_json(reply_, body, usage, fake.violations), reply_.headers)
+            return
+        if reply_.stream_only:
+            with fake._lock:
+                fake.violations.append("a reply that exists only on a stream met a non-streaming request")
+        self._json(200, _message_json(reply_, body, usage, fake.violations), reply_.headers)
 
     def _json(self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()) -> None:
         data = json.dumps(payload).encode()
@@ -485,6 +501,7 @@ class _Handler(BaseHTTPRequestHandler):
                     "message": {**message, "content": [], "stop_reason": None, "usage": start_usage},
                 },
             )
+            self._think(reply_.think_latency)
             index = 0
             if reply_.thinking:
                 self._chunk(
@@ -508,7 +525,10 @@ class _Handler(BaseHTTPRequestHandler):
             blocks = [b for b in message["content"] if b["type"] == "text"]
             for done, block in enumerate(blocks):
                 if reply_.error_after is not None and done == reply_.error_after:
-                    self._chunk("error", _error_body("overloaded_error", "Overloaded"))
+                    self._chunk("error", _error_body(reply_.error_event_type, "scripted mid-stream error"))
+                    self._end()
+                    return
+                if reply_.eof_after is not None and done == reply_.eof_after:
                     self._end()
                     return
                 if reply_.cut_after is not None and done == reply_.cut_after:
@@ -542,7 +562,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._chunk("content_block_stop", {"type": "content_block_stop", "index": index})
                 index += 1
             if reply_.error_after is not None and reply_.error_after >= len(blocks):
-                self._chunk("error", _error_body("overloaded_error", "Overloaded"))
+                self._chunk("error", _error_body(reply_.error_event_type, "scripted mid-stream error"))
+                self._end()
+                return
+            if reply_.eof_after is not None and reply_.eof_after >= len(blocks):
                 self._end()
                 return
             if reply_.cut_after is not None and reply_.cut_after >= len(blocks):
@@ -567,6 +590,13 @@ class _Handler(BaseHTTPRequestHandler):
             with fake._lock:
                 fake.disconnects += 1
             self.close_connection = True
+
+    def _think(self, seconds: float) -> None:
+        """Wait `seconds` after `message_start`, sending a `ping` every second (the SDK skips them)."""
+        deadline = time.monotonic() + seconds
+        while (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(1.0, left))
+            self._chunk("ping", {"type": "ping"})
 
     def _citations(self, block: dict[str, Any], index: int) -> None:
         for citation in block.get("citations", []):

@@ -509,3 +509,36 @@ def test_page_keeps_paragraphs_and_list_items_of_the_answer(page: Any) -> None:
     assert answer.locator("li.answer-item").count() == 2
     assert answer.locator("p.answer-para").count() == 2
     assert answer.locator("li.answer-item").first.inner_text().startswith("Team: 50 members.")
+
+
+def test_page_keeps_numbered_items_and_table_rows_of_the_answer(page: Any) -> None:
+    body = (
+        sse("meta", {"blocks": [], "context_tokens": 10, "trace_id": "t"})
+        + sse(
+            "sentence", {"text": "Open Settings.", "starts": "numbered", "number": 1, "citations": [CITATION]}
+        )
+        + sse(
+            "sentence",
+            {"text": "Choose Members.", "starts": "numbered", "number": 2, "citations": [CITATION]},
+        )
+        + sse(
+            "sentence",
+            {"text": "| Plan | Seats |", "starts": "header", "cells": ["Plan", "Seats"], "citations": []},
+        )
+        + sse(
+            "sentence",
+            {"text": "| Team | 50 |", "starts": "row", "cells": ["Team", "50"], "citations": [CITATION]},
+        )
+        + sse("done", {"status": "answered", "emitted": 4, "dropped": 0})
+    )
+    page.route(
+        "**/ask/stream",
+        lambda route: route.fulfill(status=200, content_type="text/event-stream", body=body),
+    )
+    ask(page, ANSWERABLE)
+    answer = page.locator("[data-testid=answer]")
+    assert answer.locator("ol > li.answer-item").count() == 2
+    assert answer.locator("ol > li.answer-item").nth(1).get_attribute("value") == "2"
+    assert answer.locator("[data-testid=answer-table-header] th").all_inner_texts() == ["Plan", "Seats"]
+    cells = answer.locator("[data-testid=answer-table-row] td").all_inner_texts()
+    assert cells[0] == "Team" and cells[1].startswith("50")

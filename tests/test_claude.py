@@ -142,14 +142,16 @@ def test_fake_anthropic_flags_request_breaking_the_contract(fake_anthropic: Fake
 
 def test_generate_sends_documents_system_prompt_and_settings_model(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.enqueue(CITED_ANSWER)
-    _generator(fake_anthropic, generation_model="claude-opus-5-5", max_tokens=300).generate("Q?", BLOCKS)
+    _generator(
+        fake_anthropic, generation_model="claude-opus-5-5", max_tokens=300, thinking_tokens=1000
+    ).generate("Q?", BLOCKS)
     (request,) = fake_anthropic.message_requests()
     assert request.body["model"] == "claude-opus-5-5"
-    assert request.body["max_tokens"] == 300
+    assert request.body["max_tokens"] == 1300  # the answer's 300 and the thinking reserve
     assert request.body["system"] == SYSTEM_PROMPT
     assert [d["source"]["data"] for d in request.documents()] == [b.sent_text for b in BLOCKS]
     assert request.headers["authorization"] == "Bearer test"
-    assert not request.stream
+    assert request.stream  # read whole from a stream: the read timeout bounds silence, not length
 
 
 def test_generate_cited_answer_over_several_text_blocks_gives_sentences_with_claims(
@@ -261,18 +263,22 @@ def test_generate_retry_after_seconds_passed_to_upstream_error(fake_anthropic: F
     assert info.value.retry_after == 7.0
 
 
-def test_generate_long_retry_after_is_capped_for_the_wait_but_reported(fake_anthropic: FakeAnthropic) -> None:
-    from rag.answer import claude
-
-    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"), CITED_ANSWER)
-    original = claude.MAX_RETRY_WAIT
-    claude.MAX_RETRY_WAIT = 0.01
-    try:
-        started = time.perf_counter()
-        generation = _generator(fake_anthropic, model_max_retries=1).generate("Q?", BLOCKS)
-    finally:
-        claude.MAX_RETRY_WAIT = original
+def test_generate_retry_after_longer_than_our_wait_is_not_retried_but_reported(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    # retrying sooner than the provider asked would be refused again: the caller gets its wait at once
+    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="3600"))
+    started = time.perf_counter()
+    with pytest.raises(UpstreamUnavailable) as info:
+        _generator(fake_anthropic, model_max_retries=2, model_retry_wait=0.01).generate("Q?", BLOCKS)
     assert time.perf_counter() - started < 30
+    assert info.value.retry_after == 3600.0
+    assert len(fake_anthropic.message_requests()) == 1
+
+
+def test_generate_retry_after_within_our_wait_is_retried(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(failure(529, retry_after_ms=None, retry_after="1"), CITED_ANSWER)
+    generation = _generator(fake_anthropic, model_max_retries=1, model_retry_wait=5).generate("Q?", BLOCKS)
     assert generation.usage.retries == 1
 
 
@@ -296,15 +302,29 @@ def test_generate_unreachable_server_raises_upstream_unavailable() -> None:
         ClaudeGenerator(settings).generate("Q?", BLOCKS)
 
 
-def test_generate_reports_cache_creation_then_cache_read(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+def test_generate_caches_only_a_repeat_and_reads_it_the_time_after(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER, CITED_ANSWER)
     gen = _generator(fake_anthropic)
-    first = gen.generate("Q?", BLOCKS).usage
-    second = gen.generate("Q?", BLOCKS).usage
-    assert first.cache_creation_input_tokens > 0 and first.cache_read_input_tokens == 0
-    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
-    assert second.cache_creation_input_tokens == 0
-    assert first.input_tokens > 0 and first.output_tokens > 0
+    once, repeat, again = (gen.generate("Q?", BLOCKS).usage for _ in range(3))
+    requests = fake_anthropic.message_requests()
+    assert not any("cache_control" in d for d in requests[0].documents())  # a one-off writes nothing
+    assert once.cache_creation_input_tokens == 0 and once.cache_read_input_tokens == 0
+    assert repeat.cache_creation_input_tokens > 0  # the same documents again: worth a write
+    assert again.cache_read_input_tokens == repeat.cache_creation_input_tokens
+    assert once.input_tokens > 0 and once.output_tokens > 0
+
+
+def test_cache_policy_forgets_documents_sent_longer_ago_than_the_cache_lives() -> None:
+    from rag.answer.claude import CACHE_REPEAT_WINDOW, CachePolicy
+
+    now = [0.0]
+    policy = CachePolicy(clock=lambda: now[0])
+    assert not policy.wants("m", BLOCKS)
+    now[0] = CACHE_REPEAT_WINDOW - 1
+    assert policy.wants("m", BLOCKS)
+    now[0] += CACHE_REPEAT_WINDOW + 1
+    assert not policy.wants("m", BLOCKS)
+    assert not policy.wants("other-model", BLOCKS)
 
 
 def test_generate_check_probes_key_with_count_tokens(fake_anthropic: FakeAnthropic) -> None:
@@ -406,34 +426,55 @@ def _until_error(gen: ClaudeGenerator) -> tuple[list[Piece], BaseException | Non
     return pieces, None
 
 
-def test_stream_cut_after_two_sentences_keeps_earlier_pieces_then_raises(
+def test_stream_cut_after_two_sentences_keeps_earlier_pieces_and_ends_incomplete(
     fake_anthropic: FakeAnthropic,
 ) -> None:
     fake_anthropic.enqueue(
         Reply(parts=CITED_ANSWER.parts + (text(" More text that never ends"),), cut_after=7)
     )
     pieces, error = _until_error(_generator(fake_anthropic))
-    assert isinstance(error, UpstreamUnavailable)
-    assert "connection" in str(error)
+    assert error is None  # what came is judged; the answer says it was cut
+    assert pieces[-1].stop_reason == "incomplete"
     assert _claims(_drafts(pieces)) == EXPECTED_CLAIMS
+    assert len(fake_anthropic.message_requests()) == 1  # content had come: no restart
 
 
-def test_stream_sse_error_event_mid_answer_raises_upstream_unavailable(fake_anthropic: FakeAnthropic) -> None:
+def test_stream_sse_error_event_mid_answer_ends_incomplete(fake_anthropic: FakeAnthropic) -> None:
     fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, error_after=5))
     pieces, error = _until_error(_generator(fake_anthropic))
-    assert isinstance(error, UpstreamUnavailable)
-    assert "overloaded_error" in str(error) and "mid-stream" in str(error)
+    assert error is None
+    assert pieces[-1].stop_reason == "incomplete"
     assert [d.text for d in _drafts(pieces)][0].startswith("According to the admin guide")
 
 
-def test_stream_ending_without_message_stop_raises_upstream_unavailable(
+def test_stream_sse_error_before_any_content_is_restarted(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, error_after=0), CITED_ANSWER)
+    pieces, error = _until_error(_generator(fake_anthropic))
+    assert error is None
+    assert pieces[-1].stop_reason == "end_turn"
+    assert _claims(_drafts(pieces)) == EXPECTED_CLAIMS
+    usage = pieces[-1].usage
+    assert usage is not None and usage.calls == 2 and usage.retries == 1  # both attempts were answered
+
+
+def test_stream_error_before_content_raises_once_restarts_are_spent(fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, error_after=0, sticky=True))
+    pieces, error = _until_error(_generator(fake_anthropic, model_max_retries=1))
+    assert isinstance(error, UpstreamUnavailable)
+    assert "overloaded_error" in str(error) and "mid-stream" in str(error)
+    assert len(fake_anthropic.message_requests()) == 2
+    assert not any(p.text for p in pieces)
+
+
+def test_stream_ending_without_message_stop_ends_incomplete_with_its_usage(
     fake_anthropic: FakeAnthropic,
 ) -> None:
     fake_anthropic.enqueue(Reply(parts=CITED_ANSWER.parts, cut_after=99))
     pieces, error = _until_error(_generator(fake_anthropic))
-    assert isinstance(error, UpstreamUnavailable)
+    assert error is None
     assert pieces and all(p.usage is None for p in pieces[:-1])
     last = pieces[-1].usage  # what the stream used before it broke is still reported
+    assert pieces[-1].stop_reason == "incomplete"
     assert last is not None and last.calls == 1 and last.input_tokens > 0
 
 
@@ -458,13 +499,13 @@ def test_stream_closed_early_closes_the_http_stream(fake_anthropic: FakeAnthropi
 
 
 def test_stream_usage_reports_cache_tokens(fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER)
+    fake_anthropic.enqueue(CITED_ANSWER, CITED_ANSWER, CITED_ANSWER)
     gen = _generator(fake_anthropic)
-    first, second = _collect(gen)[-1].usage, _collect(gen)[-1].usage
-    assert isinstance(first, Usage) and isinstance(second, Usage)
-    assert first.cache_creation_input_tokens > 0
-    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
-    assert first.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
+    once, repeat, again = (_collect(gen)[-1].usage for _ in range(3))
+    assert isinstance(once, Usage) and isinstance(repeat, Usage) and isinstance(again, Usage)
+    assert once.cache_creation_input_tokens == 0
+    assert again.cache_read_input_tokens == repeat.cache_creation_input_tokens > 0
+    assert once.output_tokens > 1  # the cumulative message_delta count, not message_start's 1
 
 
 def test_serve_with_rejected_key_exits_with_clear_message_before_serving(

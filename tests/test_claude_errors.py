@@ -57,7 +57,7 @@ def test_provider_error_on_ask_has_its_own_type_and_no_traceback(
 
 
 @pytest.mark.parametrize(("provider", "status", "type_"), CASES)
-def test_provider_error_in_stream_is_an_error_event_with_its_type(
+def test_provider_error_before_the_stream_begins_is_the_same_response_as_on_ask(
     http: TestClient,
     claude_env: FakeAnthropic,
     caplog: pytest.LogCaptureFixture,
@@ -67,9 +67,8 @@ def test_provider_error_in_stream_is_an_error_event_with_its_type(
 ) -> None:
     claude_env.enqueue(failure(provider, retry_after_ms=None))
     with http, caplog.at_level(logging.WARNING):
-        body = http.post("/ask/stream", json={"question": QUESTION}).text
-    names = [line.removeprefix("event: ") for line in body.splitlines() if line.startswith("event: ")]
-    assert names == ["meta", "error", "done"]
-    assert f'"type":"{type_}"' in body
-    assert '"status":"error"' in body
+        response = http.post("/ask/stream", json={"question": QUESTION})
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.json()["error"]["type"] == type_
     assert not traced(caplog)

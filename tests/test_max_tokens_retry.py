@@ -1,5 +1,5 @@
-"""`POST /ask` retries a reply cut at `max_tokens` once with `retry_max_tokens` (issue 12 item 2), through
-the real `anthropic` SDK against the fake Messages API; the stream never retries."""
+"""A reply cut at `max_tokens` is asked for once more with `retry_max_tokens` (issue 12 item 2), on both
+routes alike, through the real `anthropic` SDK against the fake Messages API."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Any
 from fake_anthropic import FakeAnthropic, Reply, cited, failure, locate, reply, text
 
 from rag.answer.claude import ClaudeGenerator
-from rag.answer.events import DoneEvent, Event
+from rag.answer.events import DoneEvent, Event, SentenceEvent
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import load_settings
 from rag.store.sqlite import SqliteStore
 
 QUESTION = "How long do deleted projects stay in the trash?"
+THINKING = 2048  # the default reserve for thinking, asked for on top of the answer's budget
 STAY = "Deleted projects stay in the trash for 30 days. "
 RESTORE = "During that time a project manager or an admin can restore the project from **Projects > Trash**"
 FULL = reply(
@@ -42,7 +43,8 @@ def _pipeline(fake: FakeAnthropic, db: str, **overrides: Any) -> Pipeline:
 
 
 def _budgets(fake: FakeAnthropic) -> list[int]:
-    return [r.body["max_tokens"] for r in fake.message_requests()]
+    """The answer budget of each request (its max_tokens less the thinking reserve)."""
+    return [r.body["max_tokens"] - THINKING for r in fake.message_requests()]
 
 
 def test_a_cut_reply_is_asked_for_again_with_the_larger_budget(
@@ -83,8 +85,10 @@ def test_a_reply_stopped_for_another_reason_is_not_retried(
     assert _budgets(fake_anthropic) == [1000] and answer.cut
 
 
-def test_the_stream_never_retries(fake_anthropic: FakeAnthropic, corpus_db: str) -> None:
-    fake_anthropic.enqueue(CUT)
+def test_the_stream_retries_as_ask_does_and_never_shows_a_sentence_twice(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    fake_anthropic.enqueue(CUT, FULL)
     pipeline = _pipeline(fake_anthropic, corpus_db, max_tokens=1000, retry_max_tokens=3000)
 
     async def run() -> list[Event]:
@@ -92,5 +96,10 @@ def test_the_stream_never_retries(fake_anthropic: FakeAnthropic, corpus_db: str)
 
     events = asyncio.run(run())
     done = events[-1]
-    assert isinstance(done, DoneEvent) and done.cut
-    assert _budgets(fake_anthropic) == [1000]
+    assert isinstance(done, DoneEvent) and not done.cut and done.emitted == 2
+    assert _budgets(fake_anthropic) == [1000, 3000]
+    shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
+    assert (
+        shown[0] == "Deleted projects stay in the trash for 30 days."
+    )  # the longer reply's restatement is not shown again
+    assert len(shown) == 2 and done.usage.calls == 2

@@ -79,7 +79,7 @@ def test_parse_inline_bullets_headings_and_enumerators_are_tidied() -> None:
         Draft(text="Limits", claims=()),
         Draft(text="Uploads stop at 250 MB", claims=_claims(1), starts="item"),
         Draft(text="Trash keeps 30 days", claims=_claims(2), starts="item"),
-        Draft(text="Open Settings", claims=_claims(3), starts="item"),
+        Draft(text="Open Settings", claims=_claims(3), starts="numbered", number=1),
     )
 
 

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import json
 from datetime import date
 
 import pytest
@@ -62,25 +61,19 @@ def test_document_blocks_one_per_block_in_order_with_sent_text() -> None:
     assert [d["title"] for d in docs] == [b.header for b in BLOCKS]
 
 
-def test_document_blocks_citations_on_all_cache_control_on_last_only() -> None:
+def test_document_blocks_citations_on_all_and_cache_control_only_when_asked_on_the_last() -> None:
+    assert all(d["citations"] == {"enabled": True} for d in document_blocks(BLOCKS))
+    assert not any("cache_control" in d for d in document_blocks(BLOCKS))
+    cached = document_blocks(BLOCKS, cache=True)
+    assert [("cache_control" in d) for d in cached] == [False, False, True]
+    assert cached[-1]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_document_blocks_send_title_section_and_date_once_and_nothing_the_model_cannot_use() -> None:
     docs = document_blocks(BLOCKS)
-    assert all(d["citations"] == {"enabled": True} for d in docs)
-    assert [("cache_control" in d) for d in docs] == [False, False, True]
-    assert docs[-1]["cache_control"] == {"type": "ephemeral"}
-
-
-def test_document_blocks_context_is_json_provenance() -> None:
-    meta = [json.loads(d["context"]) for d in document_blocks(BLOCKS)]
-    assert meta[0] == {
-        "n": 1,
-        "title": "Guide 1",
-        "chunk_id": "doc-001#c01",
-        "doc_id": "doc-001",
-        "section": "Guide 1 > Limits",
-        "updated": "2026-05-12",
-        "url": "https://example.test/1",
-    }
-    assert meta[2]["updated"] is None
+    assert docs[0]["title"] == "[1] Guide 1 > Limits (updated 2026-05-12)"  # the title once
+    assert not any("context" in d for d in docs)  # no ids, URLs or a second copy of the title
+    assert "updated" not in docs[2]["title"]  # an undated block says nothing of a date
 
 
 def test_document_blocks_empty_input_gives_no_documents() -> None:

@@ -88,13 +88,19 @@ def test_a_reply_that_starts_after_15_s_is_answered_on_both_routes(
     assert keepalives and min(keepalives) < SLOW
 
 
-@pytest.mark.parametrize("claude_server", [{"RAG_MODEL_MAX_RETRIES": "1"}], indirect=True)
-def test_a_provider_that_stays_rate_limited_gives_503_with_its_retry_after(
+def test_a_provider_that_asks_for_a_longer_wait_than_ours_is_not_retried_on_either_route(
     claude_server: str, fake_anthropic: FakeAnthropic
 ) -> None:
-    # retry-after 30 s: the SDK's one retry waits the capped 10 s, past the request-read timeout
+    # retry-after 30 s is past RAG_MODEL_RETRY_WAIT (10 s): a retry sooner would be refused again, so
+    # both routes answer 503 with the provider's wait at once, after one request each
     fake_anthropic.enqueue(*(failure(429, retry_after_ms=None, retry_after="30") for _ in range(2)))
-    response = httpx.post(f"{claude_server}/ask", json=QUESTION, headers=CLOSE, timeout=60)
-    assert response.status_code == 503, response.text
-    assert response.json()["error"]["type"] == "upstream_rate_limited"
-    assert response.headers["retry-after"] == "30"
+    before = len(fake_anthropic.message_requests())
+    started = time.monotonic()
+    answered = httpx.post(f"{claude_server}/ask", json=QUESTION, headers=CLOSE, timeout=60)
+    streamed = httpx.post(f"{claude_server}/ask/stream", json=QUESTION, headers=CLOSE, timeout=60)
+    for response in (answered, streamed):
+        assert response.status_code == 503, response.text
+        assert response.json()["error"]["type"] == "upstream_rate_limited"
+        assert response.headers["retry-after"] == "30"
+    assert len(fake_anthropic.message_requests()) - before == 2
+    assert time.monotonic() - started < 10

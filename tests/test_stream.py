@@ -57,7 +57,7 @@ class UnsupportedGenerator:
     TEXT = "Purple elephants dance on the roof at midnight [1]. Violins taste like copper rain [2]. "
 
     def generate(self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()) -> Generation:
-        raise AssertionError("the stream never calls generate()")
+        return Generation(drafts=(), text=self.TEXT)  # the second draft, asked with feedback, is no better
 
     async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
         for word in self.TEXT.split(" "):
@@ -80,6 +80,7 @@ class SlowGenerator:
         return self.inner.generate(question, blocks, feedback=feedback)
 
     async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+        yield Piece(opened=True)  # the call is open at once; the model thinks before it writes
         await asyncio.sleep(self.delay)
         async for piece in self.inner.stream(question, blocks):
             yield piece
@@ -245,21 +246,23 @@ def test_stream_every_sentence_dropped_ends_with_no_citations_refusal(corpus_db:
     assert events[-1][1]["emitted"] == 0 and events[-1][1]["dropped"] == 2
 
 
-def test_stream_provider_failure_sends_error_then_done(corpus_db: str) -> None:
+def test_stream_provider_unreachable_before_anything_is_sent_is_a_503_with_retry_after(
+    corpus_db: str,
+) -> None:
     with serve_app(corpus_db, generator=FailingGenerator()) as client:
-        _, events = stream(client, ANSWERABLE)
-    assert names(events) == ["meta", "error", "done"]
-    assert events[1][1]["type"] == "upstream_unavailable"
-    assert events[-1][1]["status"] == "error"
+        response = client.post("/ask/stream", json={"question": ANSWERABLE})
+    assert response.status_code == 503
+    assert response.headers["content-type"].startswith("application/json")
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["error"]["type"] == "upstream_unavailable"
 
 
-def test_stream_unexpected_error_ends_with_error_event_and_no_trace(corpus_db: str) -> None:
+def test_stream_unexpected_error_before_anything_is_sent_is_a_500_without_trace(corpus_db: str) -> None:
     with serve_app(corpus_db, generator=BuggyGenerator()) as client:
-        raw, events = stream(client, ANSWERABLE)
-    assert names(events) == ["meta", "error", "done"]
-    assert events[1][1]["type"] == "internal_error"
-    assert events[-1][1]["status"] == "error"
-    assert b"hunter2" not in raw and b"Traceback" not in raw
+        response = client.post("/ask/stream", json={"question": ANSWERABLE})
+    assert response.status_code == 500
+    assert response.json()["error"]["type"] == "internal_error"
+    assert b"hunter2" not in response.content and b"Traceback" not in response.content
 
 
 def test_stream_invalid_question_is_a_422_json_response_not_a_stream(corpus_db: str) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from rag.language import syntax
 from rag.language.tools import installed, open_tools
-from rag.support import check as support_check
+from rag.support import frames as support_frames
 from rag.support.check import Decision, check, default_options
 from tests.blocks import lending_block
 
@@ -34,7 +34,7 @@ def _both(sentence: str, span: str) -> tuple[Decision, Decision]:
 def test_without_the_parser_there_are_no_frames() -> None:
     parser = open_tools(parser="off").parser
     assert parser is None and syntax.open_parser("off") is None
-    assert support_check._analyse(parser, "Readers renew loans online.").frames == ()
+    assert support_frames._analyse(parser, "Readers renew loans online.").frames == ()
 
 
 @needs_parser

@@ -120,9 +120,14 @@ class Settings(BaseSettings):
     # models
     generation_model: str = DEFAULT_GENERATION_MODEL
     compression_model: str = DEFAULT_COMPRESSION_MODEL
-    # Output budget per model call. Current models think before answering by default (adaptive
-    # thinking), and thinking tokens count against this budget, so it leaves room for both.
-    max_tokens: int = Field(4096, ge=16, le=16000, description="output tokens per call, thinking included")
+    # Output budget per model call: the answer's, plus a reserve for thinking. Current models think
+    # before answering by default (adaptive thinking) and thinking counts against the call's
+    # max_tokens, so the request asks for max_tokens + thinking_tokens and a long thought still
+    # leaves the answer its room (4,096 in all by default, as before).
+    max_tokens: int = Field(2048, ge=16, le=16000, description="output tokens per call for the answer")
+    thinking_tokens: int = Field(
+        2048, ge=0, le=32000, description="output tokens per call reserved for the model's thinking"
+    )
     # `POST /ask` only (a stream never takes back what it sent): a reply cut at `max_tokens` is asked for
     # once more with this budget when it is larger; 0 leaves the cut reply as the answer (marked cut).
     retry_max_tokens: int = Field(
@@ -132,6 +137,13 @@ class Settings(BaseSettings):
     model_prices: dict[str, tuple[float, float]] = Field(
         default_factory=lambda: dict(DEFAULT_MODEL_PRICES),
         description="USD per million (input, output) tokens per model, for the cost shown with answers",
+    )
+    model_retry_wait: float = Field(
+        10.0,
+        ge=0,
+        le=120,
+        description="the longest retry-after the SDK waits for before a retry; a provider asking for"
+        " longer is not retried, and its wait reaches clients in Retry-After",
     )
     model_max_retries: int = Field(
         2,

@@ -99,12 +99,17 @@ def citation_json(c: Citation) -> dict[str, Any]:
 
 
 def sentence_json(s: Sentence) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "text": s.text,
         "starts": s.starts,
         "citations": [citation_json(c) for c in s.citations],
         "withheld": list(s.withheld),
     }
+    if s.starts == "numbered":
+        out["number"] = s.number
+    if s.cells:
+        out["cells"] = list(s.cells)
+    return out
 
 
 def dropped_json(d: Dropped) -> dict[str, Any]:

@@ -10,13 +10,24 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Literal
 
-RefusalReason = Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+# The three refusal lines, and the two ways a model's reply can end before it shows anything:
+# cut short (max_tokens, pause_turn, a stream that stopped) or declined (stop_reason "refusal").
+RefusalReason = Literal[
+    "", "low_retrieval_score", "conflicting_sources", "no_citations", "reply_cut", "reply_declined"
+]
 ConflictPolicy = Literal["present_both", "prefer_newest"]
 DoneStatus = Literal["answered", "abstained", "error"]
 # How a shown sentence begins in the answer's layout: running on, a new paragraph, or a list item.
-SentenceStart = Literal["", "paragraph", "item"]
+# Where a sentence starts in the layout: running on, a new paragraph, a bullet item, a numbered item
+# (`number`), or a table row (`header` above the rule, `row` below it; `cells` hold its cells).
+SentenceStart = Literal["", "paragraph", "item", "numbered", "header", "row"]
 # Stop reasons of a model reply that leave the sentence in progress unfinished.
-CUT_STOP_REASONS = frozenset({"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded"})
+CUT_STOP_REASONS = frozenset(
+    {"max_tokens", "refusal", "pause_turn", "model_context_window_exceeded", "incomplete"}
+)
+# Our own stop reason for a reply that ended before `message_stop`: the provider failed or the stream
+# stopped short after some content (what came before it is judged; the sentence in progress is not).
+INCOMPLETE = "incomplete"
 Fabrication = Literal["", "nonexistent", "unrelated"]
 # A reader's verdict on one answer (the page's "helpful / wrong" buttons).
 FeedbackVerdict = Literal["helpful", "wrong"]
@@ -91,12 +102,13 @@ class Block:
 
     @property
     def header(self) -> str:
-        """Provenance header: `[n] title > section (updated YYYY-MM-DD)`."""
-        where = self.chunk.title
-        if self.chunk.section and self.chunk.section != self.chunk.title:
-            where = f"{where} > {self.chunk.section}"
-        when = self.chunk.updated_at.isoformat() if self.chunk.updated_at else "unknown"
-        return f"[{self.n}] {where} (updated {when})"
+        """Provenance header: `[n] title > section (updated YYYY-MM-DD)`, the date left out when unknown."""
+        title, section = self.chunk.title, self.chunk.section
+        where = title
+        if section and section != title:
+            where = section if section.startswith(f"{title} > ") else f"{title} > {section}"
+        when = f" (updated {self.chunk.updated_at.isoformat()})" if self.chunk.updated_at else ""
+        return f"[{self.n}] {where}{when}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,6 +132,8 @@ class Draft:
     text: str
     claims: tuple[Claim, ...] = ()
     starts: SentenceStart = ""
+    number: int = 0  # a numbered item's number
+    cells: tuple[Draft, ...] = ()  # a table row's cells, each with its own claims
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,6 +159,8 @@ class Sentence:
     citations: tuple[Citation, ...]
     starts: SentenceStart = ""
     withheld: tuple[str, ...] = ()
+    number: int = 0  # a numbered item's number
+    cells: tuple[str, ...] = ()  # a table row's cells as shown ("" for one withheld)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -319,6 +335,7 @@ class Piece:
     claims: tuple[Claim, ...] = ()
     usage: Usage | None = None
     stop_reason: str = ""
+    opened: bool = False  # the model call is open (its response began); carries nothing else
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

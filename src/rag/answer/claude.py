@@ -12,12 +12,14 @@ retries, provider trouble becomes `UpstreamUnavailable`, a rejected key `ConfigE
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import logging
 import math
 import time
 import weakref
 from asyncio import AbstractEventLoop, get_running_loop
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,37 +41,43 @@ from rag.answer.prompt import (
 from rag.config import Settings
 from rag.errors import ConfigError, RagError, UpstreamRejected, UpstreamUnavailable
 from rag.language.text import sentence_spans
-from rag.types import Block, Claim, Draft, Generation, Piece, Usage
+from rag.types import INCOMPLETE, Block, Claim, Draft, Generation, Piece, Usage
 
 log = logging.getLogger(__name__)
 
-# The SDK honours any `retry-after` without a cap; waits longer than this are shortened so one
-# call takes at most about (max_retries + 1) * model_timeout + max_retries * MAX_RETRY_WAIT seconds.
-MAX_RETRY_WAIT = 10.0
+# The SDK honours any `retry-after` without a cap. A provider that asks for a longer wait than
+# `Settings.model_retry_wait` (10 s by default) is not retried at all: retrying sooner than it asked
+# would only be refused again, and the client gets our 503 with the provider's own Retry-After at once,
+# on both routes. So one call takes at most about
+# (max_retries + 1) * model_timeout + max_retries * model_retry_wait seconds.
 # Retry-After given to our own clients when the provider did not send one (seconds).
 DEFAULT_RETRY_AFTER = 30.0
 _UPSTREAM_STATUSES = frozenset({200, 408, 409, 429})
 
 
 class _BoundedRetryWait(anthropic.Middleware):
-    """Shortens the provider's `retry-after` to MAX_RETRY_WAIT, keeping the original for our 503."""
+    """Stops the SDK's retry of a response whose `retry-after` is longer than `cap` seconds, keeping
+    the provider's wait for our 503."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap = cap
 
     def handle(self, request: Any, call_next: Any) -> Any:
         response = call_next(request)
-        _cap_retry_headers(response.http_response.headers)
+        _cap_retry_headers(response.http_response.headers, self.cap)
         return response
 
     async def handle_async(self, request: Any, call_next: Any) -> Any:
         response = await call_next(request)
-        _cap_retry_headers(response.http_response.headers)
+        _cap_retry_headers(response.http_response.headers, self.cap)
         return response
 
 
-def _cap_retry_headers(headers: httpx2.Headers) -> None:
+def _cap_retry_headers(headers: httpx2.Headers, cap: float) -> None:
     wait = _retry_after(headers)
-    if wait is not None and wait > MAX_RETRY_WAIT:
+    if wait is not None and wait > cap:
         headers["x-rag-retry-after"] = str(wait)
-        headers["retry-after-ms"] = str(int(MAX_RETRY_WAIT * 1000))
+        headers["x-should-retry"] = "false"  # the SDK obeys it over its own rules
 
 
 def _retry_after(headers: httpx2.Headers | None) -> float | None:
@@ -201,24 +209,6 @@ def usage_of(usage: Any, *, retries: int = 0, price: tuple[float, float] | None 
     return replace(counted, cost_usd=cost_of(counted, price))
 
 
-def content_pieces(content: Iterable[Any]) -> list[Piece]:
-    """A complete message's text blocks as pieces, index = content index, as `stream` yields them:
-    claims first, then the text, then an empty piece with the next index (the block is complete).
-    Thinking and other non-text blocks are skipped but keep their index.
-    """
-    pieces: list[Piece] = []
-    for index, block in enumerate(content):
-        if getattr(block, "type", None) != "text":
-            continue
-        claims = tuple(claim_of(c) for c in block.citations or ())
-        if claims:
-            pieces.append(Piece(index=index, claims=claims))
-        if block.text:
-            pieces.append(Piece(text=block.text, index=index))
-        pieces.append(Piece(index=index + 1))
-    return pieces
-
-
 def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     """Sentences from pieces through the same SentenceBuffer the answer core uses."""
     buffer = SentenceBuffer(native=True)
@@ -229,22 +219,6 @@ def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     return tuple(drafts)
 
 
-def generation_of(message: Any, *, retries: int = 0, price: tuple[float, float] | None = None) -> Generation:
-    """A `Message` as a Generation: its text blocks as pieces (with native claims), stop reason, usage."""
-    content = list(message.content)
-    full = "".join(b.text for b in content if getattr(b, "type", None) == "text")
-    pieces = tuple(content_pieces(content))
-    refused = is_refusal(full)
-    return Generation(
-        drafts=() if refused else drafts_of(pieces),
-        text=full,
-        pieces=pieces,
-        usage=usage_of(message.usage, retries=retries, price=price),
-        refused=refused,
-        stop_reason=getattr(message, "stop_reason", None) or "",
-    )
-
-
 def _client_options(settings: Settings) -> dict[str, Any]:
     if not settings.anthropic_api_key:
         raise ConfigError("ANTHROPIC_API_KEY is not set; set it, or set MOCK=1 to run offline")
@@ -253,8 +227,36 @@ def _client_options(settings: Settings) -> dict[str, Any]:
         "base_url": settings.anthropic_base_url or None,
         "timeout": settings.model_timeout,
         "max_retries": settings.model_max_retries,
-        "middleware": [_BoundedRetryWait()],
+        "middleware": [_BoundedRetryWait(settings.model_retry_wait)],
     }
+
+
+# Prompt caching (anthropic-wire.md 4): writing the cache costs 1.25x the input it holds and a read
+# 0.1x, for 5 minutes. A write pays only when a read follows within that time with probability above
+# 0.25 / 0.9 = 0.28. A regeneration cannot read what its first call did not write, so what is left is a
+# repeat of the same documents (the same question, or one close enough to draw the same blocks).
+CACHE_TTL = 300.0
+CACHE_REPEAT_WINDOW = 270.0  # seconds: a repeat seen this recently will still find the write alive
+CACHE_KEYS = 4096  # prefixes remembered per process
+
+
+@dataclass(slots=True)
+class CachePolicy:
+    """Mark the documents for caching only for a repeat: documents sent in the last
+    `CACHE_REPEAT_WINDOW` seconds, so a question asked twice writes once and later repeats read. A
+    one-off question (most of them) pays no write. Per process; `clock` for tests."""
+
+    clock: Callable[[], float] = time.monotonic
+    seen: OrderedDict[str, float] = field(default_factory=OrderedDict)
+
+    def wants(self, model: str, blocks: Sequence[Block]) -> bool:
+        key = hashlib.sha256("\0".join([model, *(b.sent_text for b in blocks)]).encode()).hexdigest()
+        now = self.clock()
+        last = self.seen.pop(key, None)
+        self.seen[key] = now
+        while len(self.seen) > CACHE_KEYS:
+            self.seen.popitem(last=False)
+        return last is not None and now - last <= CACHE_REPEAT_WINDOW
 
 
 class ClaudeGenerator:
@@ -271,6 +273,7 @@ class ClaudeGenerator:
         async_client: anthropic.AsyncAnthropic | None = None,
     ) -> None:
         self.settings = settings
+        self._cache = CachePolicy()
         self._options = _client_options(settings) if client is None or async_client is None else {}
         self._client = client
         self._async_client = async_client
@@ -312,12 +315,19 @@ class ClaudeGenerator:
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
     ) -> dict[str, Any]:
-        """The keyword arguments of one Messages call (shared by create and stream)."""
+        """The keyword arguments of one Messages call (shared by both routes).
+
+        The output budget is the answer's (`max_tokens`) plus a reserve for thinking
+        (`thinking_tokens`): current models think first by default and thinking counts against
+        `max_tokens`, so without the reserve a long thought leaves no room for the answer. The
+        documents are marked for caching only when the same documents went out within the cache's
+        lifetime (`CachePolicy`)."""
+        cache = self._cache.wants(self.settings.generation_model, blocks)
         return {
             "model": self.settings.generation_model,
-            "max_tokens": max_tokens or self.settings.max_tokens,
+            "max_tokens": (max_tokens or self.settings.max_tokens) + self.settings.thinking_tokens,
             "system": SYSTEM_PROMPT,
-            "messages": [{"role": "user", "content": user_content(question, blocks, feedback)}],
+            "messages": [{"role": "user", "content": user_content(question, blocks, feedback, cache=cache)}],
         }
 
     def check(self) -> None:
@@ -340,49 +350,135 @@ class ClaudeGenerator:
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
     ) -> Generation:
-        """One answer via `messages.create` (`max_tokens`: another output budget than the settings');
-        retries taken by the SDK are counted in usage."""
-        try:
-            request = self.request(question, blocks, feedback, max_tokens)
-            raw = self.client.messages.with_raw_response.create(**request)
-            message = raw.parse()
-        except _CLIENT_ERRORS as exc:
-            raise translate_error(exc, model=self.settings.generation_model) from exc
-        return generation_of(message, retries=raw.retries_taken, price=self.price)
+        """One answer, read whole from the same stream `stream` reads (`max_tokens`: another output
+        budget than the settings'). Streaming bounds the provider's silence (`model_timeout` per read),
+        not the length of a reply that thinks first; SDK retries and restarts count in usage."""
+        request = self.request(question, blocks, feedback, max_tokens)
+        return generation_from([p for p in self._pieces_sync(request) if not p.opened])
+
+    def _pieces_sync(self, request: dict[str, Any]) -> Iterator[Piece]:
+        """`stream`'s pieces over the sync client (see `_Attempts` for restarts and early ends)."""
+        attempts = _Attempts(limit=self.settings.model_max_retries, price=self.price)
+        while True:
+            reader, opened = EventReader(), None
+            try:
+                with self.client.messages.stream(**request) as stream:
+                    opened = stream
+                    attempts.opened(stream)
+                    yield Piece(opened=True)
+                    for event in stream:
+                        for piece in reader.read(event):
+                            attempts.content = True
+                            yield piece
+            except _CLIENT_ERRORS as exc:
+                end = attempts.failed(exc, opened, model=self.settings.generation_model)
+            else:
+                end = attempts.ended(reader, opened)
+            if end is not None:
+                yield end
+                return
 
     async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
-        """Pieces as `messages.stream` delivers them, then one usage piece.
+        """Pieces as `messages.stream` delivers them: first an `opened` piece when the response began
+        (HTTP 200; the SDK's retries of 429/5xx are behind it), then the content, then one piece with
+        the usage and the stop reason.
 
-        Citations of a block are yielded before its text (the API sends them first; when a
-        block's text arrives first, that block is held until its citations are in). When a
-        block stops, an empty piece with the next index tells the SentenceBuffer the block is
-        complete, so a sentence ending in it need not wait for the next block. The last piece
-        carries the usage and the stop reason; when the stream fails or ends without
-        `message_stop`, the usage received so far is yielded before UpstreamUnavailable is raised.
-        Closing this generator early closes the HTTP stream.
+        Citations of a block are yielded before its text (the API sends them first; when a block's
+        text arrives first, that block is held until its citations are in). When a block stops, an
+        empty piece with the next index tells the SentenceBuffer the block is complete. A stream that
+        fails, or ends without `message_stop`, before any content is restarted (nothing was shown;
+        up to `model_max_retries` times); after some content it ends with the stop reason
+        "incomplete", so what came is judged and the sentence in progress is not. Raises
+        UpstreamUnavailable (or UpstreamRejected) when the call cannot be made. Closing this generator
+        early closes the HTTP stream.
         """
-        retries = 0
-        usage: Any = None
-        opened: Any = None
-        reader = EventReader()
-        try:
-            async with self.async_client().messages.stream(**self.request(question, blocks)) as stream:
-                opened = stream
-                retries = int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
-                async for event in stream:
-                    for piece in reader.read(event):
-                        yield piece
-                usage = stream.current_message_snapshot.usage
-        except _CLIENT_ERRORS as exc:
-            if opened is not None:
-                yield Piece(usage=usage_of(_snapshot_usage(opened), retries=retries, price=self.price))
-            raise translate_error(exc, model=self.settings.generation_model) from exc
-        if not reader.finished:
-            yield Piece(usage=usage_of(usage, retries=retries, price=self.price))
-            raise UpstreamUnavailable(
-                "the model stream ended before message_stop", retry_after=DEFAULT_RETRY_AFTER
-            )
-        yield Piece(usage=usage_of(usage, retries=retries, price=self.price), stop_reason=reader.stop_reason)
+        request = self.request(question, blocks)
+        attempts = _Attempts(limit=self.settings.model_max_retries, price=self.price)
+        while True:
+            reader, opened = EventReader(), None
+            try:
+                async with self.async_client().messages.stream(**request) as stream:
+                    opened = stream
+                    attempts.opened(stream)
+                    yield Piece(opened=True)
+                    async for event in stream:
+                        for piece in reader.read(event):
+                            attempts.content = True
+                            yield piece
+            except _CLIENT_ERRORS as exc:
+                end = attempts.failed(exc, opened, model=self.settings.generation_model)
+            else:
+                end = attempts.ended(reader, opened)
+            if end is not None:
+                yield end
+                return
+
+
+def generation_from(pieces: Sequence[Piece]) -> Generation:
+    """A whole reply from its pieces (the last one carries the usage and the stop reason)."""
+    body = tuple(pieces[:-1]) if pieces else ()
+    end = pieces[-1] if pieces else Piece()
+    full = "".join(p.text for p in body)
+    refused = is_refusal(full)
+    return Generation(
+        drafts=() if refused else drafts_of(body),
+        text=full,
+        pieces=body,
+        usage=end.usage or Usage(),
+        refused=refused,
+        stop_reason=end.stop_reason,
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class _Attempts:
+    """One model call's attempts, for both clients: the SDK retries HTTP failures itself; a stream
+    that breaks or stops short after HTTP 200 but before any content is started again by us (up to
+    `limit` times, the same budget), since nothing was shown; after content, the reply ends
+    "incomplete". Usage adds up every attempt the provider answered; `retries` counts them all."""
+
+    limit: int
+    price: tuple[float, float] | None
+    restarts: int = 0
+    sdk_retries: int = 0
+    usage: Usage = field(default_factory=Usage)
+    content: bool = False
+
+    def opened(self, stream: Any) -> None:
+        self.sdk_retries += int(stream.response.request.headers.get("x-stainless-retry-count") or 0)
+
+    def _counted(self, usage: Any) -> Usage:
+        self.usage = self.usage + usage_of(usage, price=self.price)
+        return replace(self.usage, retries=self.sdk_retries + self.restarts)
+
+    def _restart(self) -> bool:
+        if self.content or self.restarts >= self.limit:
+            return False
+        self.restarts += 1
+        return True
+
+    def failed(self, exc: Exception, stream: Any, *, model: str) -> Piece | None:
+        """The end of a failed attempt (None: start again); raises when nothing came and it cannot be
+        started again, or the provider refused the request for good."""
+        error = translate_error(exc, model=model)
+        if stream is None:  # no response: the SDK has already spent its retries
+            raise error from exc
+        usage = self._counted(_snapshot_usage(stream))
+        if self._restart():
+            return None
+        if not self.content:
+            raise error from exc
+        log.warning("the model stream failed after some content: %s", error)
+        return Piece(usage=usage, stop_reason=INCOMPLETE)
+
+    def ended(self, reader: EventReader, stream: Any) -> Piece | None:
+        """The end of an attempt that ran to its last event (None: start again)."""
+        usage = self._counted(_snapshot_usage(stream))
+        if reader.finished:
+            return Piece(usage=usage, stop_reason=reader.stop_reason)
+        if self._restart():
+            return None
+        return Piece(usage=usage, stop_reason=INCOMPLETE)
 
 
 @dataclass(slots=True)

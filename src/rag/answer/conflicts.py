@@ -103,6 +103,35 @@ def detect_conflict(
     return replace(found[0], policy=policy)
 
 
+def conflict_about(sentence: str, cited: frozenset[str], blocks: Sequence[Block]) -> Conflict | None:
+    """The strongest conflict among `blocks` about what `sentence` states, one side of it in a chunk the
+    sentence cites (`cited`: chunk ids): the sentence's figure is contradicted by another block."""
+    for conflict in find_conflicts(sentence, blocks):
+        if any(s.chunk_id in cited for s in conflict.statements):
+            return conflict
+    return None
+
+
+def presented(conflict: Conflict, cited: frozenset[str]) -> bool:
+    """Both sides of `conflict` are among the chunks an answer cites: it shows the disagreement."""
+    return all(s.chunk_id in cited for s in conflict.statements)
+
+
+def states_a_side(conflict: Conflict, sentence: str, cited: frozenset[str]) -> bool:
+    """`sentence`, citing the chunks `cited`, gives the disputed figure of one side: the value of a
+    statement whose chunk it cites (a sentence on something else in that chunk takes no side)."""
+    found = [q for q in find_quantities(sentence, years=conflict.dimension == "year")]
+    for statement in conflict.statements:
+        if statement.chunk_id not in cited:
+            continue
+        for q in found:
+            if q.dimension == conflict.dimension and abs(q.value - statement.value) <= q.rel_tol * max(
+                abs(q.value), abs(statement.value), 1e-9
+            ):
+                return True
+    return False
+
+
 def find_conflicts(question: str | None, items: Sequence[Block]) -> list[Conflict]:
     """Every conflicting pair among `items`, strongest first; `question=None` applies no relevance filter."""
     years = question is not None and bool(ASKS_WHEN_RE.search(question))

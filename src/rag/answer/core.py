@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from rag.answer.conflicts import presented, states_a_side
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -30,14 +31,16 @@ from rag.answer.events import (
 )
 from rag.answer.parse import SentenceBuffer
 from rag.answer.prompt import is_refusal
-from rag.answer.verify import verify
+from rag.answer.verify import feedback_lines, verify
 from rag.language.lexicon import PLEASANTRY_RE
+from rag.language.text import normalise
 from rag.support.check import CheckOptions
 from rag.types import (
     CUT_STOP_REASONS,
     Answer,
     Block,
     Citation,
+    Conflict,
     Draft,
     Dropped,
     Generation,
@@ -99,9 +102,12 @@ class Core:
     cut: bool = False
     cut_by: str = ""  # the stop reason that cut the reply ("max_tokens", ...)
     verify_ms: float = 0.0
+    _header: Sentence | None = None  # a table's header row, shown with its first verified row
 
     def feed(self, piece: Piece) -> list[Event]:
         """Take one piece; return the events of the sentences it completed, in order."""
+        if piece.opened:
+            return []
         if piece.usage is not None:
             self.usage = self.usage + piece.usage
         if piece.stop_reason in CUT_STOP_REASONS:
@@ -119,37 +125,239 @@ class Core:
     def _decide_all(self, drafts: Iterable[Draft]) -> list[Event]:
         events: list[Event] = []
         for draft in drafts:
+            if draft.cells:
+                events.extend(self._decide_row(draft))
+                continue
             event = self._decide(draft)
             if event is not None:
                 events.append(event)
         return events
 
-    def _decide(self, draft: Draft) -> Event | None:
+    def _decide_row(self, row: Draft) -> list[Event]:
+        """A table row, verified cell by cell: a cited cell is shown when its own citations verify, a
+        label (uncited cell) stays as written; the row is shown when one of its cited cells is, after
+        its table's header row; a cell that fails is left blank and reported."""
+        if row.starts == "header":
+            cells = tuple(c.text for c in row.cells)
+            self._header = Sentence(text=row.text, citations=(), starts="header", cells=cells)
+            return []
+        shown: list[str] = []
+        citations: list[Citation] = []
+        events: list[Event] = []
+        verified = False
+        for cell in row.cells:
+            if not cell.claims:
+                shown.append(cell.text)
+                continue
+            event = self._decide(cell, keep=False)
+            if isinstance(event, SentenceEvent):
+                verified = True
+                shown.append(cell.text)
+                citations.extend(c for c in event.sentence.citations if c not in citations)
+            else:
+                shown.append("")
+                if event is not None:
+                    events.append(event)
+        if not verified:
+            return events
+        out: list[Event] = []
+        if self._header is not None:
+            self.sentences.append(self._header)
+            out.append(SentenceEvent(sentence=self._header))
+            self._header = None
+        text = "| " + " | ".join(shown) + " |"
+        sentence = Sentence(text=text, citations=tuple(citations), starts="row", cells=tuple(shown))
+        self.sentences.append(sentence)
+        return [*out, SentenceEvent(sentence=sentence), *events]
+
+    def _decide(self, draft: Draft, *, keep: bool = True) -> Event | None:
+        """One sentence verified: its `sentence` event (kept among `sentences` unless `keep` is off, as
+        for a table cell), its `dropped` event, or None for structure and the model's refusal wording."""
         started = time.perf_counter()
         verdict = verify([draft], self.blocks, min_overlap=self.min_overlap, support=self.support)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
         self.history.append(verdict_line(verdict, self.label))
         if verdict.ok:
             sentence = Sentence(
-                text=draft.text, citations=verdict.citations, starts=draft.starts, withheld=verdict.issues
+                text=draft.text,
+                citations=verdict.citations,
+                starts=draft.starts,
+                withheld=verdict.issues,
+                number=draft.number,
             )
-            self.sentences.append(sentence)
+            if keep:
+                self.sentences.append(sentence)
             return SentenceEvent(sentence=sentence)
         if is_refusal(draft.text):
             self.model_refused = True  # the model's own refusal wording: an abstention, not a dropped claim
             return None
         if is_structure(draft):
             return None
-        self.claims_dropped = self.claims_dropped or carries_claim(draft)
+        claim = carries_claim(draft)
+        self.claims_dropped = self.claims_dropped or claim
         self.failed.append(verdict)
         self.dropped.append(Dropped(text=draft.text, detail=verdict.issues or ("no citation",)))
-        return DroppedEvent(dropped=self.dropped[-1])
+        return DroppedEvent(dropped=self.dropped[-1], claim=claim)
 
     @property
     def wants_regeneration(self) -> bool:
         """A second draft may help: a sentence that carried a claim was withheld, and the model did not
         refuse; a cut reply is not regenerated for its cut sentence alone."""
         return self.claims_dropped and not self.model_refused
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecondDraft:
+    """What a second draft is asked with: the feedback lines and the output budget (None: the usual)."""
+
+    feedback: tuple[str, ...]
+    max_tokens: int | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Session:
+    """One answer's drafts (at most two), the same on both routes, so `/ask` and `/ask/stream` agree.
+
+    The first draft's verified sentences go out as they come until one of its claims is withheld;
+    later ones are held. When the first draft wants a second (`second_draft`), the second is asked
+    for with feedback naming each withheld sentence and what was already shown; its verified
+    sentences go out, except restatements of one already shown. When the second verifies nothing
+    new, or cannot be had, the held sentences of the first go out instead. Nothing shown is ever
+    taken back, and nothing of a first draft that a second replaced is shown after it.
+    """
+
+    first: Core
+    second: Core | None = None
+    # With Claude: the conflict the front half found (its sentences wait for the end), and what finds one
+    # a sentence's figure is part of; a conflict shown one-sided turns the answer into line 2.
+    conflict: Conflict | None = None
+    conflict_of: Callable[[Sentence], Conflict | None] | None = None
+    shown: list[Sentence] = field(default_factory=list)
+    held: list[Event] = field(default_factory=list)
+    waiting: list[Event] = field(default_factory=list)  # sentences held until a conflict is judged
+    one_sided: Conflict | None = None  # the conflict the answer showed only one side of
+    added: int = 0  # sentences the second draft added
+    withheld: int = 0  # `dropped` events sent (a sentence withheld again by the second draft once)
+    _withheld_claim: bool = False
+
+    @property
+    def current(self) -> Core:
+        return self.second if self.second is not None else self.first
+
+    @property
+    def drafts(self) -> tuple[Core, ...]:
+        return (self.first,) if self.second is None else (self.first, self.second)
+
+    def feed(self, piece: Piece) -> list[Event]:
+        """The events to send now for one piece of the current draft."""
+        return self._pass(self.current.feed(piece))
+
+    def close(self) -> list[Event]:
+        """The current draft's output ended: the events of what it left."""
+        return self._pass(self.current.close())
+
+    def run(self, pieces: Iterable[Piece]) -> list[Event]:
+        """Feed a whole draft and close it."""
+        events = [e for piece in pieces for e in self.feed(piece)]
+        return events + self.close()
+
+    def _pass(self, events: Iterable[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, DroppedEvent):
+                if self.second is not None and any(d.text == event.dropped.text for d in self.first.dropped):
+                    continue  # the second draft withheld the same sentence again: said once
+                self._withheld_claim = self._withheld_claim or event.claim
+                self.withheld += 1
+                out.append(event)
+            elif not isinstance(event, SentenceEvent):
+                out.append(event)
+            elif self.second is None and self._withheld_claim:
+                self.held.append(event)
+            elif self.second is not None and _restates(event.sentence, [*self.shown, *self._waiting()]):
+                continue
+            elif self._waits(event.sentence):
+                self.waiting.append(event)
+                self.added += self.second is not None
+            else:
+                self.shown.append(event.sentence)
+                self.added += self.second is not None
+                out.append(event)
+        return out
+
+    def _waits(self, sentence: Sentence) -> bool:
+        """A sentence waits for the end once a conflict is in play: found before generation, or about
+        a figure this sentence states."""
+        if self.conflict is None and self.conflict_of is not None:
+            self.conflict = self.conflict_of(sentence)
+        return self.conflict is not None
+
+    def _waiting(self) -> list[Sentence]:
+        return [e.sentence for e in self.waiting if isinstance(e, SentenceEvent)]
+
+    def second_draft(self, *, max_tokens: int, retry_max_tokens: int) -> SecondDraft | None:
+        """What to ask a second draft with, once the first has ended; None: the first stands. A claim
+        withheld asks for one with feedback; a reply cut at `max_tokens` asks for a longer one when
+        `retry_max_tokens` is larger."""
+        first = self.first
+        longer = retry_max_tokens if first.cut_by == "max_tokens" and retry_max_tokens > max_tokens else None
+        if self.second is not None or not (first.wants_regeneration or longer):
+            return None
+        lines = feedback_lines(first.failed)
+        if self.shown and lines:
+            said = " ".join(f'"{s.text}"' for s in self.shown)
+            lines.append(f"Already shown to the reader, so do not repeat it: {said}")
+        return SecondDraft(feedback=tuple(lines), max_tokens=longer)
+
+    def begin_second(self, core: Core) -> None:
+        self.second = core
+
+    def finish(self) -> list[Event]:
+        """After the last draft: the held sentences of the first, unless the second added something;
+        then the sentences that waited for a conflict, unless the answer cites only one side of it
+        (then nothing more is shown, and `one_sided` says which conflict)."""
+        released, self.held = ([] if self.added else self.held), []
+        waited, self.waiting = self.waiting, []
+        out = [*released, *waited]
+        said = [e.sentence for e in out if isinstance(e, SentenceEvent)]
+        cited = frozenset(c.chunk_id for s in [*self.shown, *said] for c in s.citations)
+        conflict = self.conflict
+        touched = conflict is not None and any(
+            states_a_side(conflict, s.text, frozenset(c.chunk_id for c in s.citations))
+            for s in [*self.shown, *said]
+        )
+        if conflict is not None and touched and not presented(conflict, cited):
+            self.one_sided = conflict
+            return []
+        self.shown.extend(said)
+        return out
+
+    @property
+    def last(self) -> Core:
+        """The draft whose end the answer reports: the second when it added something, else the first."""
+        return self.second if self.second is not None and self.added else self.first
+
+    @property
+    def usage(self) -> Usage:
+        """Every draft's usage, each provider call once."""
+        return sum((d.usage for d in self.drafts), Usage())
+
+    @property
+    def history(self) -> tuple[str, ...]:
+        return tuple(line for d in self.drafts for line in d.history)
+
+
+def _restates(sentence: Sentence, shown: Sequence[Sentence]) -> bool:
+    """A second draft's sentence that says again what a shown one says: the same words, or the very
+    same cited spans."""
+    spans = {(c.chunk_id, c.start, c.end) for c in sentence.citations}
+    words = normalise(sentence.text)
+    for other in shown:
+        if normalise(other.text) == words:
+            return True
+        if spans and spans == {(c.chunk_id, c.start, c.end) for c in other.citations}:
+            return True
+    return False
 
 
 def run(core: Core, pieces: Iterable[Piece]) -> list[Event]:
@@ -179,11 +387,20 @@ def unique_citations(sentences: Sequence[Sentence]) -> tuple[Citation, ...]:
 
 
 def joined_text(sentences: Sequence[Sentence]) -> str:
-    """The sentences as one text, keeping paragraphs (blank line) and list items ("- ")."""
+    """The sentences as one text, keeping paragraphs (blank line), list items ("- "), numbered items
+    ("2. ") and table rows (a header with its rule, then one line per row)."""
     parts: list[str] = []
     for i, s in enumerate(sentences):
         if s.starts == "item":
             parts.append(("\n" if i else "") + "- " + s.text)
+        elif s.starts == "numbered":
+            parts.append(("\n" if i else "") + f"{s.number or 1}. " + s.text)
+        elif s.starts == "header":
+            rule = "|" + "---|" * len(s.cells)
+            parts.append(("\n\n" if i else "") + s.text + "\n" + rule)
+        elif s.starts == "row":
+            first = i == 0 or sentences[i - 1].starts not in ("header", "row")
+            parts.append(("\n\n" if first and i else "\n" if i else "") + s.text)
         elif s.starts == "paragraph" and i:
             parts.append("\n\n" + s.text)
         else:

@@ -53,9 +53,11 @@ class SentenceEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DroppedEvent:
-    """A sentence withheld from the user, with its reasons."""
+    """A sentence withheld from the user, with its reasons; `claim`: it stated something checkable
+    (it cited a block, or holds a figure or a name), so a second draft may put it right."""
 
     dropped: Dropped
+    claim: bool = False
     name: EventName = "dropped"
 
     def payload(self) -> dict[str, Any]:

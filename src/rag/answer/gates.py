@@ -34,6 +34,16 @@ LOW_RETRIEVAL_MESSAGE = (
     "I couldn't find this in the knowledge base. If it should exist, it may not be indexed yet."
 )
 NO_CITATIONS_MESSAGE = "Relevant documents were found, but none of them directly answers this question."
+# A model reply that ended before any sentence could be checked: the documents are not to blame.
+REPLY_CUT_MESSAGE = (
+    "The model's reply was cut short before any of it could be checked against the documents, so"
+    " nothing is shown. Asking again may work."
+)
+REPLY_DECLINED_MESSAGE = "The model declined to answer this question, so nothing is shown."
+# An answer whose reply was cut after some verified sentences.
+CUT_NOTE = (
+    "The model's reply was cut short: every sentence shown is verified, but the answer may be incomplete."
+)
 CONFLICT_INTRO = "The sources disagree"
 CONFLICT_OUTRO = "Check which one applies before relying on either."
 
@@ -41,6 +51,8 @@ MESSAGES: dict[RefusalReason, str] = {
     "low_retrieval_score": LOW_RETRIEVAL_MESSAGE,
     "no_citations": NO_CITATIONS_MESSAGE,
     "conflicting_sources": f"{CONFLICT_INTRO}.",
+    "reply_cut": REPLY_CUT_MESSAGE,
+    "reply_declined": REPLY_DECLINED_MESSAGE,
 }
 
 

@@ -19,7 +19,7 @@ The contract is chosen by the caller (`SentenceBuffer(native=...)`), never guess
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from rag.language.text import ABBREVIATIONS, sentence_spans
 from rag.types import Claim, Draft, Piece, SentenceStart
@@ -56,13 +56,26 @@ _FIRM_END_RE = re.compile(r"[^\W\d_]{2,}[.!?]+[\"'”’)\]]*$")
 
 
 _LIST_ITEM_RE = re.compile(r"\s*(?:[-*+•]|\d{1,3}[.)])\s")
-_ENUMERATOR_BEFORE_RE = re.compile(r"(?:^|\n)[ \t]*\d{1,3}[.)][ \t]*$")
+_NUMBER_ITEM_RE = re.compile(r"\s*(\d{1,3})[.)]\s")
+_ENUMERATOR_BEFORE_RE = re.compile(r"(?:^|\n)[ \t]*(\d{1,3})[.)][ \t]*$")
+# A Markdown table row ("| a | b |") and its rule ("|---|:--:|").
+_ROW_RE = re.compile(r"[ \t]*\|.*\|[ \t]*")
+_RULE_START_RE = re.compile(r"\n?[ \t]*\|[ \t]*:?-")
+
+
+def list_number(text: str, start: int) -> int:
+    """The number of the numbered item the sentence at `start` opens ("2. ..."), else 0."""
+    match = _NUMBER_ITEM_RE.match(text, start) or _ENUMERATOR_BEFORE_RE.search(text, 0, start)
+    return int(match.group(1)) if match else 0
 
 
 def sentence_start(text: str, start: int) -> SentenceStart:
-    """How the sentence at `start` begins the layout: a list item (a bullet or number before it on its
-    line), a new paragraph (a blank line or a heading line before it), or running on ("")."""
-    if _LIST_ITEM_RE.match(text, start) or _ENUMERATOR_BEFORE_RE.search(text, 0, start):
+    """How the sentence at `start` begins the layout: a numbered or bulleted list item (a number or a
+    bullet before it on its line), a new paragraph (a blank line or a heading line before it), or
+    running on ("")."""
+    if list_number(text, start):
+        return "numbered"
+    if _LIST_ITEM_RE.match(text, start):
         return "item"
     lead = len(text[start:]) - len(text[start:].lstrip())
     before = start
@@ -81,7 +94,10 @@ def parse_inline(text: str) -> tuple[Draft, ...]:
     """Split inline-contract output into sentences; `[n]` markers become Claims (n only), out of the text."""
     drafts = []
     for start, end in _sentence_spans(text):
-        draft = _draft(text[start:end], starts=sentence_start(text, start))
+        starts = sentence_start(text, start)
+        draft = _draft(text[start:end], starts=starts)
+        if draft is not None and starts == "numbered":
+            draft = replace(draft, number=list_number(text, start))
         if draft is not None:
             drafts.append(draft)
     return tuple(drafts)
@@ -89,14 +105,51 @@ def parse_inline(text: str) -> tuple[Draft, ...]:
 
 def _sentence_spans(text: str) -> list[tuple[int, int]]:
     """`text.sentence_spans`, with a span that holds only markers and closing punctuation joined to the
-    sentence before it (the splitter cuts `"at any time." [1].` after the closing quote)."""
+    sentence before it (the splitter cuts `"at any time." [1].` after the closing quote), and every
+    table row one span (a full stop inside a cell does not end it)."""
     spans: list[tuple[int, int]] = []
     for start, end in _wrapped_cuts(text, sentence_spans(text)):
         if spans and _TAIL_RE.fullmatch(text, start, end) and not text[spans[-1][1] : start].count("\n"):
             spans[-1] = (spans[-1][0], end)
         else:
             spans.append((start, end))
-    return spans
+    return _whole_rows(text, spans)
+
+
+def _row_line(text: str, at: int) -> tuple[int, int] | None:
+    """The [start, end) of the table-row line holding offset `at`, or None when that line is no row."""
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    end = len(text) if end < 0 else end
+    return (start, end) if _ROW_RE.fullmatch(text, start, end) else None
+
+
+def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        row = _row_line(text, start)
+        if row is None:
+            out.append((start, end))
+            continue
+        lead = row[0] + len(text[row[0] : row[1]]) - len(text[row[0] : row[1]].lstrip())
+        if out and out[-1][0] == lead:
+            continue  # the rest of a row already taken whole
+        out.append((lead, len(text[: row[1]].rstrip())))
+    return out
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The [start, end) of each cell of the table row text[start:end], trimmed of spaces."""
+    bars = [i for i in range(start, end) if text[i] == "|"]
+    cells = []
+    for left, right in zip(bars, bars[1:], strict=False):
+        a, b = left + 1, right
+        while a < b and text[a].isspace():
+            a += 1
+        while b > a and text[b - 1].isspace():
+            b -= 1
+        cells.append((a, b))
+    return cells
 
 
 def _wrapped_cuts(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -254,10 +307,33 @@ class SentenceBuffer:
         return [(start, end, after) for (start, end), after in zip(spans, following, strict=False)]
 
     def _sentence(self, start: int, end: int, following: int | None) -> Draft | None:
-        """The sentence [start, end) as a draft (None when it holds no words), with its native claims."""
+        """The sentence [start, end) as a draft (None when it holds no words), with its native claims;
+        a table row as a row of cell drafts, each with the claims of its own text."""
         text = self._text
+        if _ROW_RE.fullmatch(text, start, end):
+            return self._row(start, end, following)
         claims = self._native_claims(start, end, following) if self._native else ()
-        return _draft(text[start:end], claims, native=self._native, starts=sentence_start(text, start))
+        starts = sentence_start(text, start)
+        draft = _draft(text[start:end], claims, native=self._native, starts=starts)
+        if draft is not None and starts == "numbered":
+            draft = replace(draft, number=list_number(text, start))
+        return draft
+
+    def _row(self, start: int, end: int, following: int | None) -> Draft | None:
+        """A table row: None for its rule, a `header` when the rule follows it, else a `row`."""
+        text = self._text
+        cells: list[Draft] = []
+        for a, b in _cells(text, start, end):
+            claims = self._native_claims(a, b, b) if self._native and a < b else ()
+            value, numbers = strip_markers(text[a:b])
+            inline = () if self._native else tuple(Claim(n=n) for n in numbers)
+            cells.append(Draft(text=value.strip(), claims=tuple(claims) + inline))
+        if not any(_HAS_WORD_RE.search(c.text) for c in cells):
+            return None  # the rule under the header ("|---|---|")
+        header = following is not None and bool(_RULE_START_RE.match(text, end))
+        merged = tuple(dict.fromkeys(c for cell in cells for c in cell.claims))
+        row = "| " + " | ".join(c.text for c in cells) + " |"
+        return Draft(text=row, claims=merged, starts="header" if header else "row", cells=tuple(cells))
 
     def _complete(self, start: int, end: int, following: int | None) -> bool:
         """True when the sentence [start, end) can go out before the stream ends: another sentence and

@@ -29,12 +29,15 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
-from rag.answer.conflicts import detect_conflict
-from rag.answer.core import Core, draft_pieces, fold, run
+from rag.answer.conflicts import conflict_about, detect_conflict
+from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.gates import (
+    CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,
     NO_CITATIONS_MESSAGE,
+    REPLY_CUT_MESSAGE,
+    REPLY_DECLINED_MESSAGE,
     Reader,
     closest_refs,
     conflict_message,
@@ -47,7 +50,6 @@ from rag.answer.generate import Generator, make_generator, support_options, tool
 from rag.answer.parse import SentenceBuffer
 from rag.answer.rerank import Reranker, make_reranker
 from rag.answer.retrieve import retrieve
-from rag.answer.verify import feedback_lines
 from rag.calibration import Model
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
@@ -64,8 +66,10 @@ from rag.types import (
     Conflict,
     ConflictPolicy,
     DoneStatus,
+    Piece,
     RefusalReason,
     Scored,
+    Sentence,
     Statement,
     Usage,
 )
@@ -202,7 +206,7 @@ class Pipeline:
             blocks = assemble(plan.scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
-        if plan.conflict is not None and not plan.note:
+        if plan.conflict is not None and not plan.note and self.reader != "claude":
             plan.blocks = tuple(blocks)
             plan.refusal = self._refusal(
                 plan, "conflicting_sources", conflict_message(plan.conflict), conflict=plan.conflict
@@ -332,23 +336,35 @@ class Pipeline:
             support=self.support,
         )
 
-    def _ending(self, plan: Plan, core: Core) -> list[Event]:
-        """After the last piece: the refusal when no sentence verified, then `done`."""
-        events = core.close()
-        usage = plan.usage + core.usage
-        if not grounding_gate(core.sentences):
-            refusal = self._refusal(plan, "no_citations", NO_CITATIONS_MESSAGE)
-            events.append(_refusal_event(refusal))
+    def _ending(self, plan: Plan, session: Session) -> list[Event]:
+        """After the last draft: the refusal when no sentence verified (in words that say why: no
+        support, or a reply cut short or declined), then `done`."""
+        events: list[Event] = []
+        last = session.last
+        usage = plan.usage + session.usage
+        if session.one_sided is not None:
+            conflict = session.one_sided
+            message = conflict_message(conflict)
+            events.append(
+                _refusal_event(self._refusal(plan, "conflicting_sources", message, conflict=conflict))
+            )
             status: DoneStatus = "abstained"
+        elif not grounding_gate(session.shown):
+            reason, message = _empty_reason(last)
+            events.append(_refusal_event(self._refusal(plan, reason, message)))
+            status = "abstained"
         else:
             status = "answered"
-        plan.timings["verify"] = round(plan.timings.get("verify", 0.0) + core.verify_ms, 3)
+            if last.cut:
+                plan.note = " ".join(filter(None, (plan.note, CUT_NOTE)))
+        plan.timings["verify"] = round(sum(d.verify_ms for d in session.drafts), 3)
+        declined = last.cut_by == "refusal" and not session.shown  # declined, not cut short
         events.append(
             DoneEvent(
                 status=status,
-                emitted=len(core.sentences),
-                dropped=len(core.dropped),
-                cut=core.cut,
+                emitted=len(session.shown),
+                dropped=session.withheld,
+                cut=last.cut and not declined,
                 usage=usage,
                 timings=_stamp(plan),
             )
@@ -378,12 +394,10 @@ class Pipeline:
             DoneEvent(status="abstained", emitted=0, dropped=0, usage=refusal.usage, timings=_stamp(plan)),
         ]
 
-    def _draft(
-        self, plan: Plan, label: str, feedback: Sequence[str] = (), max_tokens: int | None = None
-    ) -> tuple[Core, list[Event]]:
-        """One whole draft through the core: generate, then cut its pieces into sentences and verify each."""
-        core = self._core(plan, label)
-        stage = "generate" if label.startswith("draft 1") else "regenerate"
+    def _generate(
+        self, plan: Plan, stage: str, feedback: Sequence[str] = (), max_tokens: int | None = None
+    ) -> tuple[Piece, ...]:
+        """One whole draft from the generator, as the pieces the core reads."""
         with _timed(plan.timings, stage):
             if max_tokens is None:  # generators written before the budget keyword still work
                 generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
@@ -391,23 +405,7 @@ class Pipeline:
                 generation = self.generator.generate(
                     plan.question, plan.blocks, feedback=feedback, max_tokens=max_tokens
                 )
-        return core, run(core, draft_pieces(generation))
-
-    def _longer(self, plan: Plan, cut: Core, events: list[Event]) -> tuple[Core, list[Event], list[Core]]:
-        """A draft cut at `max_tokens` asked for once more with `retry_max_tokens` (when that is larger):
-        (the draft kept, its events, every draft made, in order). The longer draft is kept unless it
-        verified nothing while the cut one did; if the retry fails, the cut draft stands, with a note."""
-        budget = self.settings.retry_max_tokens
-        if cut.cut_by != "max_tokens" or budget <= self.settings.max_tokens:
-            return cut, events, [cut]
-        try:
-            longer, longer_events = self._draft(plan, "draft 1, larger budget", max_tokens=budget)
-        except RagError as exc:
-            plan.note = " ".join(filter(None, (plan.note, f"A retry with a larger budget failed ({exc}).")))
-            return cut, events, [cut]
-        if longer.sentences or not cut.sentences:
-            return longer, longer_events, [cut, longer]
-        return cut, events, [cut, longer]
+        return draft_pieces(generation)
 
     def answer(
         self,
@@ -417,44 +415,56 @@ class Pipeline:
         trace_id: str | None = None,
         principal: Principal | None = None,
     ) -> Answer:
-        """A verified answer or a refusal: the core's events folded into an Answer.
-
-        A first draft cut at `max_tokens` is asked for once more with `retry_max_tokens` when that is
-        larger (`_longer`). The one step streaming cannot take: when the first draft withheld a
-        sentence that carried a claim, a second draft is asked for with sentence-specific feedback;
-        the second is kept when it has verified sentences or the first has none. If that second call
-        fails, the verified first draft stands, with a note. Raises InvalidQuestion, or
+        """A verified answer or a refusal: the same drafts as `answer_stream` (`core.Session`: a second
+        draft with sentence-specific feedback when the first withheld a claim, or a longer one when it
+        was cut at `max_tokens` and `retry_max_tokens` is larger), folded into an Answer. If the second
+        call fails, the first draft stands, with a note. Raises InvalidQuestion, or
         UpstreamUnavailable when the model call fails and no verified sentence exists.
         """
         plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
         self._gate_answer(plan)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
-        kept, events, drafts = self._longer(plan, *self._draft(plan, "draft 1"))
-        history = [line for draft in drafts for line in draft.history]
-        kept, other, events = self._second_draft(plan, kept, events, history)
-        answer = fold(self._base(plan), [self._meta(plan), *events, *self._ending(plan, kept)])
-        return self._finish(plan, _with_set_aside(answer, kept, other, drafts), tuple(history))
+        session = self._session(plan, "draft 1")
+        events = [self._meta(plan), *session.run(self._generate(plan, "generate"))]
+        ask = self._second_ask(session)
+        if ask is not None:
+            events += self._second_sync(plan, session, ask)
+        events += session.finish()
+        answer = fold(self._base(plan), [*events, *self._ending(plan, session)])
+        return self._finish(plan, answer, session.history)
 
-    def _second_draft(
-        self, plan: Plan, kept: Core, events: list[Event], history: list[str]
-    ) -> tuple[Core, Core | None, list[Event]]:
-        """(the draft kept, the other draft or None, the kept draft's events) after a second draft with
-        feedback, asked for only when `kept` wants regeneration; its verdict lines go on `history`. A
-        failed second call leaves `kept` with a note, or raises when `kept` verified nothing."""
-        if not kept.wants_regeneration:
-            return kept, None, events
+    def _session(self, plan: Plan, label: str) -> Session:
+        """The drafts of one answer. With Claude, a conflict the front half found, or one a shown
+        figure turns out to be part of, is judged on the whole answer (both sides cited, or line 2)."""
+        if self.reader != "claude":
+            return Session(first=self._core(plan, label))
+        blocks = plan.blocks
+
+        def conflict_of(sentence: Sentence) -> Conflict | None:
+            cited = frozenset(c.chunk_id for c in sentence.citations)
+            return conflict_about(sentence.text, cited, blocks)
+
+        return Session(first=self._core(plan, label), conflict=plan.conflict, conflict_of=conflict_of)
+
+    def _second_ask(self, session: Session) -> SecondDraft | None:
+        return session.second_draft(
+            max_tokens=self.settings.max_tokens, retry_max_tokens=self.settings.retry_max_tokens
+        )
+
+    def _second_sync(self, plan: Plan, session: Session, ask: SecondDraft) -> list[Event]:
+        """The second draft's events; a failed call leaves the first draft with a note, or raises when
+        nothing of the first verified."""
         try:
-            second, second_events = self._draft(plan, "draft 2", feedback_lines(kept.failed))
+            pieces = self._generate(plan, "regenerate", ask.feedback, ask.max_tokens)
         except RagError as exc:
-            if not kept.sentences:
+            if not session.shown and not session.held:
                 raise
-            plan.note = " ".join(filter(None, (plan.note, f"A second draft failed ({exc}).")))
-            return kept, None, events
-        history += second.history
-        if second.sentences or not kept.sentences:
-            return second, kept, second_events
-        return kept, second, events
+            what = "A retry with a larger budget" if ask.max_tokens else "A second draft"
+            plan.note = " ".join(filter(None, (plan.note, f"{what} failed ({exc}).")))
+            return []
+        session.begin_second(self._core(plan, "draft 2"))
+        return session.run(pieces)
 
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
         plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
@@ -491,28 +501,29 @@ class Pipeline:
         trace_id: str | None = None,
         principal: Principal | None = None,
     ) -> AsyncIterator[Event]:
-        """The core's events as they are decided: a pre-generation refusal then done; or meta,
-        sentence/dropped..., [refusal], done; an error then done when the provider fails.
+        """The same drafts as `answer`, as their events are decided: a pre-generation refusal then done;
+        or meta, sentence/dropped..., [refusal], done; an error then done when the provider fails
+        after the stream began.
 
-        No regeneration while streaming (emitted text is never withdrawn). Closing this iterator
-        closes the generator's stream (so the model call stops), and the ask is logged whichever
-        way the stream ends.
+        `meta` goes out once the model call is open, so a provider that cannot be reached at all
+        raises UpstreamUnavailable before anything is sent (the route answers 503 with Retry-After).
+        A second draft (`core.Session`) is read whole, off the event loop, and only what it adds is
+        sent: emitted text is never withdrawn. Closing this iterator closes the generator's stream (so
+        the model call stops), and the ask is logged whichever way the stream ends.
         """
         plan = await anyio.to_thread.run_sync(
             lambda: self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
         )
         await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
-        core = self._core(plan, "stream")
+        session = self._session(plan, "stream")
         try:
             if plan.refusal is not None:
                 seen.extend(self._pre_refusal(plan))
                 for event in seen:
                     yield event
                 return
-            seen.append(self._meta(plan))
-            yield seen[-1]
-            async for event in self._stream_events(plan, core):
+            async for event in self._stream_events(plan, session):
                 seen.append(event)
                 yield event
         finally:
@@ -520,53 +531,72 @@ class Pipeline:
             # The ask-log write may wait on an ingest's lock: keep it off the event loop, and
             # shield it so a disconnected client still leaves its ask in the log.
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, tuple(core.history)))
+                await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, session.history))
 
-    async def _stream_events(self, plan: Plan, core: Core) -> AsyncIterator[Event]:
-        pieces = self.generator.stream(plan.question, plan.blocks)
+    async def _stream_events(self, plan: Plan, session: Session) -> AsyncIterator[Event]:
+        pieces = aiter(self.generator.stream(plan.question, plan.blocks))
         generating = time.perf_counter()
+        issued = False
         try:
-            async for piece in pieces:
-                for event in core.feed(piece):
+            first = await anext(pieces, None)  # the call is open (raises before `meta` when it cannot be)
+            yield self._meta(plan)
+            issued = True
+            if first is not None:
+                for event in session.feed(first):
                     yield event
-        except RagError as exc:  # the provider failed or refused: an error event, never a traceback
-            core.close(cut=True)
+            async for piece in pieces:
+                for event in session.feed(piece):
+                    yield event
+            for event in session.close():
+                yield event
+        except RagError as exc:  # the provider failed after the stream began: an error event, no traceback
+            if not issued:
+                raise
+            session.current.close(cut=True)
             yield ErrorEvent(type=exc.type, message=str(exc))
             yield DoneEvent(
                 status="error",
-                emitted=len(core.sentences),
-                dropped=len(core.dropped),
+                emitted=len(session.shown),
+                dropped=session.withheld,
                 cut=True,
-                usage=plan.usage + core.usage,
-                detail=f"the model provider failed after {len(core.sentences)} verified sentence(s)",
+                usage=plan.usage + session.usage,
+                detail=f"the model provider failed after {len(session.shown)} verified sentence(s)",
                 timings=_stamp(plan),
             )
             return
         finally:
-            plan.timings["generate"] = round((time.perf_counter() - generating) * 1000 - core.verify_ms, 3)
+            plan.timings["generate"] = round(
+                (time.perf_counter() - generating) * 1000 - session.first.verify_ms, 3
+            )
             aclose = getattr(pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
-        for event in self._ending(plan, core):
+        ask = self._second_ask(session)
+        if ask is not None:
+            try:
+                events = await anyio.to_thread.run_sync(lambda: self._second_sync(plan, session, ask))
+            except RagError as exc:
+                events = [ErrorEvent(type=exc.type, message=str(exc))]
+            for event in events:
+                yield event
+        for event in session.finish():
             yield event
+        for event in self._ending(plan, session):
+            yield event
+
+
+def _empty_reason(last: Core) -> tuple[RefusalReason, str]:
+    """Why no sentence was shown, from the last draft's end: declined, cut short, or not supported."""
+    if last.cut_by == "refusal":
+        return "reply_declined", REPLY_DECLINED_MESSAGE
+    if last.cut:
+        return "reply_cut", REPLY_CUT_MESSAGE
+    return "no_citations", NO_CITATIONS_MESSAGE
 
 
 def _name(principal: Principal | None) -> str:
     """The name the ask log and the gap queue record for `principal` (None: the local operator)."""
     return principal.name if principal is not None else Principal.operator().name
-
-
-def _with_set_aside(answer: Answer, kept: Core, other: Core | None, drafts: Sequence[Core]) -> Answer:
-    """`answer` with what the drafts not kept add: the other draft's dropped sentences not shown
-    again (first) and its usage, and the usage of every first-round draft that is not `kept`."""
-    if other is not None:
-        shown = {d.text for d in answer.dropped}
-        earlier = tuple(d for d in other.dropped if d.text not in shown)
-        answer = replace(answer, dropped=earlier + answer.dropped, usage=answer.usage + other.usage)
-    for aside in drafts:  # a draft set aside for a longer one was still paid for
-        if aside is not kept:
-            answer = replace(answer, usage=answer.usage + aside.usage)
-    return answer
 
 
 def _drop_older(

@@ -11,8 +11,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from rag.types import Block
 
 REFUSAL_TEXT = "I couldn't find this in the provided documents."
@@ -62,23 +60,8 @@ def is_refusal(text: str) -> bool:
     return _refusal_form(text) == _REFUSAL_FORM
 
 
-def block_metadata(block: Block) -> str:
-    """The block's provenance as compact JSON (sent as the document's uncitable `context`)."""
-    chunk = block.chunk
-    meta = {
-        "n": block.n,
-        "title": chunk.title,
-        "chunk_id": chunk.chunk_id,
-        "doc_id": chunk.doc_id,
-        "section": chunk.section,
-        "updated": chunk.updated_at.isoformat() if chunk.updated_at else None,
-        "url": chunk.url,
-    }
-    return orjson.dumps(meta).decode()
-
-
 # The API limits a document title's length (anthropic-wire.md 1.4); longer provenance headers are
-# shortened in the request only (the full title stays in `context` and on every citation).
+# shortened in the request only (the full title stays on every citation).
 MAX_TITLE_CHARS = 200
 
 
@@ -89,11 +72,13 @@ def request_title(header: str) -> str:
     return header[: MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 
-def document_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
+def document_blocks(blocks: Sequence[Block], *, cache: bool = False) -> list[dict[str, Any]]:
     """One `document` block per Block, in order (document_index = n - 1).
 
-    Plain-text source (`sent_text`), the provenance header as title, JSON metadata as
-    context, citations enabled on all, `cache_control` ephemeral on the last only.
+    Plain-text source (`sent_text`), the provenance header as title (number, title, section, date:
+    what the model uses, once; ids and URLs it cannot use are not sent), citations enabled on all;
+    with `cache`, `cache_control` ephemeral on the last only (a cache write costs 1.25x the input, so
+    the caller asks for it only where a read is likely to follow).
     """
     out: list[dict[str, Any]] = []
     for i, block in enumerate(blocks):
@@ -101,10 +86,9 @@ def document_blocks(blocks: Sequence[Block]) -> list[dict[str, Any]]:
             "type": "document",
             "source": {"type": "text", "media_type": "text/plain", "data": block.sent_text},
             "title": request_title(block.header),
-            "context": block_metadata(block),
             "citations": {"enabled": True},
         }
-        if i == len(blocks) - 1:
+        if cache and i == len(blocks) - 1:
             doc["cache_control"] = {"type": "ephemeral"}
         out.append(doc)
     return out
@@ -130,10 +114,11 @@ def _question_text(question: str, feedback: Sequence[str]) -> str:
 
 
 def user_content(
-    question: str, blocks: Sequence[Block], feedback: Sequence[str] = ()
+    question: str, blocks: Sequence[Block], feedback: Sequence[str] = (), *, cache: bool = False
 ) -> list[dict[str, Any]]:
     """The native user turn: the document blocks, then one text block with the question and any feedback."""
-    return [*document_blocks(blocks), {"type": "text", "text": _question_text(question, feedback)}]
+    docs = document_blocks(blocks, cache=cache)
+    return [*docs, {"type": "text", "text": _question_text(question, feedback)}]
 
 
 def inline_prompt(question: str, blocks: Sequence[Block], feedback: Sequence[str] = ()) -> str:

@@ -34,7 +34,7 @@ from functools import lru_cache
 from rag.answer.parse import strip_markers
 from rag.language.injection import addressed_spans, overlaps_addressed
 from rag.language.text import sentence_spans, term_set
-from rag.support.check import CheckOptions, check
+from rag.support.check import CheckOptions, Decision, check
 from rag.support.figures import missing_figures
 from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
@@ -177,14 +177,24 @@ def _verify_one(
         return Verdict(draft=draft, citations=(), issues=(*issues, *vetoes))
     if not passed and len(unsupported) > 1:
         passed = _merged(draft.text, unsupported, common, support)
-    if issues and all(i == NOTHING_TO_VERIFY for i in issues) and not passed:
+    if _only_nothing_to_verify(issues, passed):
         return Verdict(draft=draft, citations=(), issues=(NOTHING_TO_VERIFY,))
     if passed:
         passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common, support)
         issues.extend(figure_issues)
-    kept = {p.block.n for p in passed}
-    issues.extend(issue for u in unsupported if u.block.n not in kept for issue in u.issues)
+    issues.extend(_unkept_issues(unsupported, passed))
     return Verdict(draft=draft, citations=_citations(passed), issues=tuple(issues))
+
+
+def _only_nothing_to_verify(issues: Sequence[Issue], passed: Sequence[_Passed]) -> bool:
+    """Whether no block passed and every issue is "nothing substantive to verify" (at least one)."""
+    return bool(issues) and all(i == NOTHING_TO_VERIFY for i in issues) and not passed
+
+
+def _unkept_issues(unsupported: Sequence[_Unsupported], passed: Sequence[_Passed]) -> list[Issue]:
+    """The issues of the unsupported blocks that did not pass after all (merged or not)."""
+    kept = {p.block.n for p in passed}
+    return [issue for u in unsupported if u.block.n not in kept for issue in u.issues]
 
 
 def _unverifiable(draft: Draft, common: frozenset[str]) -> Verdict | None:
@@ -239,18 +249,35 @@ def _figures_checked(
     unsupported spans); else no block passes and each carries a "figures" issue."""
     sentence_judged = min((p.sentence for p in passed), key=len)
     missing = missing_figures(sentence_judged, [p.evidence for p in passed])
-    if missing and unsupported and all(p.texts for p in passed):
-        # a figure may come from a block that does not support the sentence alone (merged spans)
-        parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
-        together = _merged(sentence, parts, common, support)
-        if together and not missing_figures(together[0].sentence, [together[0].evidence]):
-            return together, []
+    together = _merged_for_figures(sentence, passed, unsupported, missing, common, support)
+    if together:
+        return together, []
     if not missing:
         return passed, []
     label = "figure" if len(missing) == 1 else "figures"
     return [], [
         Issue("figures", f"[{p.block.n}] does not contain the {label} {', '.join(missing)}") for p in passed
     ]
+
+
+def _merged_for_figures(
+    sentence: str,
+    passed: list[_Passed],
+    unsupported: list[_Unsupported],
+    missing: list[str],
+    common: frozenset[str],
+    support: CheckOptions | None,
+) -> list[_Passed]:
+    """When figures are `missing` from the passed blocks' evidence, the blocks that pass merged with the
+    unsupported spans if together they support the sentence and state all its figures; else []."""
+    if not (missing and unsupported and all(p.texts for p in passed)):
+        return []
+    # a figure may come from a block that does not support the sentence alone (merged spans)
+    parts = [_Unsupported(p.block, p.spans, p.texts, ()) for p in passed] + unsupported
+    together = _merged(sentence, parts, common, support)
+    if together and not missing_figures(together[0].sentence, [together[0].evidence]):
+        return together
+    return []
 
 
 def _citations(passed: Sequence[_Passed]) -> tuple[Citation, ...]:
@@ -276,36 +303,46 @@ def _native(
 ) -> _Passed | _Unsupported | list[Issue]:
     """The block's cited spans located in the original chunk and judged against the sentence."""
     n, chunk_text = block.n, block.chunk.text
-    issues: list[Issue] = []
-    spans: list[tuple[int, int]] = []
-    for claim in claims:
-        span = locate_claim(claim, block)
-        if span is None:
-            issues.append(Issue("span_not_in_source", f"[{n}] quotes text that is not in its source"))
-        elif span not in spans:
-            spans.append(span)
+    issues, spans = _located(claims, block)
     if not spans:
         return issues
     usable = [(s, e) for s, e in spans if not overlaps_addressed(chunk_text, s, e)]
     if not usable:
         return [*issues, Issue("addressed_text", f"[{n}] {ADDRESSED}")]
     texts = [chunk_text[s:e] for s, e in usable]
-    decision = check(sentence, texts, [block], common=common, options=support)
-    if not decision.contradicts and len(texts) > 1:
-        # each span alone may contradict the clause it is cited for, which the other spans hide
-        decision = next(
-            (
-                d
-                for d in (check(sentence, [t], [block], common=common, options=support) for t in texts)
-                if d.contradicts
-            ),
-            decision,
-        )
+    decision = _checked(sentence, texts, block, common, support)
     if decision.issue:
         return _Unsupported(
             block, tuple(usable), tuple(texts), (*issues, decision.issue), decision.contradicts
         )
     return _Passed(block, tuple(usable), " ".join(texts), decision.core, tuple(texts))
+
+
+def _located(claims: Sequence[Claim], block: Block) -> tuple[list[Issue], list[tuple[int, int]]]:
+    """The claims' spans located in the original chunk (distinct, in order), and an issue for each claim
+    whose text is not there."""
+    issues: list[Issue] = []
+    spans: list[tuple[int, int]] = []
+    for claim in claims:
+        span = locate_claim(claim, block)
+        if span is None:
+            issues.append(Issue("span_not_in_source", f"[{block.n}] quotes text that is not in its source"))
+        elif span not in spans:
+            spans.append(span)
+    return issues, spans
+
+
+def _checked(
+    sentence: str, texts: Sequence[str], block: Block, common: frozenset[str], support: CheckOptions | None
+) -> Decision:
+    """The support check of the sentence against all the block's spans; when that does not contradict,
+    the first span that contradicts it alone (each span alone may contradict the clause it is cited for,
+    which the other spans hide)."""
+    decision = check(sentence, texts, [block], common=common, options=support)
+    if decision.contradicts or len(texts) <= 1:
+        return decision
+    alone = (check(sentence, [t], [block], common=common, options=support) for t in texts)
+    return next((d for d in alone if d.contradicts), decision)
 
 
 def _merged(

@@ -10,10 +10,12 @@ malformed request, 404 for an unknown route, 413 for a body over 64 KB, 500 with
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -355,16 +357,30 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
-        # Validation and the log's database happen here, before the first byte, so a bad question is
-        # a 422 JSON response and a log that cannot be written a 503, as on `POST /ask`.
+        # Validation and the log's database happen here, before the first byte, so a bad question is a
+        # 422 JSON response and a log that cannot be written a 503, as on `POST /ask`; and the first
+        # event is awaited for one keep-alive interval before the response begins, so a model provider
+        # that cannot be reached is a 503 JSON response with Retry-After, as on /ask (the stream sends
+        # `meta` only once the model call is open). A call still opening after that (a provider slow to
+        # answer) starts the stream with a keep-alive; a failure after that point is its `error` event.
         question = validate_question(question, settings.max_question_chars)
         await run_in_threadpool(qa.store.check_log)
         note = _note(request)
         note.streamed = True
-        events = qa.answer_stream(
-            question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+        events = aiter(
+            qa.answer_stream(
+                question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+            )
         )
-        return EventStreamResponse(sse_stream(events, keepalive=settings.sse_keepalive, note=note))
+        first = asyncio.ensure_future(anext(events, None))
+        opened, _ = await asyncio.wait((first,), timeout=settings.sse_keepalive)
+        if opened:
+            first.result()  # a failure to open is raised here, before any byte: a JSON error response
+        return EventStreamResponse(
+            sse_stream(
+                _resumed(first, events), keepalive=settings.sse_keepalive, note=note, waiting=not opened
+            )
+        )
 
     stream_doc: dict[int | str, dict[str, Any]] = {
         200: {
@@ -540,3 +556,25 @@ def create_app(
 
     app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+async def _resumed(
+    first: asyncio.Future[Event | None], rest: AsyncIterator[Event]
+) -> AsyncGenerator[Event, None]:
+    """The events of a stream whose first one is being (or was) taken by `first`; closing this
+    cancels that pull if it is still running, then closes `rest`."""
+    try:
+        event = await first
+        if event is None:
+            return
+        yield event
+        async for event in rest:
+            yield event
+    finally:
+        if not first.done():
+            first.cancel()
+            with contextlib.suppress(BaseException):
+                await first
+        aclose = getattr(rest, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -58,12 +58,18 @@ class CitationOut(_Out):
 
 class SentenceOut(_Out):
     text: str
-    starts: Literal["", "paragraph", "item"] = Field(
-        "", description="Where the sentence starts in the layout: running on, a new paragraph, a list item."
+    starts: Literal["", "paragraph", "item", "numbered", "header", "row"] = Field(
+        "",
+        description="Where the sentence starts in the layout: running on, a new paragraph, a list item, a"
+        " numbered item, or a table row (a header row comes with the first row under it)",
     )
     citations: list[CitationOut]
     withheld: list[str] = Field(
         default_factory=list, description="Why any other citation of this sentence was not verified."
+    )
+    number: int | None = Field(None, description="A numbered item's number.")
+    cells: list[str] | None = Field(
+        None, description='A table row\'s cells as shown ("" for a cell whose citation did not verify).'
     )
 
 
@@ -214,7 +220,9 @@ class AnswerOut(_Out):
     sentences: list[SentenceOut]
     citations: list[CitationOut] = Field(description="Every distinct citation, deduplicated.")
     abstained: bool
-    reason: Literal["", "low_retrieval_score", "conflicting_sources", "no_citations"]
+    reason: Literal[
+        "", "low_retrieval_score", "conflicting_sources", "no_citations", "reply_cut", "reply_declined"
+    ]
     message: str = Field(description="The refusal wording when abstained, or a note on the answer.")
     cut: bool = Field(
         False, description="The model's reply was cut short; its unfinished sentence is not shown."

@@ -29,9 +29,10 @@ async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:
 
 
 async def sse_stream(
-    events: AsyncIterator[Event], *, keepalive: float, note: RequestNote
+    events: AsyncIterator[Event], *, keepalive: float, note: RequestNote, waiting: bool = False
 ) -> AsyncGenerator[bytes, None]:
-    """Encode `events` as SSE; a keep-alive comment after every `keepalive` seconds without an event.
+    """Encode `events` as SSE; a keep-alive comment after every `keepalive` seconds without an event
+    (and first of all when `waiting`: the response starts while its first event is still awaited).
 
     The next event is awaited in a task, so a keep-alive never cancels the pipeline. When
     the consumer stops (client gone), the pending pull is cancelled and `events` closed. A failure
@@ -43,6 +44,8 @@ async def sse_stream(
     sent: list[Event] = []
     sent_done = False
     try:
+        if waiting:
+            yield KEEPALIVE
         while True:
             if pending is None:
                 pending = asyncio.create_task(_next_event(iterator))

@@ -37,15 +37,9 @@ def run_eval_cli(
 
     `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
     """
-    if corpus is not None and (sweep is not None or external is not None):
-        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    _check_modes(sweep=sweep, external=external, corpus=corpus, reach=reach)
     if reach:
-        if sweep is not None or external is not None:
-            raise ConfigError("--reach measures a golden set; it does not combine with --sweep or --external")
-        from rag.evals.reach import run_reach
-
-        found = run_reach(settings, dataset, corpus=corpus, limit=limit)
-        click.echo(_json(found.json()) if as_json else reach_text(found.json()))
+        _reach_cli(settings, dataset, corpus=corpus, limit=limit, as_json=as_json)
         return
     if sweep is not None:
         _sweep_cli(settings, sweep, dataset=dataset, limit=limit, out=out, as_json=as_json)
@@ -56,6 +50,25 @@ def run_eval_cli(
         return
     golden = run_golden(settings, dataset, limit=limit, corpus=corpus)
     click.echo(_json(golden_json(golden)) if as_json else golden_text(golden))
+
+
+def _check_modes(*, sweep: str | None, external: str | None, corpus: str | None, reach: bool) -> None:
+    """`--corpus` and `--reach` measure a golden set: neither combines with `--sweep` or `--external`."""
+    other = sweep is not None or external is not None
+    if corpus is not None and other:
+        raise ConfigError("--corpus applies to golden-set runs only, not to --sweep or --external")
+    if reach and other:
+        raise ConfigError("--reach measures a golden set; it does not combine with --sweep or --external")
+
+
+def _reach_cli(
+    settings: Settings, dataset: str, *, corpus: str | None, limit: int | None, as_json: bool
+) -> None:
+    """`rag eval --reach`: the golden set's evidence reach."""
+    from rag.evals.reach import run_reach
+
+    found = run_reach(settings, dataset, corpus=corpus, limit=limit)
+    click.echo(_json(found.json()) if as_json else reach_text(found.json()))
 
 
 def _sweep_cli(

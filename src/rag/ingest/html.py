@@ -12,6 +12,7 @@ title is the content's own heading (its sole h1), else `<title>` without the sit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from rag.errors import IngestError
@@ -103,10 +104,13 @@ def page_title_without_site(title: str, headings: list[str]) -> str:
     confirmed = [p for p in parts if _key(p) in known]
     if confirmed:
         return max(confirmed, key=len).strip()
-    last = cuts[-1]
-    if last.group().strip() in _SURE_SEPARATORS and title[: last.start()].strip():
-        return title[: last.start()].strip()
-    return title
+    return _before_sure_separator(title, cuts[-1])
+
+
+def _before_sure_separator(title: str, last: re.Match[str]) -> str:
+    """The title before its last separator when that one never joins words (" — ", " | "), else whole."""
+    head = title[: last.start()].strip()
+    return head if last.group().strip() in _SURE_SEPARATORS and head else title
 
 
 def _key(text: str) -> str:
@@ -230,28 +234,37 @@ def _write_children(el: Any, out: _Text) -> None:
 
 def _write(el: Any, out: _Text) -> None:
     tag = tag_of(el)
+    special = _WRITERS.get(tag)
     if tag in HEADINGS:
-        heading = _inline_text(el)
-        if heading:
-            out.block(f"{'#' * HEADINGS[tag]} {heading}")
-    elif tag == "pre":
-        code = _pre_text(el)
-        if code.strip():
-            out.code_block(code)
-    elif tag in _INLINE_CODE:
-        out.add(_backticked(el.text_content()))
-    elif tag == "table":
-        _write_table(el, out)
-    elif tag == "br":
-        out.brk("\n")
-    elif tag in ("ul", "ol"):
-        _write_list(el, out)
+        _write_heading(el, out)
+    elif special is not None:
+        special(el, out)
     else:
         if tag in _BLOCK:
             out.brk("\n\n")
         _write_children(el, out)
         if tag in _BLOCK:
             out.brk("\n\n")
+
+
+def _write_heading(el: Any, out: _Text) -> None:
+    heading = _inline_text(el)
+    if heading:
+        out.block(f"{'#' * HEADINGS[tag_of(el)]} {heading}")
+
+
+def _write_pre(el: Any, out: _Text) -> None:
+    code = _pre_text(el)
+    if code.strip():
+        out.code_block(code)
+
+
+def _write_inline_code(el: Any, out: _Text) -> None:
+    out.add(_backticked(el.text_content()))
+
+
+def _write_break(el: Any, out: _Text) -> None:
+    out.brk("\n")
 
 
 def _write_list(el: Any, out: _Text) -> None:
@@ -284,20 +297,41 @@ def _write_table(table: Any, out: _Text) -> None:
     headings) is written cell by cell as blocks."""
     rows = table.xpath("./tr|./thead/tr|./tbody/tr|./tfoot/tr")
     if table.xpath(_LAYOUT_INSIDE):
-        for cell in (c for row in rows for c in row.xpath("./td|./th")):
-            out.brk("\n\n")
-            _write_children(cell, out)
-            out.brk("\n\n")
+        _write_layout_cells(rows, out)
         return
     caption = table.find("caption")
     if caption is not None and (text := _inline_text(caption)):
         out.block(text)
-    head = len(table.xpath("./thead/tr"))
-    if not head and len(rows) > 1:
-        first = rows[0].xpath("./td|./th")
-        head = int(bool(first) and all(tag_of(c) == "th" for c in first))
-    if lines := table_text(_grid(rows), head):
+    if lines := table_text(_grid(rows), _header_rows(table, rows)):
         out.block(lines)
+
+
+def _write_layout_cells(rows: list[Any], out: _Text) -> None:
+    """A layout table's cells, each as its own block."""
+    for cell in (c for row in rows for c in row.xpath("./td|./th")):
+        out.brk("\n\n")
+        _write_children(cell, out)
+        out.brk("\n\n")
+
+
+def _header_rows(table: Any, rows: list[Any]) -> int:
+    """How many of `rows` are headers: the <thead>'s rows, else 1 for a first row of <th> cells."""
+    head = len(table.xpath("./thead/tr"))
+    if head or len(rows) <= 1:
+        return head
+    first = rows[0].xpath("./td|./th")
+    return int(bool(first) and all(tag_of(c) == "th" for c in first))
+
+
+# The elements written their own way (`_write`); headings are written by `_write_heading`.
+_WRITERS: dict[str, Callable[[Any, _Text], None]] = {
+    "pre": _write_pre,
+    **dict.fromkeys(_INLINE_CODE, _write_inline_code),
+    "table": _write_table,
+    "br": _write_break,
+    "ul": _write_list,
+    "ol": _write_list,
+}
 
 
 def _grid(rows: list[Any]) -> list[list[Cell]]:

@@ -428,6 +428,7 @@ GENERIC_SOURCE_WORDS = """
         document documents documentation docs doc manual manuals guide guides handbook policy policies
         article page pages section sections faq source sources text notes note release wiki knowledge base
         help center centre official current latest cited passage entry record records article guidance
+        older newer earlier previous original
         guideline guidelines reference material file"""
 # Verbs by which a sentence attributes a claim to its source ("the policy states that ...").
 SOURCE_VERBS = (

@@ -213,8 +213,20 @@ def _echoed(modal: Any) -> Any:
 def _negated(token: Any, args: list[tuple[str, Any]]) -> bool:
     """True when a child of the predicate `token` negates it or a subject or object in `args` is
     negative ("nothing", "no user")."""
-    return any(_negates(child) for child in token.children) or any(
-        _negative_argument(role, arg) for role, arg in args
+    return (
+        any(_negates(child) for child in token.children)
+        or any(_negative_argument(role, arg) for role, arg in args)
+        or _without(token)
+    )
+
+
+def _without(token: Any) -> bool:
+    """True for a predicate "without" governs ("visible without distorting the totals": it does not
+    distort them)."""
+    if token.dep_ == "pcomp" and _lemma(token.head) == "without":
+        return True
+    return any(
+        c.dep_ in ("mark", "prep") and _lemma(c) == "without" and not list(c.children) for c in token.children
     )
 
 

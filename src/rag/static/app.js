@@ -432,7 +432,9 @@
     state.emitted += 1;
     ui.answer.hidden = false;
     const citations = Array.isArray(data.citations) ? data.citations : [];
-    state.sentences.push({ text: data.text || "", starts: data.starts || "", citations });
+    state.sentences.push({
+      text: data.text || "", starts: data.starts || "", number: data.number, cells: data.cells, citations,
+    });
     // One chip per cited chunk; every span of that chunk is highlighted together.
     const byChunk = new Map();
     for (const c of citations) {
@@ -441,33 +443,70 @@
     }
     const groups = [...byChunk.values()].map((group) => [Math.min(...group.map((c) => c.n)), group]);
     const chips = groups.sort((a, b) => a[0] - b[0]).map(([n, group]) => chip(state, n, group));
-    const shown = h("span", { class: "sentence-text" });
-    if (window.RagMarkup) window.RagMarkup.renderInline(shown, data.text || "");
-    else shown.textContent = data.text || "";
-    const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
-      shown,
-      chips.length ? h("span", { class: "chips" }, chips) : null);
-    const into = layoutFor(state, data.starts || "");
-    if (into.childNodes.length) into.append(" ");
-    into.append(sentence);
+    const starts = data.starts || "";
+    if ((starts === "header" || starts === "row") && Array.isArray(data.cells)) {
+      tableRow(state, starts, data.cells, chips);
+    } else {
+      const shown = h("span", { class: "sentence-text" });
+      if (window.RagMarkup) window.RagMarkup.renderInline(shown, data.text || "");
+      else shown.textContent = data.text || "";
+      const sentence = h("span", { class: "sentence", testid: "answer-sentence" },
+        shown,
+        chips.length ? h("span", { class: "chips" }, chips) : null);
+      const into = layoutFor(state, starts, data.number);
+      if (into.childNodes.length) into.append(" ");
+      into.append(sentence);
+    }
     setStatus("busy", `${state.emitted} verified sentence${state.emitted === 1 ? "" : "s"} so far…`);
   }
 
-  /** Where a sentence goes: on in the current paragraph or item, a new paragraph, or a new list item. */
-  function layoutFor(state, starts) {
-    if (starts === "item") {
-      if (!state.list) {
-        state.list = h("ul", { class: "answer-list" });
+  /** Where a sentence goes: on in the current paragraph or item, a new paragraph, or a new bulleted
+   * or numbered list item (a numbered one keeps its number). */
+  function layoutFor(state, starts, number) {
+    if (starts === "item" || starts === "numbered") {
+      const kind = starts === "numbered" ? "ol" : "ul";
+      if (!state.list || state.list.tagName.toLowerCase() !== kind) {
+        state.list = h(kind, { class: "answer-list" });
         ui.answer.append(state.list);
       }
       state.current = h("li", { class: "answer-item" });
+      if (starts === "numbered" && Number.isInteger(number)) state.current.value = number;
       state.list.append(state.current);
-    } else if (starts === "paragraph" || !state.current) {
+    } else if (starts === "paragraph" || !state.current || state.table) {
       state.list = null;
+      state.table = null;
       state.current = h("p", { class: "answer-para" });
       ui.answer.append(state.current);
     }
     return state.current;
+  }
+
+  /** A table row of the answer: its header row, or a row whose cited cells verified (chips at its end). */
+  function tableRow(state, starts, cells, chips) {
+    if (!state.table || starts === "header") {
+      state.table = h("table", { class: "answer-table", testid: "answer-table" });
+      state.tableBody = h("tbody");
+      state.table.append(state.tableBody);
+      ui.answer.append(state.table);
+      state.list = null;
+      state.current = null;
+    }
+    const tag = starts === "header" ? "th" : "td";
+    const row = h("tr", { testid: starts === "header" ? "answer-table-header" : "answer-table-row" });
+    cells.forEach((cell, i) => {
+      const node = h(tag, { scope: tag === "th" ? "col" : null });
+      if (window.RagMarkup) window.RagMarkup.renderInline(node, cell || "");
+      else node.textContent = cell || "";
+      if (i === cells.length - 1 && chips.length) node.append(" ", h("span", { class: "chips" }, chips));
+      row.append(node);
+    });
+    if (starts === "header") {
+      const head = h("thead");
+      head.append(row);
+      state.table.insertBefore(head, state.tableBody);
+    } else {
+      state.tableBody.append(row);
+    }
   }
 
   function chip(state, n, group) {

@@ -60,8 +60,12 @@
       const piece = [oneLine(s.text || ""), perSentence[i]];
       const last = parts[parts.length - 1];
       if (s.starts === "item") parts.push({ item: true, pieces: [piece] });
-      else if (s.starts === "paragraph" || !last || last.item) parts.push({ item: false, pieces: [piece] });
-      else last.pieces.push(piece);
+      else if (s.starts === "numbered") parts.push({ item: true, number: s.number || 1, pieces: [piece] });
+      else if (s.starts === "header" || s.starts === "row") {
+        parts.push({ row: true, header: s.starts === "header", cells: s.cells || [], pieces: [piece] });
+      } else if (s.starts === "paragraph" || !last || last.item || last.row) {
+        parts.push({ item: false, pieces: [piece] });
+      } else last.pieces.push(piece);
     });
     return parts;
   }
@@ -71,8 +75,13 @@
     parts.forEach((part, i) => {
       const line = part.pieces.map(([text, ns]) => text + ns.map(marker).join("")).join(" ");
       const prev = parts[i - 1];
-      if (i > 0) out.push(part.item && prev.item ? "\n" : "\n\n");
-      out.push(part.item ? "- " + line : line);
+      if (i > 0) out.push((part.item && prev.item) || (part.row && prev.row) ? "\n" : "\n\n");
+      if (part.row) {
+        const ns = part.pieces.flatMap(([, n]) => n).map(marker).join("");
+        out.push("| " + part.cells.join(" | ") + " |" + ns);
+        if (part.header) out.push("\n|" + part.cells.map(() => "---|").join(""));
+      } else if (part.item) out.push((part.number ? part.number + ". " : "- ") + line);
+      else out.push(line);
     });
     return out.join("");
   }

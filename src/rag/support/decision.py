@@ -1,6 +1,6 @@
-"""The support check's decision: what `support.signals` measured, turned into a verdict.
+"""The support check's decision: what `check.signals` measured, turned into a verdict.
 
-`support.signals` measures one sentence against its cited spans (coverage, each rule's firing, the
+`check.signals` measures one sentence against its cited spans (coverage, each rule's firing, the
 alignment's substitutions, the parser's frame conflicts). Two deciders read those signals:
 - `rules`: the hand-combined rules, in order: a lead-in naming another document, nothing to verify,
   coverage under the floor, then the first rule that fires (a new name, a new scope word, reversed
@@ -45,7 +45,7 @@ class Decision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Signals:
-    """What the check measured of one sentence against its spans (`support.signals`); empty strings and
+    """What the check measured of one sentence against its spans (`check.signals`); empty strings and
     None mean that a rule did not fire."""
 
     core: str  # the sentence as judged (a lead-in naming the cited document set aside)
@@ -163,24 +163,34 @@ def _reasons(s: Signals, n: int) -> list[tuple[Issue, bool]]:
     if s.negation_flip:
         out.append((Issue("contradiction", f"[{n}] {s.negation_flip} its cited span"), True))
     if s.substituted:
-        said, source, kind = s.substituted
-        text = f"[{n}] says {said!r} where its cited span says {source!r}"
-        opposite = kind == "antonym"
-        out.append((Issue("contradiction" if opposite else "other_subject", text), opposite))
+        out.append(_substitution_reason(s.substituted, n))
     if s.swapped:
         text = f"[{n}] swaps {s.swapped[0]!r} and {s.swapped[1]!r} against its cited span"
         out.append((Issue("contradiction", text), True))
     if s.frames:
-        kind, said, source = s.frames[0]
-        if kind == "negation":
-            text = f"[{n}] {said} {source!r} where its cited span does the opposite"
-        elif kind in _CONTRADICTING_FRAMES:
-            text = f"[{n}] gives {said!r} the role its cited span gives {source!r}"
-        else:
-            text = f"[{n}] says {said!r} where its cited span says {source!r}"
-        contradicts = kind in _CONTRADICTING_FRAMES
-        out.append((Issue("contradiction" if contradicts else "other_subject", text), contradicts))
+        out.append(_frame_reason(s.frames[0], n))
     return out
+
+
+def _substitution_reason(substituted: tuple[str, str, str], n: int) -> tuple[Issue, bool]:
+    """A word in another's place: an antonym contradicts; another name or noun is another subject."""
+    said, source, kind = substituted
+    text = f"[{n}] says {said!r} where its cited span says {source!r}"
+    opposite = kind == "antonym"
+    return Issue("contradiction" if opposite else "other_subject", text), opposite
+
+
+def _frame_reason(conflict: tuple[str, str, str], n: int) -> tuple[Issue, bool]:
+    """The first frame conflict: a negation, swap or split contradicts; the others are another subject."""
+    kind, said, source = conflict
+    if kind == "negation":
+        text = f"[{n}] {said} {source!r} where its cited span does the opposite"
+    elif kind in _CONTRADICTING_FRAMES:
+        text = f"[{n}] gives {said!r} the role its cited span gives {source!r}"
+    else:
+        text = f"[{n}] says {said!r} where its cited span says {source!r}"
+    contradicts = kind in _CONTRADICTING_FRAMES
+    return Issue("contradiction" if contradicts else "other_subject", text), contradicts
 
 
 def _low(s: Signals, n: int) -> Issue:

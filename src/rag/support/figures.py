@@ -52,11 +52,15 @@ def missing_figures(sentence: str, evidence: Sequence[str]) -> list[str]:
         holder = _holder(quantities, number)
         if any(e.states(number, holder) for e in source):
             continue
-        # "a" alone says nothing: name the quantity it starts ("a month")
-        written = holder.text if holder is not None and number.text.lower() in ("a", "an") else number.text
+        written = _written(number, holder)
         if written not in missing:
             missing.append(written)
     return missing
+
+
+def _written(number: Number, holder: Quantity | None) -> str:
+    """The figure as the sentence writes it; "a" alone says nothing: the quantity it starts ("a month")."""
+    return holder.text if holder is not None and number.text.lower() in ("a", "an") else number.text
 
 
 def _numbers(text: str) -> list[Number]:
@@ -112,14 +116,20 @@ class _Evidence:
         if number.ordinal:
             return _has(self.ordinals, number.value)
         if holder is not None and not holder.dimension.startswith("count:"):
-            same_dimension = [q for q in self.quantities if q.dimension == holder.dimension]
-            if same_dimension:
-                return any(same_value(holder, q, strict=True) for q in same_dimension)
-            if holder.dimension == "percent" and self._states_share(holder.value):
-                return True
-        elif _is_share(number) and self._states_share(number.value * 100):
+            return self._states_quantity(holder, number.value)
+        if _is_share(number) and self._states_share(number.value * 100):
             return True
         return _has(self.values, number.value)
+
+    def _states_quantity(self, holder: Quantity, value: float) -> bool:
+        """A quantity with a unit: an equal one of its dimension; with none of that dimension, the same
+        share (a percentage) or the bare `value`."""
+        same_dimension = [q for q in self.quantities if q.dimension == holder.dimension]
+        if same_dimension:
+            return any(same_value(holder, q, strict=True) for q in same_dimension)
+        if holder.dimension == "percent" and self._states_share(holder.value):
+            return True
+        return _has(self.values, value)
 
     def _states_share(self, percent: float) -> bool:
         return any(abs(percent - p) <= _PERCENT_TOLERANCE + 1e-9 for p in self.proportions)
@@ -130,6 +140,16 @@ def _evidence(text: str) -> _Evidence:
     numbers = _numbers(text)
     values = {n.value for n in numbers if not n.ordinal}
     ordinals = {n.value for n in numbers if n.ordinal}
+    values |= _digit_values(text)
+    quantities = tuple(find_quantities(text))
+    shares = {q.value for q in quantities if q.dimension == "percent"}
+    shares |= {n.value * 100 for n in numbers if _is_share(n)}
+    return _Evidence(frozenset(values), frozenset(ordinals), quantities, frozenset(shares))
+
+
+def _digit_values(text: str) -> set[float]:
+    """Every digit run of `text` as a value: "1,000" whole; "v2.3" as 2, 3 and 2.3."""
+    values: set[float] = set()
     for match in _SOURCE_NUMBER_RE.finditer(text):
         raw = match.group()
         if _THOUSANDS_RE.fullmatch(raw):
@@ -138,10 +158,7 @@ def _evidence(text: str) -> _Evidence:
         pieces = re.split(r"[.,]", raw)
         for part in pieces + [f"{a}.{b}" for a, b in zip(pieces, pieces[1:], strict=False)]:
             values.add(float(part))
-    quantities = tuple(find_quantities(text))
-    shares = {q.value for q in quantities if q.dimension == "percent"}
-    shares |= {n.value * 100 for n in numbers if _is_share(n)}
-    return _Evidence(frozenset(values), frozenset(ordinals), quantities, frozenset(shares))
+    return values
 
 
 def _is_share(number: Number) -> bool:
