@@ -54,12 +54,26 @@ def main() -> None:
     default="",
     help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
 )
+@click.option(
+    "--follow-links",
+    is_flag=True,
+    help="Read symlinks whose target lies outside the folder they are in (skipped by default).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let a file take a document id stored from another file that still exists (refused by default).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> None:
+def ingest(
+    paths: tuple[str, ...], prune: bool, as_json: bool, access: str, follow_links: bool, replace: bool
+) -> None:
     """Ingest Markdown, text and HTML files or folders (recursively).
 
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
+
+    Symlinks leaving the folder they are in, FIFOs, devices and dangling links are skipped and listed.
 
     Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
     """
@@ -69,11 +83,26 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str) -> N
         groups = tuple(sorted(group_names(access, where="--access")))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--access") from None
-    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups)
+    _ingest(
+        _settings(),
+        paths,
+        prune=prune,
+        as_json=as_json,
+        access=groups,
+        follow_links=follow_links,
+        replace=replace,
+    )
 
 
 def _ingest(
-    settings: Settings, paths: Sequence[str], *, prune: bool, as_json: bool, access: tuple[str, ...] = ()
+    settings: Settings,
+    paths: Sequence[str],
+    *,
+    prune: bool,
+    as_json: bool,
+    access: tuple[str, ...] = (),
+    follow_links: bool = False,
+    replace: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
     from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths
@@ -90,6 +119,8 @@ def _ingest(
             embedder=make_embedder(settings),
             progress=progress,
             access=access,
+            follow_links=follow_links,
+            replace_ids=replace,
         )
     finally:
         progress.close()
@@ -98,7 +129,7 @@ def _ingest(
         click.echo(serialize.dumps(report, indent=True).decode())
     else:
         for item in report.skipped:
-            click.echo(f"skipped {item.path}: {item.reason}", err=True)
+            click.echo(f"skipped {render.printable(item.path)}: {render.printable(item.reason)}", err=True)
         click.echo(f"{report.summary()}; database: {describe_database(settings)}")
     if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
         raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)
