@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import anyio
 import yaml
-from fake_anthropic import Cite, FakeAnthropic, Part, Reply
+from fake_anthropic import Cite, FakeAnthropic, JudgeRecorder, Part, Reply
 
 from rag.answer.claude import ClaudeGenerator
 from rag.answer.events import DoneEvent, SentenceEvent
@@ -155,8 +155,13 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
     return outcome
 
 
-def play_all(db: str, routes: Sequence[Route] = ("ask", "stream")) -> Iterator[Outcome]:
+def play_all(
+    db: str, routes: Sequence[Route] = ("ask", "stream"), judge: JudgeRecorder | None = None
+) -> Iterator[Outcome]:
+    """Every reply on every route. The judge answers from `judge` (by default one that rejects every
+    sentence, so what is shown is what the rules show; its `asked` are the sentences sent to it)."""
     with FakeAnthropic() as fake:
+        fake.judge_responder = judge if judge is not None else JudgeRecorder()
         settings = settings_for(fake, db)
         pipeline = build_pipeline(settings, generator=ClaudeGenerator(settings))
         try:

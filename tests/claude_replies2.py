@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from claude_replies import _doc_id, _document_index, normal
-from fake_anthropic import Cite, FakeAnthropic, Part, Reply
+from fake_anthropic import Cite, FakeAnthropic, JudgeRecorder, Part, Reply
 from fastapi.testclient import TestClient
 
 from rag.api import create_app
@@ -360,10 +360,16 @@ def settings_for(fake: FakeAnthropic, db: str, **overrides: Any) -> Settings:
 
 
 def play_all(
-    db: str, routes: Sequence[Route] = ("ask", "stream"), ids: Sequence[str] = ()
+    db: str,
+    routes: Sequence[Route] = ("ask", "stream"),
+    ids: Sequence[str] = (),
+    judge: JudgeRecorder | None = None,
 ) -> Iterator[Played]:
-    """Every reply (or those in `ids`) on every route, one app over the store at `db`."""
+    """Every reply (or those in `ids`) on every route, one app over the store at `db`. The judge
+    answers from `judge` (by default one that rejects every sentence, so what is shown is what the
+    rules show; its `asked` are the sentences sent to it)."""
     with FakeAnthropic() as fake:
+        fake.judge_responder = judge if judge is not None else JudgeRecorder()
         settings = settings_for(fake, db)
         with TestClient(create_app(settings)) as http:
             for case in load_replies():

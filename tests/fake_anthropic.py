@@ -7,6 +7,12 @@ It speaks the wire format of `shared/anthropic-wire.md`: JSON messages and SSE s
 checked against the product's contract (documents with citations on all, `cache_control` (when present) on
 the last only, the system prompt, a model). The `fake_anthropic` fixture fails the test at teardown
 when a check failed or a scripted reply was never used.
+
+A judge request (the small-model judge's system prompt, `rag.support.judge`) is answered from its own
+queue (`enqueue_judge(...)`, or `judge_responder`), with a `tool_use` content block and stop reason
+`tool_use` (wire 2.1); it is checked as the documentation says the API would: one tool with an object
+input schema, no documents, no temperature for the models that refuse one, no forced tool_choice
+beside thinking (5.x models think unless it is turned off, and Sonnet 5.5 may not turn it off).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import socket
 import threading
 import time
@@ -27,6 +34,8 @@ import pytest
 
 from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, SYSTEM_PROMPT
 from rag.config import get_settings
+from rag.support.judge import SYSTEM_PROMPT as JUDGE_SYSTEM_PROMPT
+from rag.support.judge import TOOL_NAME as JUDGE_TOOL
 
 CHARS_PER_TOKEN = 4
 # Fake tokenizer for usage figures (see anthropic-wire.md §8: ~2.5 chars per token on 5.x models).
@@ -70,6 +79,7 @@ class Reply:
     that stays down); it is never counted as unused.
     `stream_only`: the shape exists only on a stream (an SSE error, an early end): a non-streaming
     request for it is a violation.
+    `tool_use`: the input of one `tool_use` content block (`tool_name`), after the text parts.
     """
 
     parts: tuple[Part, ...] = ()
@@ -89,6 +99,8 @@ class Reply:
     eof_after: int | None = None
     sticky: bool = False
     stream_only: bool = False
+    tool_use: dict[str, Any] | None = None
+    tool_name: str = JUDGE_TOOL
 
 
 Script = Reply | Callable[[dict[str, Any]], Reply]
@@ -139,6 +151,36 @@ def failure(
     return Reply(status=status, error_type=error_type, headers=tuple(headers), sticky=sticky)
 
 
+def verdicts(*entries: tuple[int, bool, str], **options: Any) -> Reply:
+    """A judge reply: the `record_verdicts` tool used with (id, supported, reason) for each entry."""
+    given = [{"id": i, "supported": ok, "reason": why} for i, ok, why in entries]
+    return Reply(tool_use={"verdicts": given}, stop_reason="tool_use", **options)
+
+
+def judge_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sentences a judge request asks about, read back from its user turn (the JSON after the
+    line that introduces them)."""
+    content = (body.get("messages") or [{}])[0].get("content")
+    text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+    _, _, payload = text.partition("passages it cites:\n")
+    items: list[dict[str, Any]] = json.loads(payload) if payload else []
+    return items
+
+
+@dataclass
+class JudgeRecorder:
+    """A judge responder that records every item asked and answers each with `supported` (default:
+    rejected, so what the product shows is as without a judge)."""
+
+    supported: bool = False
+    asked: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        items = judge_items(body)
+        self.asked.extend(items)
+        return verdicts(*((item["id"], self.supported, "recorded") for item in items))
+
+
 @dataclass
 class Recorded:
     path: str
@@ -149,6 +191,10 @@ class Recorded:
     @property
     def stream(self) -> bool:
         return bool(self.body.get("stream"))
+
+    @property
+    def judge(self) -> bool:
+        return _system_text(self.body) == JUDGE_SYSTEM_PROMPT
 
     @property
     def retry_count(self) -> int:
@@ -214,10 +260,46 @@ def check_request(body: dict[str, Any]) -> list[str]:
     elif system == COMPRESS_SYSTEM_PROMPT:
         if docs:
             problems.append("compression request must not send document blocks")
+    elif system == JUDGE_SYSTEM_PROMPT:
+        problems.extend(_judge_problems(body, docs))
     else:
         problems.append("system prompt missing or unknown")
     if "output_config" in body or "output_format" in body:
         problems.append("citations cannot be combined with structured outputs")
+    return problems
+
+
+# wire 5: Sonnet 5.5 and Haiku 5.5 answer 400 to a non-default temperature; Sonnet 5.5 to a forced tool
+# choice and to thinking turned off; 5.x models think by default (wire 2.1), and thinking may not be on
+# when tool_choice forces a tool.
+_FIXED_SAMPLING = frozenset({"claude-sonnet-5-5", "claude-haiku-5-5"})
+_NO_FORCED_TOOL = frozenset({"claude-sonnet-5-5"})
+_THINKS_BY_DEFAULT_RE = re.compile(r"^claude-[a-z]+-5(?:-|$)")
+
+
+def _judge_problems(body: dict[str, Any], docs: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+    model = str(body.get("model"))
+    if docs:
+        problems.append("judge request must not send document blocks")
+    tools = body.get("tools")
+    if not isinstance(tools, list) or len(tools) != 1 or not isinstance(tools[0], dict):
+        return [*problems, "judge request must offer exactly one tool"]
+    tool = tools[0]
+    if tool.get("name") != JUDGE_TOOL or (tool.get("input_schema") or {}).get("type") != "object":
+        problems.append("judge tool must be record_verdicts with an object input_schema")
+    choice = body.get("tool_choice") or {"type": "auto"}
+    forced = choice.get("type") in ("any", "tool")
+    if choice.get("type") == "tool" and choice.get("name") != JUDGE_TOOL:
+        problems.append("tool_choice names a tool that is not offered")
+    thinking = (body.get("thinking") or {}).get("type")
+    if model in _NO_FORCED_TOOL and (forced or thinking == "disabled"):
+        problems.append(f"{model} answers 400 to a forced tool_choice or thinking turned off")
+    thinks = thinking not in ("disabled", None) or (thinking is None and _THINKS_BY_DEFAULT_RE.match(model))
+    if forced and thinks:
+        problems.append("thinking may not be enabled when tool_choice forces tool use")
+    if model in _FIXED_SAMPLING and any(k in body for k in ("temperature", "top_p", "top_k")):
+        problems.append(f"{model} answers 400 to a non-default temperature, top_p or top_k")
     return problems
 
 
@@ -230,10 +312,12 @@ class FakeAnthropic:
         self.requests: list[Recorded] = []
         self.violations: list[str] = []
         self.responder: Callable[[dict[str, Any]], Reply] | None = None
+        self.judge_responder: Callable[[dict[str, Any]], Reply] | None = None
         self.disconnects = 0
         self.max_in_flight = 0
         self._in_flight = 0
         self._queue: deque[Script] = deque()
+        self._judge_queue: deque[Script] = deque()
         self._lock = threading.Lock()
         self._cached_prefixes: set[str] = set()
         self._server: ThreadingHTTPServer | None = None
@@ -249,13 +333,23 @@ class FakeAnthropic:
         with self._lock:
             self._queue.extend(scripts)
 
+    def enqueue_judge(self, *scripts: Script) -> None:
+        """Replies for the next judge requests, in order (a queue of their own)."""
+        with self._lock:
+            self._judge_queue.extend(scripts)
+
     @property
     def pending(self) -> int:
         """Scripted replies not used yet (a sticky one at the head is never "unused")."""
-        return sum(1 for script in self._queue if not (isinstance(script, Reply) and script.sticky))
+        queued = [*self._queue, *self._judge_queue]
+        return sum(1 for script in queued if not (isinstance(script, Reply) and script.sticky))
 
     def message_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.path == "/v1/messages"]
+        """The generation and compression calls (judge calls: `judge_requests`)."""
+        return [r for r in self.requests if r.path == "/v1/messages" and not r.judge]
+
+    def judge_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/messages" and r.judge]
 
     def start(self) -> FakeAnthropic:
         fake = self
@@ -289,15 +383,19 @@ class FakeAnthropic:
     # -- used by the handler --------------------------------------------------------------
 
     def _next(self, body: dict[str, Any]) -> Reply:
+        judge = _system_text(body) == JUDGE_SYSTEM_PROMPT
+        queue = self._judge_queue if judge else self._queue
         with self._lock:
-            script = self._queue[0] if self._queue else None
-            if not (isinstance(script, Reply) and script.sticky) and self._queue:
-                self._queue.popleft()
+            script = queue[0] if queue else None
+            if not (isinstance(script, Reply) and script.sticky) and queue:
+                queue.popleft()
         if script is None:
-            if self.responder is None:
-                self.violations.append("unexpected request: no scripted reply left")
+            responder = self.judge_responder if judge else self.responder
+            if responder is None:
+                what = "judge request" if judge else "request"
+                self.violations.append(f"unexpected {what}: no scripted reply left")
                 return Reply(status=500, error_type="api_error", headers=(("x-should-retry", "false"),))
-            script = self.responder
+            script = responder
         return script(body) if callable(script) else script
 
     def _usage(self, body: dict[str, Any], output_tokens: int) -> dict[str, int]:
@@ -382,6 +480,11 @@ def _message_json(
         if part.cites:
             block["citations"] = [_citation(c, docs, violations) for c in part.cites]
         content.append(block)
+    if reply_.tool_use is not None:
+        tool_id = "toolu_01Fake" + hashlib.sha1(json.dumps(reply_.tool_use).encode()).hexdigest()[:12]
+        content.append(
+            {"type": "tool_use", "id": tool_id, "name": reply_.tool_name, "input": reply_.tool_use}
+        )
     return {
         "id": "msg_01Fake" + hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16],
         "type": "message",
@@ -396,7 +499,10 @@ def _message_json(
 
 
 def _output_tokens(reply_: Reply) -> int:
-    return max(1, sum(math.ceil(len(p.text) / CHARS_PER_TOKEN) for p in reply_.parts))
+    tool = len(json.dumps(reply_.tool_use)) if reply_.tool_use is not None else 0
+    return max(
+        1, sum(math.ceil(len(p.text) / CHARS_PER_TOKEN) for p in reply_.parts) + tool // CHARS_PER_TOKEN
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -456,6 +562,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         usage = reply_.usage or fake._usage(body, _output_tokens(reply_))
         if body.get("stream"):
+            if reply_.tool_use is not None:
+                with fake._lock:
+                    fake.violations.append(
+                        "a tool_use reply met a streaming request (the judge does not stream)"
+                    )
             self._stream(reply_, body, usage)
             return
         if reply_.stream_only:

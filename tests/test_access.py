@@ -579,7 +579,7 @@ def test_admin_routes_need_the_admin_group_and_record_principals(clients: dict[s
     asked = client.post(
         "/ask",
         json={"question": "Who audits the moon base reactor?"},
-        headers={"Authorization": "Bearer k-alice"},
+        headers={"Authorization": f"Bearer {PLAIN_KEY}"},
     )
     trace = asked.headers["x-trace-id"]
     for key in (PLAIN_KEY, "k-alice", "k-sam"):
@@ -588,28 +588,32 @@ def test_admin_routes_need_the_admin_group_and_record_principals(clients: dict[s
             assert client.get(path, headers=auth).status_code == 403, (key, path)
     admin = {"Authorization": "Bearer k-ann"}
     view = client.get(f"/admin/api/traces/{trace}", headers=admin).json()
-    assert view["principal"] == "alice" and view["redacted"] is False
+    assert view["principal"] == "key-1" and view["redacted"] is False
     summary = client.get("/admin/api/summary", headers=admin).json()
     assert any(r["question"] == "Who audits the moon base reactor?" for r in summary["recent_refusals"])
-    # an answer from HR documents, read back by an admin outside HR: the outcome, not the content
-    hr_ask = client.post(
-        "/ask",
-        json={"question": "How much do band four engineers earn?"},
-        headers={"Authorization": "Bearer k-alice"},
-    )
-    assert "92000" in hr_ask.json()["text"]
-    hr_trace = hr_ask.headers["x-trace-id"]
-    view = client.get(f"/admin/api/traces/{hr_trace}", headers=admin).json()
-    assert view["redacted"] is True and view["reason"] == "" and view["principal"] == "alice"
-    assert view["answer"] == "" and view["citations"] == [] and view["blocks"] == []
-    exported = client.get("/admin/api/export", params={"what": "asks", "format": "json"}, headers=admin)
+
+
+def test_admin_outside_a_group_sees_its_asks_only_as_a_count(clients: dict[str, TestClient]) -> None:
+    client = clients["full"]
+    admin = {"Authorization": "Bearer k-ann"}
+    before = client.get("/admin/api/summary", headers=admin).json()
+    traces = []
+    for question in ("How much do band four engineers earn?", "Who audits the moon base reactor?"):
+        got = client.post("/ask", json={"question": question}, headers={"Authorization": "Bearer k-alice"})
+        traces.append(got.headers["x-trace-id"])
+    view = client.get(f"/admin/api/traces/{traces[0]}", headers=admin).json()
+    assert view["redacted"] is True and view["trace_id"] == traces[0]
+    assert {view[k] for k in ("principal", "top_score", "reason", "abstained")} == {None}
+    assert view["question"] == view["answer"] == "" and view["retrieved"] == view["blocks"] == []
     summary = client.get("/admin/api/summary", headers=admin)
-    assert "92000" not in json.dumps(view) and "salary-bands" not in json.dumps(view)
-    # the ask is listed, without its content (questions stay as asked: other tests ask with the
-    # restricted documents' own sentences, so only chunk ids and answers are checked here)
-    assert [r["answer"] for r in exported.json() if r["trace_id"] == hr_trace] == [""]
-    for text in (exported.text, summary.text):
-        assert not [d for d, audience in AUDIENCE.items() if audience and f"{d}#" in text]
+    assert summary.json()["asks"] == before["asks"] + 2 and summary.json()["hidden"] >= before["hidden"] + 2
+    for what in ("asks", "refusals", "wrong"):
+        for fmt in ("json", "csv"):
+            exported = client.get("/admin/api/export", params={"what": what, "format": fmt}, headers=admin)
+            assert exported.status_code == 200
+            assert not any(t in exported.text for t in traces) and "alice" not in exported.text
+    assert not any(t in summary.text for t in traces) and "alice" not in summary.text
+    assert not [d for d, audience in AUDIENCE.items() if audience and f"{d}#" in summary.text]
 
 
 def test_admin_keys_stand_for_the_admin_group(stores: dict[str, Store]) -> None:

@@ -17,6 +17,8 @@ from rag.types import Gap
 
 ADMIN = "admin-key-1"
 NO_ANSWER = "Can I get my mobile phone bill reimbursed?"
+# a server bound to loopback: without keys, the admin pages open only there
+LOOPBACK = "http://127.0.0.1:8000"
 
 
 def row(question: str, reason: str = "low_retrieval_score", **extra: Any) -> dict[str, Any]:
@@ -70,7 +72,7 @@ def test_to_csv_neutralises_spreadsheet_formulas() -> None:
 def client(tmp_path: Path, corpus_db: str) -> Iterator[TestClient]:
     db = tmp_path / "admin.db"
     db.write_bytes(Path(corpus_db).read_bytes())
-    with serve_app(str(db)) as c:
+    with serve_app(str(db), base_url=LOOPBACK) as c:
         yield c
 
 
@@ -185,10 +187,33 @@ def test_admin_data_needs_an_admin_key_when_keys_are_configured(
     corpus_db: str, api_keys: str, admin_keys: str, sent: str | None, status: int
 ) -> None:
     headers = {"Authorization": f"Bearer {sent}"} if sent else {}
-    with serve_app(corpus_db, api_keys=api_keys, admin_keys=admin_keys) as c:
+    with serve_app(corpus_db, api_keys=api_keys, admin_keys=admin_keys, base_url=LOOPBACK) as c:
         for path in ("/admin/api/summary", "/admin/api/export", "/admin/api/traces/x"):
             response = c.get(path, headers=headers)
             expected = 404 if status == 200 and path.endswith("/x") else status
             assert response.status_code == expected, (path, response.text)
             if status == 401:
                 assert response.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("base_url", ["http://192.0.2.10:8000", "http://testserver"])
+def test_admin_data_without_keys_is_closed_off_loopback(corpus_db: str, base_url: str) -> None:
+    with serve_app(corpus_db, base_url=base_url) as c:
+        for path in ("/admin/api/summary", "/admin/api/export", "/admin/api/traces/x"):
+            response = c.get(path)
+            assert response.status_code == 403 and "loopback" in response.text, path
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:8000", "http://[::1]:8000", "http://localhost"])
+def test_admin_data_without_keys_is_open_on_loopback(corpus_db: str, base_url: str) -> None:
+    with serve_app(corpus_db, base_url=base_url) as c:
+        assert c.get("/admin/api/summary").status_code == 200
+
+
+def test_admin_routes_document_their_errors_and_the_csv_export(corpus_db: str) -> None:
+    with serve_app(corpus_db, api_keys=KEY, admin_keys=ADMIN) as c:
+        paths = c.get("/openapi.json", headers={"Authorization": f"Bearer {KEY}"}).json()["paths"]
+    assert {"401", "403", "404"} <= set(paths["/admin/api/traces/{trace_id}"]["get"]["responses"])
+    assert {"401", "403"} <= set(paths["/admin/api/summary"]["get"]["responses"])
+    export = paths["/admin/api/export"]["get"]["responses"]
+    assert {"text/csv", "application/json"} <= set(export["200"]["content"]) and "403" in export

@@ -66,13 +66,19 @@ class BrokenStore:
 
 @contextmanager
 def serve_app(
-    db: str, *, generator: Generator | None = None, wrap: Any = None, **overrides: Any
+    db: str,
+    *,
+    generator: Generator | None = None,
+    wrap: Any = None,
+    base_url: str = "http://testserver",
+    **overrides: Any,
 ) -> Iterator[TestClient]:
     settings = load_settings(db=db, mock=True, **overrides)
     store = open_store(settings)
     try:
         pipeline = build_pipeline(settings, store=wrap(store) if wrap else store, generator=generator)
-        with TestClient(create_app(settings, pipeline=pipeline), raise_server_exceptions=False) as client:
+        app = create_app(settings, pipeline=pipeline)
+        with TestClient(app, base_url=base_url, raise_server_exceptions=False) as client:
             yield client
     finally:
         store.close()
@@ -472,3 +478,22 @@ def test_schemas_examples_are_valid_instances(model: type[Any]) -> None:
     assert examples
     for example in examples:
         model.model_validate(example)
+
+
+def test_readyz_and_both_ask_routes_fail_alike_when_the_log_database_cannot_be_opened(
+    corpus_db: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "rag.db"
+    db.write_bytes(Path(corpus_db).read_bytes())
+    (tmp_path / "rag-log.db").mkdir()  # where the log database would be created: not a file
+    with serve_app(str(db)) as c:
+        ready = c.get("/readyz")
+        assert ready.status_code == 503 and "rag-log.db" in ready.json()["error"]["message"]
+        for path in ("/ask", "/ask/stream"):
+            got = c.post(path, json={"question": ANSWERABLE})
+            assert got.status_code == 503, (path, got.text)
+            assert got.json()["error"]["type"] == "store_unavailable"
+        assert c.get("/ask/stream", params={"q": ANSWERABLE}).status_code == 503
+        (tmp_path / "rag-log.db").rmdir()  # the log can be created again: every route recovers
+        assert c.get("/readyz").status_code == 200
+        assert c.post("/ask", json={"question": ANSWERABLE}).status_code == 200

@@ -246,3 +246,37 @@ def test_docs_page_is_public_while_the_schema_needs_the_key(corpus_db: str) -> N
         assert keyed.get("/openapi.json").status_code == 401
         assert keyed.get("/openapi.json", headers={"Authorization": "Bearer k1"}).status_code == 200
         assert keyed.head("/readyz").status_code == 401
+
+
+def test_ask_too_deeply_nested_body_is_422_saying_so(client: TestClient) -> None:
+    body = "[" * 30000 + "]" * 30000
+    got = client.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 422 and "nested" in got.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("top_k", ["true", '"8"', "8.0", "false"])
+def test_ask_top_k_must_be_a_json_integer(client: TestClient, top_k: str) -> None:
+    body = f'{{"question": "{ANSWERABLE}", "top_k": {top_k}}}'
+    got = client.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 422 and "top_k" in got.json()["error"]["message"]
+
+
+def test_ask_stream_get_with_invalid_utf8_in_the_query_is_422(client: TestClient) -> None:
+    got = client.get("/ask/stream?q=%FF%FE")
+    assert got.status_code == 422 and "UTF-8" in got.json()["error"]["message"]
+    assert client.get("/ask/stream", params={"q": "trash days é", "top_k": 3}).status_code == 200
+
+
+def test_options_and_other_methods_on_the_stream_list_get_and_post(client: TestClient) -> None:
+    for method in ("OPTIONS", "PUT"):
+        got = client.request(method, "/ask/stream")
+        assert got.status_code == 405
+        assert set(got.headers["allow"].replace(" ", "").split(",")) >= {"GET", "POST", "HEAD"}
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32", "latin-1"])
+def test_ask_json_body_in_another_encoding_is_422(client: TestClient, encoding: str) -> None:
+    body = json.dumps({"question": ANSWERABLE + " é"}, ensure_ascii=False).encode(encoding)
+    got = client.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 422 and got.json()["error"]["type"] == "invalid_request"
+    assert "UTF-8" in got.json()["error"]["message"]

@@ -58,7 +58,7 @@ def test_claude_repeating_a_planted_claim_is_withheld_on_both_routes(
     fake_anthropic: FakeAnthropic, planted_db: str
 ) -> None:
     repeat = reply(cited("The refund window is 365 days", locate(PLANTED)), text("."))
-    fake_anthropic.enqueue(repeat, repeat, repeat)  # /ask, its one regeneration, the stream
+    fake_anthropic.enqueue(repeat, repeat, repeat, repeat)  # each route: the reply and its one regeneration
     settings = load_settings(
         db=planted_db, mock=False, anthropic_api_key="test", anthropic_base_url=fake_anthropic.base_url
     )

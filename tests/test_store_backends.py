@@ -34,7 +34,7 @@ from rag.errors import Gone, NotFound, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.language.text import terms
 from rag.store import SqliteStore, Store, open_store
-from rag.types import AskRecord, Chunk, Document, StoreStats, Usage
+from rag.types import AskRecord, Chunk, Document, Feedback, StoreStats, Usage
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
@@ -919,3 +919,112 @@ def test_store_kill_9_during_ingest_leaves_whole_documents_and_a_rerun_completes
     )
     assert store.stats().documents == files
     assert consistency_problems(store, backend) == []
+
+
+# --- odd strings: the same answer on both stores -------------------------------------------------------
+
+ODD_KEYS = ["x\0", "\0", "abc\x00def", "x\ud800", "\udcff", "\u202ex", "a'b\";--", "%00", "\\", "é#c00"]
+
+
+def test_store_odd_strings_answer_like_unknown_keys_on_both_stores(store: Store) -> None:
+    doc, chunks = doc_and_chunks("pricing", ["The trial lasts ninety days."])
+    store.upsert_document(doc, chunks)
+    for key in ODD_KEYS:
+        with pytest.raises(NotFound):
+            store.get_chunk(key)
+        with pytest.raises(NotFound):
+            store.get_document(key)
+        with pytest.raises(NotFound):
+            store.document_chunks(key)
+        assert store.get_chunks([key, "pricing#c00"]) == [chunks[0]]
+        assert store.ask_log(key) == [] and store.feedback(trace_id=key) == []
+    for note in ("bad\0note", "bad\ud800note"):
+        with pytest.raises(ValueError, match="cannot be stored"):
+            store.add_feedback(Feedback(trace_id="t-1", verdict="wrong", note=note))
+    assert (
+        store.add_feedback(Feedback(trace_id="t-1", verdict="wrong", note="\u202e ok é")).note
+        == "\u202e ok é"
+    )
+
+
+def test_api_odd_strings_get_404_and_422_on_both_stores(store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+
+    doc, chunks = doc_and_chunks("pricing", ["The trial lasts ninety days."])
+    store.upsert_document(doc, chunks)
+    settings = load_settings(mock=True)
+    app = create_app(settings, pipeline=build_pipeline(settings, store=store))
+    with TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        for path in ("/chunks/x%00", "/documents/x%00", "/admin/api/traces/abc%00", "/chunks/%00"):
+            assert client.get(path).status_code == 404, path
+        for note in ("bad\u0000note", "bad\ud800note"):
+            body = json.dumps(
+                {"trace_id": "abc", "verdict": "wrong", "note": note}
+            )  # ASCII, "\\ud800" escaped
+            sent = client.post("/feedback", content=body, headers={"content-type": "application/json"})
+            assert sent.status_code == 422, (note, sent.text)
+        for question in ("How long\u0000 is the trial?", "How long is the \x1b[31mtrial?"):
+            assert client.post("/ask", json={"question": question}).status_code == 200
+        sent = client.post("/feedback", json={"trace_id": "abc", "verdict": "wrong", "question": "q\0"})
+        assert sent.status_code == 422
+
+
+def test_ingest_front_matter_with_nul_is_skipped_and_the_run_goes_on(store: Store, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "good.md").write_text("# Good\n\nThe trial lasts ninety days.\n")
+    (folder / "bad.md").write_text('---\ntitle: "bad\\0title"\n---\n# Bad\n\nText.\n')
+    (folder / "url.md").write_text('---\nurl: "/x\\0y"\ndoc_id: "u\\0"\n---\n# Url\n\nText.\n')
+    report = ingest_paths(store, [folder], settings=load_settings(mock=True))
+    assert report.added == ("good",)
+    reasons = {Path(s.path).name: s.reason for s in report.skipped}
+    assert set(reasons) == {"bad.md", "url.md"} and "NUL" in reasons["bad.md"]
+
+
+def test_store_document_chunks_reads_a_page_from_a_position(store: Store) -> None:
+    doc, chunks = doc_and_chunks("long", [f"Part {i} says something." for i in range(7)])
+    store.upsert_document(doc, chunks)
+    assert store.document_chunks("long", start=2, limit=3) == chunks[2:5]
+    assert store.document_chunks("long", start=5) == chunks[5:]
+    assert store.document_chunks("long", start=9, limit=3) == []  # past the end: found, no chunks
+    with pytest.raises(NotFound):
+        store.document_chunks("nope", start=0, limit=3)
+
+
+def test_api_documents_pages_its_chunks_with_a_cursor(store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+
+    doc, chunks = doc_and_chunks("long", [f"Part {i} says something." for i in range(7)])
+    store.upsert_document(doc, chunks)
+    settings = load_settings(mock=True)
+    with TestClient(create_app(settings, pipeline=build_pipeline(settings, store=store))) as client:
+        seen, cursor, pages = [], "0", 0
+        while cursor is not None:
+            body = client.get("/documents/long", params={"limit": 3, "cursor": cursor}).json()
+            seen += [c["chunk_id"] for c in body["chunks"]]
+            cursor, pages = body["next_cursor"], pages + 1
+        assert seen == [c.chunk_id for c in chunks] and pages == 3
+        whole = client.get("/documents/long").json()
+        assert len(whole["chunks"]) == 7 and whole["next_cursor"] is None
+        for bad in ({"limit": 0}, {"limit": 10_000}, {"cursor": "-1"}, {"cursor": "x"}):
+            assert client.get("/documents/long", params=bad).status_code == 422, bad
+
+
+def test_api_documents_page_stays_under_its_size_budget(store: Store) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+    from rag.api.app import DOCUMENT_PAGE_CHARS
+
+    third = "word " * (DOCUMENT_PAGE_CHARS // 15 + 2)  # a little over a third of the budget
+    doc, chunks = doc_and_chunks("big", [f"{i} {third}" for i in range(4)])
+    store.upsert_document(doc, chunks)
+    settings = load_settings(mock=True)
+    with TestClient(create_app(settings, pipeline=build_pipeline(settings, store=store))) as client:
+        first = client.get("/documents/big").json()
+        assert len(first["chunks"]) == 2 and first["next_cursor"] == "2"
+        assert len(client.get("/documents/big", params={"cursor": "2"}).json()["chunks"]) == 2

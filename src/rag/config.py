@@ -20,6 +20,9 @@ from rag.errors import ConfigError
 # Defaults for the generation and compression models (current ids in the SDK's model list).
 DEFAULT_GENERATION_MODEL = "claude-sonnet-5-5"
 DEFAULT_COMPRESSION_MODEL = "claude-haiku-5-5"
+# The small model that judges the sentences the support rules leave undecided (`rag.support.judge`):
+# the cheap, current model (anthropic-wire.md 6), priced in the table below.
+DEFAULT_JUDGE_MODEL = "claude-haiku-5-5"
 # USD per million tokens, (input, output), from the providers' model pages (anthropic-wire.md 6).
 # Cache writes cost 1.25x and cache reads 0.1x the input price. RAG_MODEL_PRICES (JSON) overrides.
 DEFAULT_MODEL_PRICES: dict[str, tuple[float, float]] = {
@@ -131,6 +134,15 @@ class Settings(BaseSettings):
     # models
     generation_model: str = DEFAULT_GENERATION_MODEL
     compression_model: str = DEFAULT_COMPRESSION_MODEL
+    # With a key: the sentences the support rules leave undecided (withheld only for low overlap,
+    # nothing against them) go to a small model, in one call per draft, and its cost is shown.
+    judge: Literal["on", "off"] = Field(
+        "on", description="'off': undecided sentences stay withheld, no judge call is made"
+    )
+    judge_model: str = Field(DEFAULT_JUDGE_MODEL, description="the small model that judges them")
+    judge_timeout: float = Field(
+        20.0, gt=0, description="seconds per judge call; a call that fails leaves them withheld"
+    )
     # Output budget per model call: the answer's, plus a reserve for thinking. Current models think
     # before answering by default (adaptive thinking) and thinking counts against the call's
     # max_tokens, so the request asks for max_tokens + thinking_tokens and a long thought still

@@ -182,6 +182,7 @@ IssueKind = Literal[
     "contradiction",  # the evidence says the opposite (negation, opposites, swapped values)
     "figures",  # a figure the evidence does not state
     "addressed_text",  # supported only by text addressed to an assistant
+    "judged_unsupported",  # undecided by the rules, judged unsupported by the small-model judge
 ]
 
 
@@ -198,11 +199,14 @@ class Issue(str):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
-    """The verifier's judgement of one draft sentence."""
+    """The verifier's judgement of one draft sentence. `pending`: withheld only for low overlap while
+    nothing contradicts it (`rag.support.decision.Decision.undecided`), the citations a judge may still
+    grant it (`rag.support.judge`); empty for every verdict the rules decided."""
 
     draft: Draft
     citations: tuple[Citation, ...]
     issues: tuple[Issue, ...]
+    pending: tuple[Citation, ...] = ()
 
     @property
     def ok(self) -> bool:

@@ -157,7 +157,7 @@ def _rejected_status(exc: anthropic.APIStatusError, status: int, model: str) -> 
     return UpstreamRejected(message, type=type_)
 
 
-_CLIENT_ERRORS: tuple[type[Exception], ...] = (anthropic.APIError, httpx2.TransportError)
+CLIENT_ERRORS: tuple[type[Exception], ...] = (anthropic.APIError, httpx2.TransportError)
 
 
 def claim_of(citation: Any) -> Claim:
@@ -219,7 +219,7 @@ def drafts_of(pieces: Iterable[Piece]) -> tuple[Draft, ...]:
     return tuple(drafts)
 
 
-def _client_options(settings: Settings) -> dict[str, Any]:
+def client_options(settings: Settings) -> dict[str, Any]:
     if not settings.anthropic_api_key:
         raise ConfigError("ANTHROPIC_API_KEY is not set; set it, or set MOCK=1 to run offline")
     return {
@@ -274,7 +274,7 @@ class ClaudeGenerator:
     ) -> None:
         self.settings = settings
         self._cache = CachePolicy()
-        self._options = _client_options(settings) if client is None or async_client is None else {}
+        self._options = client_options(settings) if client is None or async_client is None else {}
         self._client = client
         self._async_client = async_client
         # one async client per event loop: an httpx2 pool must not cross loops
@@ -336,7 +336,7 @@ class ClaudeGenerator:
             self.client.messages.count_tokens(
                 model=self.settings.generation_model, messages=[{"role": "user", "content": "ping"}]
             )
-        except _CLIENT_ERRORS as exc:
+        except CLIENT_ERRORS as exc:
             error = translate_error(exc, model=self.settings.generation_model)
             if isinstance(error, UpstreamRejected):
                 raise ConfigError(str(error)) from None
@@ -370,7 +370,7 @@ class ClaudeGenerator:
                         for piece in reader.read(event):
                             attempts.content = True
                             yield piece
-            except _CLIENT_ERRORS as exc:
+            except CLIENT_ERRORS as exc:
                 end = attempts.failed(exc, opened, model=self.settings.generation_model)
             else:
                 end = attempts.ended(reader, opened)
@@ -405,7 +405,7 @@ class ClaudeGenerator:
                         for piece in reader.read(event):
                             attempts.content = True
                             yield piece
-            except _CLIENT_ERRORS as exc:
+            except CLIENT_ERRORS as exc:
                 end = attempts.failed(exc, opened, model=self.settings.generation_model)
             else:
                 end = attempts.ended(reader, opened)
@@ -557,7 +557,7 @@ class ClaudeCompressor:
 
     def __init__(self, settings: Settings, *, client: anthropic.Anthropic | None = None) -> None:
         self.settings = settings
-        self.client = client or anthropic.Anthropic(**_client_options(settings))
+        self.client = client or anthropic.Anthropic(**client_options(settings))
 
     def compress(self, question: str, blocks: Sequence[Block]) -> Compression:
         if not blocks:
@@ -577,7 +577,7 @@ class ClaudeCompressor:
                 messages=[{"role": "user", "content": compress_user_text(question, block.sent_text)}],
             )
             message = raw.parse()
-        except _CLIENT_ERRORS as exc:
+        except CLIENT_ERRORS as exc:
             log.warning(
                 "compression of block [%d] failed, keeping it whole: %s", block.n, translate_error(exc)
             )

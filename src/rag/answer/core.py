@@ -7,6 +7,12 @@ reasons). Sentences that are only structure (a heading, a list intro, a pleasant
 model's own refusal wording are neither shown nor reported. When the model's reply was cut
 (`max_tokens`, `refusal`, `pause_turn`), the sentence in progress is discarded, never shown.
 
+With a judge (`Core.judging`), a sentence the rules leave undecided (`Verdict.pending`) waits, and
+every later event of its draft waits behind it, so the order is kept; the sentences before it go out
+as before. Once the draft has ended, `judge_items` are what one judge call is asked and `judged`
+returns the events that waited: a supported sentence with its citations, a rejected one withheld with
+the judge's reason, and, when the call failed or gave no ruling for it, withheld for the rules' reasons.
+
 `fold` reads a run of events into an `Answer`, the one fold of the event stream: the streaming
 route sends the events, the non-streaming route folds them, the ask log records the fold of either,
 and the access log and the metrics read the fold of what each route answered (a stream: what it sent).
@@ -35,6 +41,7 @@ from rag.answer.verify import feedback_lines, verify
 from rag.language.lexicon import PLEASANTRY_RE
 from rag.language.text import normalise
 from rag.support.check import CheckOptions
+from rag.support.judge import Item, Ruling, Rulings, Span
 from rag.types import (
     CUT_STOP_REASONS,
     Answer,
@@ -44,6 +51,7 @@ from rag.types import (
     Draft,
     Dropped,
     Generation,
+    Issue,
     Piece,
     Sentence,
     Usage,
@@ -102,7 +110,9 @@ class Core:
     cut: bool = False
     cut_by: str = ""  # the stop reason that cut the reply ("max_tokens", ...)
     verify_ms: float = 0.0
+    judging: bool = False  # undecided sentences wait for the judge (module docstring); off: withheld
     _header: Sentence | None = None  # a table's header row, shown with its first verified row
+    _queue: list[Event | Verdict] = field(default_factory=list)  # an undecided verdict and what follows
 
     def feed(self, piece: Piece) -> list[Event]:
         """Take one piece; return the events of the sentences it completed, in order."""
@@ -125,13 +135,65 @@ class Core:
     def _decide_all(self, drafts: Iterable[Draft]) -> list[Event]:
         events: list[Event] = []
         for draft in drafts:
-            if draft.cells:
-                events.extend(self._decide_row(draft))
-                continue
-            event = self._decide(draft)
-            if event is not None:
-                events.append(event)
+            decided: Sequence[Event | Verdict | None] = (
+                self._decide_row(draft) if draft.cells else [self._decide(draft)]
+            )
+            for item in decided:
+                if item is None:
+                    continue
+                if self._queue or isinstance(item, Verdict):  # behind an undecided sentence: wait
+                    self._queue.append(item)
+                else:
+                    events.append(item)
         return events
+
+    def judge_items(self) -> list[Item]:
+        """The undecided sentences waiting for the judge, as its items (ids 1, 2, ... in order), each
+        beside the ORIGINAL text of its cited spans and their documents' titles and dates."""
+        by_n = {b.n: b for b in self.blocks}
+        waiting = [v for v in self._queue if isinstance(v, Verdict)]
+        return [
+            Item(id=i, sentence=v.draft.text, spans=tuple(_span(c, by_n) for c in v.pending))
+            for i, v in enumerate(waiting, start=1)
+        ]
+
+    def judged(self, rulings: Rulings) -> list[Event]:
+        """The events that waited, in order, each undecided sentence decided by its ruling (none: the
+        call failed, or gave none for it); the call's usage is added to this draft's, once."""
+        self.usage = self.usage + rulings.usage
+        queue, self._queue = self._queue, []
+        events: list[Event] = []
+        waiting = 0
+        for item in queue:
+            if isinstance(item, Verdict):
+                waiting += 1
+                events.append(self._ruled(item, rulings.of(waiting), rulings))
+            else:
+                events.append(item)
+        return events
+
+    def _ruled(self, verdict: Verdict, ruling: Ruling | None, rulings: Rulings) -> Event:
+        draft = verdict.draft
+        stage = f"{self.label} judge"
+        if ruling is None:
+            why = rulings.failure or "no ruling for this sentence"
+            self.history.append(f"{verdict_line(verdict, stage)} | judge: {why}")
+            return self._withheld(draft, verdict)
+        if not ruling.supported:
+            refs = "".join(f"[{n}]" for n in sorted({c.n for c in verdict.pending}))
+            issue = Issue(
+                "judged_unsupported", f"{refs} judged unsupported by {rulings.model}: {ruling.reason}"
+            )
+            rejected = replace(verdict, issues=(issue,), pending=())
+            self.history.append(verdict_line(rejected, stage))
+            return self._withheld(draft, rejected)
+        kept = replace(verdict, citations=verdict.pending, issues=(), pending=())
+        self.history.append(f"{verdict_line(kept, stage)} | {ruling.reason}")
+        sentence = Sentence(
+            text=draft.text, citations=kept.citations, starts=draft.starts, number=draft.number
+        )
+        self.sentences.append(sentence)
+        return SentenceEvent(sentence=sentence)
 
     def _decide_row(self, row: Draft) -> list[Event]:
         """A table row, verified cell by cell: a cited cell is shown when its own citations verify, a
@@ -156,7 +218,7 @@ class Core:
                 citations.extend(c for c in event.sentence.citations if c not in citations)
             else:
                 shown.append("")
-                if event is not None:
+                if event is not None and not isinstance(event, Verdict):
                     events.append(event)
         if not verified:
             return events
@@ -170,9 +232,10 @@ class Core:
         self.sentences.append(sentence)
         return [*out, SentenceEvent(sentence=sentence), *events]
 
-    def _decide(self, draft: Draft, *, keep: bool = True) -> Event | None:
+    def _decide(self, draft: Draft, *, keep: bool = True) -> Event | Verdict | None:
         """One sentence verified: its `sentence` event (kept among `sentences` unless `keep` is off, as
-        for a table cell), its `dropped` event, or None for structure and the model's refusal wording."""
+        for a table cell), its `dropped` event, None for structure and the model's refusal wording, or
+        its verdict when it waits for the judge (a whole sentence, not a cell)."""
         started = time.perf_counter()
         verdict = verify([draft], self.blocks, min_overlap=self.min_overlap, support=self.support)[0]
         self.verify_ms += (time.perf_counter() - started) * 1000
@@ -193,6 +256,11 @@ class Core:
             return None
         if is_structure(draft):
             return None
+        if self.judging and keep and verdict.pending:
+            return verdict
+        return self._withheld(draft, verdict)
+
+    def _withheld(self, draft: Draft, verdict: Verdict) -> DroppedEvent:
         claim = carries_claim(draft)
         self.claims_dropped = self.claims_dropped or claim
         self.failed.append(verdict)
@@ -260,6 +328,14 @@ class Session:
         """Feed a whole draft and close it."""
         events = [e for piece in pieces for e in self.feed(piece)]
         return events + self.close()
+
+    def judge_items(self) -> list[Item]:
+        """What the current draft asks the judge, once it has ended (`Core.judge_items`)."""
+        return self.current.judge_items()
+
+    def judged(self, rulings: Rulings) -> list[Event]:
+        """The events to send now that the judge answered (or failed: `Rulings.failure`)."""
+        return self._pass(self.current.judged(rulings))
 
     def _pass(self, events: Iterable[Event]) -> list[Event]:
         out: list[Event] = []
@@ -345,6 +421,15 @@ class Session:
     @property
     def history(self) -> tuple[str, ...]:
         return tuple(line for d in self.drafts for line in d.history)
+
+
+def _span(citation: Citation, by_n: dict[int, Block]) -> Span:
+    """A citation as the judge sees it: its ORIGINAL text, its document's title and date."""
+    block = by_n.get(citation.n)
+    updated = block.chunk.updated_at if block is not None else None
+    return Span(
+        text=citation.cited_text, title=citation.title, updated=updated.isoformat() if updated else ""
+    )
 
 
 def _restates(sentence: Sentence, shown: Sequence[Sentence]) -> bool:

@@ -59,6 +59,7 @@ from rag.reader.gate import Ranking, active_model, assess
 from rag.reader.likely import likely_sentence
 from rag.store import Store, open_store
 from rag.support.check import CheckOptions, default_options
+from rag.support.judge import Judge, Rulings
 from rag.types import (
     Answer,
     AskRecord,
@@ -76,7 +77,17 @@ from rag.types import (
     Usage,
 )
 
-STAGES = ("retrieve", "assemble", "conflicts", "compress", "generate", "verify", "regenerate", "total")
+STAGES = (
+    "retrieve",
+    "assemble",
+    "conflicts",
+    "compress",
+    "generate",
+    "verify",
+    "regenerate",
+    "judge",
+    "total",
+)
 
 
 # code point -> " " for each control character a question may not keep (one `str.translate`)
@@ -159,6 +170,7 @@ class Pipeline:
     tools: Tools = field(default_factory=installed)  # English tools (the answer gate's encoder)
     support: CheckOptions = field(default_factory=default_options)  # the support check of native citations
     answer_gate: Model | None = field(default_factory=active_model)  # None: offline answers are not gated
+    judge: Judge | None = None  # judges the sentences the support rules leave undecided; None: withheld
 
     @property
     def reader(self) -> Reader:
@@ -357,7 +369,19 @@ class Pipeline:
             label=label,
             buffer=SentenceBuffer(native=self.generator.native_citations),
             support=self.support,
+            judging=self.judge is not None,
         )
+
+    def _judged(self, plan: Plan, session: Session) -> list[Event]:
+        """The current draft's undecided sentences judged in one call (none: no call), as events."""
+        items = session.judge_items()
+        if not items:
+            return []
+        if self.judge is None:
+            return session.judged(Rulings(failure="no judge"))
+        with _timed(plan.timings, "judge"):
+            rulings = self.judge.judge(plan.question, items)
+        return session.judged(rulings)
 
     def _ending(self, plan: Plan, session: Session) -> list[Event]:
         """After the last draft: the refusal when no sentence verified (in words that say why: no
@@ -450,6 +474,7 @@ class Pipeline:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
         session = self._session(plan, "draft 1")
         events = [self._meta(plan), *session.run(self._generate(plan, "generate"))]
+        events += self._judged(plan, session)
         ask = self._second_ask(session)
         if ask is not None:
             events += self._second_sync(plan, session, ask)
@@ -487,7 +512,8 @@ class Pipeline:
             plan.note = " ".join(filter(None, (plan.note, f"{what} failed ({exc}).")))
             return []
         session.begin_second(self._core(plan, "draft 2"))
-        return session.run(pieces)
+        events = session.run(pieces)
+        return events + self._judged(plan, session)
 
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
         plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
@@ -576,6 +602,8 @@ class Pipeline:
             if not issued:
                 raise
             session.current.close(cut=True)
+            for event in session.judged(Rulings(failure=f"not asked: {exc}")):  # what waited, in order
+                yield event
             yield ErrorEvent(type=exc.type, message=str(exc))
             yield DoneEvent(
                 status="error",
@@ -594,6 +622,8 @@ class Pipeline:
             aclose = getattr(pieces, "aclose", None)
             if aclose is not None:
                 await aclose()
+        for event in await anyio.to_thread.run_sync(lambda: self._judged(plan, session)):
+            yield event
         ask = self._second_ask(session)
         if ask is not None:
             try:
@@ -714,6 +744,11 @@ def build_pipeline(
             compressor = ClaudeCompressor(settings)
         else:
             compressor = ExtractiveCompressor()
+    judge: Judge | None = None
+    if settings.use_claude and settings.judge == "on":
+        from rag.answer.judge_call import ClaudeJudge
+
+        judge = ClaudeJudge(settings)
     return Pipeline(
         settings=settings,
         store=store if store is not None else open_store(settings),
@@ -724,4 +759,5 @@ def build_pipeline(
         tools=tools,
         support=support_options(settings, tools),
         answer_gate=active_model(settings.answer_gate),
+        judge=judge,
     )

@@ -15,6 +15,9 @@ Per claim, grouped by block number, in order:
    the claims that passed 1-4 (`figures.missing_figures`).
 A sentence is kept iff at least one citation survives. Every failed citation keeps a specific reason
 in `Verdict.issues`, also when the sentence is kept (`ok` with issues: a citation was withheld).
+A withheld sentence whose every issue is low overlap the support check left undecided (nothing
+contradicts it, no other subject, its figures stated: `Decision.undecided`) carries those citations
+in `Verdict.pending`, for the small-model judge (`rag.support.judge`) to grant or not.
 
 Substantive overlap = |S & E| / |S|, where S is the sentence's distinct content terms (stemmed, stop
 words removed) minus the request's common terms, and E the evidence's terms. Common terms are the terms
@@ -159,6 +162,7 @@ class _Unsupported:
     texts: tuple[str, ...]
     issues: tuple[Issue, ...]
     contradicts: bool = False
+    undecided: bool = False  # withheld only for low overlap, nothing else against it
 
 
 def _verify_one(
@@ -183,7 +187,21 @@ def _verify_one(
         passed, figure_issues = _figures_checked(draft.text, passed, unsupported, common, support)
         issues.extend(figure_issues)
     issues.extend(_unkept_issues(unsupported, passed))
-    return Verdict(draft=draft, citations=_citations(passed), issues=tuple(issues))
+    pending = _pending(issues, passed, unsupported)
+    return Verdict(draft=draft, citations=_citations(passed), issues=tuple(issues), pending=pending)
+
+
+def _pending(
+    issues: Sequence[Issue], passed: Sequence[_Passed], unsupported: Sequence[_Unsupported]
+) -> tuple[Citation, ...]:
+    """The citations a judge may grant a withheld sentence: every issue is one of an undecided block
+    (no span missing, no figure, no other block against it); else none."""
+    if passed or not unsupported or not all(u.undecided for u in unsupported):
+        return ()
+    theirs = {i for u in unsupported for i in u.issues}
+    if any(i not in theirs for i in issues):
+        return ()
+    return _citations([_Passed(u.block, u.spans, " ".join(u.texts), "", u.texts) for u in unsupported])
 
 
 def _only_nothing_to_verify(issues: Sequence[Issue], passed: Sequence[_Passed]) -> bool:
@@ -313,7 +331,12 @@ def _native(
     decision = _checked(sentence, texts, block, common, support)
     if decision.issue:
         return _Unsupported(
-            block, tuple(usable), tuple(texts), (*issues, decision.issue), decision.contradicts
+            block,
+            tuple(usable),
+            tuple(texts),
+            (*issues, decision.issue),
+            decision.contradicts,
+            undecided=decision.undecided and not issues,
         )
     return _Passed(block, tuple(usable), " ".join(texts), decision.core, tuple(texts))
 

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Protocol
+from urllib.parse import unquote_to_bytes
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -28,6 +29,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response, StreamingRes
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 
 from rag import __version__
 from rag.access import Principal
@@ -71,6 +73,10 @@ from rag.store import StoreReader
 from rag.types import Answer, Chunk, Document, StoreStats
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
+# `GET /documents/{doc_id}` pages its chunks: at most this many per page, and no more chunk text
+# than this (a 2,000-page PDF was one 90 MB response)
+MAX_DOCUMENT_PAGE = 500
+DOCUMENT_PAGE_CHARS = 1_000_000
 PUBLIC_PATHS = frozenset({"/", "/docs", "/healthz", "/favicon.ico"})
 STATUS_TYPES = {
     400: "bad_request",
@@ -79,6 +85,7 @@ STATUS_TYPES = {
     405: "method_not_allowed",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    422: "invalid_request",
 }
 PLACEHOLDER_PAGE = (
     "<!doctype html><meta charset=utf-8><title>rag</title>"
@@ -170,6 +177,40 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(dict.fromkeys(parts)) or "invalid request"
 
 
+def _document_page(chunks: list[Chunk]) -> list[Chunk]:
+    """The first of `chunks` whose text fits `DOCUMENT_PAGE_CHARS` together (always at least one)."""
+    total = 0
+    for n, chunk in enumerate(chunks):
+        total += len(chunk.text)
+        if total > DOCUMENT_PAGE_CHARS and n:
+            return chunks[:n]
+    return chunks
+
+
+def _allowed_methods(request: Request) -> str:
+    """The `Allow` header of a path: the methods of every route it matches, HEAD wherever GET is."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
+def _query_not_utf8(request: Request) -> Response | None:
+    """The 422 for a query string whose percent-decoded bytes are not UTF-8 (Starlette would put
+    U+FFFD in their place and answer another question), else None."""
+    raw: bytes = request.scope.get("query_string", b"")
+    try:
+        unquote_to_bytes(raw.replace(b"+", b" ")).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return error_response(
+            422, "invalid_request", f"query string is not valid UTF-8 (bad byte at offset {exc.start})"
+        )
+    return None
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     async def rag_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, RagError)
@@ -186,8 +227,18 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
         if exc.status_code == 400:
-            # FastAPI's only 400: a body it could not decode (not UTF-8); the documented status is 422.
+            # FastAPI's only 400: a body it could not decode; the documented status is 422.
+            if isinstance(exc.__cause__, RecursionError):
+                return error_response(
+                    422, "invalid_request", "request body is JSON nested too deeply to read"
+                )
             return error_response(422, "invalid_request", "request body is not valid UTF-8 JSON")
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route matching the path; every route of it counts
+            headers = {**(exc.headers or {}), "Allow": _allowed_methods(request)}
+            return error_response(
+                405, "method_not_allowed", f"{exc.detail}: {request.method} {request.url.path}", headers
+            )
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         message = str(exc.detail)
         if exc.status_code in (404, 405) and request.scope.get("route") is None:
@@ -326,13 +377,14 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
     async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
-        # Validation happens here, before the first byte, so a bad question is a 422 JSON response; and
-        # the first event is awaited for one keep-alive interval before the response begins, so a model
-        # provider that cannot be reached is a 503 JSON response with Retry-After, as on /ask (the
-        # stream sends `meta` only once the model call is open). A call still opening after that (a
-        # provider that is slow to answer, a retry waiting) starts the stream with a keep-alive; a
-        # failure after that point is the stream's `error` event.
+        # Validation and the log's database happen here, before the first byte, so a bad question is a
+        # 422 JSON response and a log that cannot be written a 503, as on `POST /ask`; and the first
+        # event is awaited for one keep-alive interval before the response begins, so a model provider
+        # that cannot be reached is a 503 JSON response with Retry-After, as on /ask (the stream sends
+        # `meta` only once the model call is open). A call still opening after that (a provider slow to
+        # answer) starts the stream with a keep-alive; a failure after that point is its `error` event.
         question = validate_question(question, settings.max_question_chars)
+        await run_in_threadpool(qa.store.check_log)
         note = _note(request)
         note.streamed = True
         events = aiter(
@@ -355,7 +407,7 @@ def create_app(
             "description": "Server-sent events: meta, sentence | dropped, refusal, error, done.",
             "content": {"text/event-stream": {"schema": {"type": "string"}, "example": SSE_EXAMPLE}},
         },
-        **_errors(401, 413, 422),
+        **_errors(401, 413, 422, 503),
     }
 
     @app.post(
@@ -364,13 +416,14 @@ def create_app(
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
-        answer = await run_in_threadpool(
-            qa.answer,
-            question,
-            top_k=body.top_k,
-            trace_id=_trace_id(request),
-            principal=principal_of(request),
-        )
+
+        def answer_logged() -> Answer:
+            qa.store.check_log()  # before the work, as the stream does: both fail alike without the log
+            return qa.answer(
+                question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
+            )
+
+        answer = await run_in_threadpool(answer_logged)
         _note(request).record(answer)
         return json_response(answer_json(answer))
 
@@ -388,7 +441,9 @@ def create_app(
             str | None, Query(description="API key, for EventSource clients that cannot send headers.")
         ] = None,
     ) -> Response:
-        """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`."""
+        """The same stream for `EventSource`: `new EventSource('/ask/stream?q=...')`; `q` in UTF-8."""
+        if (refused := _query_not_utf8(request)) is not None:
+            return refused
         return await start_stream(request, q, top_k)
 
     @app.get(
@@ -409,17 +464,33 @@ def create_app(
         response_model=None,
         responses={200: {"model": DocumentOut}, **_errors(401, 404, 503)},
     )
-    async def get_document(doc_id: str, request: Request) -> Response:
-        """A document's metadata and its chunks in order; 404 for one the caller may not read."""
+    async def get_document(
+        doc_id: str,
+        request: Request,
+        limit: Annotated[
+            int, Query(ge=1, le=MAX_DOCUMENT_PAGE, description="Chunks in this page (1..500).")
+        ] = MAX_DOCUMENT_PAGE,
+        cursor: Annotated[
+            str, Query(pattern=r"^[0-9]{1,9}$", description="`next_cursor` of the page before; 0 first.")
+        ] = "0",
+    ) -> Response:
+        """A document's metadata and a page of its chunks in order (at most `limit`, and at most
+        about 1 MB of chunk text); `next_cursor` reads the next page, null after the last. 404 for
+        a document the caller may not read."""
         groups = principal_of(request).reads
+        start = int(cursor)
 
         def load() -> tuple[Document, list[Chunk]]:
             return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
-                doc_id, groups=groups
+                doc_id, groups=groups, start=start, limit=limit + 1
             )
 
         doc, chunks = await run_in_threadpool(load)
-        return json_response(document_json(doc, chunks))
+        page = _document_page(chunks[:limit])
+        more = len(page) < len(chunks)
+        return json_response(
+            {**document_json(doc, page), "next_cursor": str(start + len(page)) if more else None}
+        )
 
     @app.get("/healthz", response_model=None, responses={200: {"model": HealthOut}})
     async def healthz() -> Response:
@@ -433,11 +504,14 @@ def create_app(
         (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
         pass), and dense retrieval's embedding progress (`embedding`: model, embedded, total, state;
         null when retrieval is BM25 only); 503 `store_unavailable` when the database is missing,
-        replaced by a broken file, unreadable, corrupt or unreachable."""
+        replaced by a broken file, unreadable, corrupt or unreachable, and when the database the ask
+        log is written to cannot be opened."""
         groups = principal_of(request).reads
 
         def read() -> tuple[StoreStats, dict[str, Any] | None]:
-            return qa.store.stats(groups=groups), _embedding(groups)
+            stats = qa.store.stats(groups=groups)
+            qa.store.check_log()  # every ask writes the log: ready only when its database opens
+            return stats, _embedding(groups)
 
         try:
             stats, embedding = await run_in_threadpool(read)

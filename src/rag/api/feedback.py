@@ -18,13 +18,14 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from rag.api.middleware import principal_of
 from rag.api.responses import json_response
 from rag.examples import Example, example_questions
 from rag.serialize import jsonable
+from rag.store.base import unstorable
 from rag.types import Feedback, Heading
 
 # How long one draw of example questions is reused before the store is read again (seconds).
@@ -33,6 +34,16 @@ EXAMPLES_TTL = 60.0
 HEADINGS_READ = 400
 MAX_NOTE_CHARS = 2000
 TRACE_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
+def _storable(text: str) -> str:
+    """`text`, or ValueError (a 422) when no store can hold it (a NUL or a lone surrogate)."""
+    if why := unstorable(text):
+        raise ValueError(f"text {why}")
+    return text
+
+
+StorableText = Annotated[str, AfterValidator(_storable)]
 
 
 @runtime_checkable
@@ -58,8 +69,12 @@ class FeedbackIn(BaseModel):
 
     trace_id: str = Field(pattern=TRACE_PATTERN, description="The answer's trace id (X-Trace-Id).")
     verdict: Literal["helpful", "wrong"]
-    note: str = Field("", max_length=MAX_NOTE_CHARS, description="Optional: what was wrong or missing.")
-    question: str = Field("", max_length=MAX_NOTE_CHARS, description="Used when the ask log lacks the trace.")
+    note: StorableText = Field(
+        "", max_length=MAX_NOTE_CHARS, description="Optional: what was wrong or missing (no NUL)."
+    )
+    question: StorableText = Field(
+        "", max_length=MAX_NOTE_CHARS, description="Used when the ask log lacks the trace (no NUL)."
+    )
 
 
 class FeedbackOut(BaseModel):

@@ -8,6 +8,7 @@ outermost first: `SecurityHeaders` -> `RequestContext` -> `HeadAsGet` -> CORS ->
 
 from __future__ import annotations
 
+import codecs
 import hmac
 import logging
 import re
@@ -299,7 +300,9 @@ def _sent_key(scope: Scope) -> str:
 
 
 class BodyLimit:
-    """Refuse bodies over `max_bytes` with 413: by Content-Length, and while reading chunked bodies."""
+    """Refuse bodies over `max_bytes` with 413: by Content-Length, and while reading chunked bodies;
+    and a JSON body that is not UTF-8 with 422 (Python's JSON reader would also take UTF-16 and
+    UTF-32, whose ASCII characters come with NUL bytes, never valid in JSON text)."""
 
     def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BODY_BYTES) -> None:
         self.app = app
@@ -314,21 +317,41 @@ class BodyLimit:
             await send_error(send, 413, "payload_too_large", self._message())
             return
         received = 0
+        utf8 = codecs.getincrementaldecoder("utf-8")() if _json_body(scope) else None
 
         async def counting_receive() -> Message:
             nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
+                body = message.get("body", b"")
+                received += len(body)
+                # Raised inside the route's body read; the HTTP exception handler renders them.
                 if received > self.max_bytes:
-                    # Raised inside the route's body read; the HTTP exception handler renders it.
                     raise HTTPException(413, self._message())
+                if utf8 is not None:
+                    _check_utf8(utf8, body, final=not message.get("more_body", False))
             return message
 
         await self.app(scope, counting_receive, send)
 
     def _message(self) -> str:
         return f"request body over {self.max_bytes // 1024} KB"
+
+
+def _json_body(scope: Scope) -> bool:
+    return "json" in Headers(scope=scope).get("content-type", "").lower()
+
+
+def _check_utf8(decoder: codecs.IncrementalDecoder, body: bytes, *, final: bool) -> None:
+    """Raise the 422 for a JSON body part that is not UTF-8 text or holds a NUL byte."""
+    try:
+        decoder.decode(body, final=final)
+    except UnicodeDecodeError:
+        raise HTTPException(422, "request body is not valid UTF-8 JSON") from None
+    if b"\0" in body:
+        raise HTTPException(
+            422, "request body is not UTF-8 JSON: it holds NUL bytes (UTF-16 or UTF-32 text?)"
+        )
 
 
 class SecurityHeaders:

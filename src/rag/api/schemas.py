@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 QUESTION = "How many vacation days do new employees get?"
 CHUNK_ID = "handbook#c03"
@@ -35,7 +35,12 @@ class AskRequest(BaseModel):
     question: str = Field(
         description="Not empty or whitespace; at most RAG_MAX_QUESTION_CHARS (2,000) characters."
     )
-    top_k: int | None = Field(None, ge=1, le=50, description="Chunks retrieved and reranked (1..50).")
+    top_k: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=50,
+        description="Chunks retrieved and reranked (1..50): a JSON integer, never a string or bool.",
+    )
 
 
 class CitationOut(_Out):
@@ -287,6 +292,7 @@ class DocumentOut(_Out):
             "content_hash": "3b5d0c...",
             "access": ["hr"],
             "chunks": [ChunkOut.model_config["json_schema_extra"]["examples"][0]],  # type: ignore[index]
+            "next_cursor": None,
         }
     )
 
@@ -296,7 +302,8 @@ class DocumentOut(_Out):
     updated_at: str | None
     content_hash: str
     access: list[str] = Field(description="groups that may read it; empty means everyone")
-    chunks: list[ChunkOut]
+    chunks: list[ChunkOut] = Field(description="One page of the chunks, in order.")
+    next_cursor: str | None = Field(description="`cursor` of the next page; null after the last page.")
 
 
 class HealthOut(_Out):

@@ -60,14 +60,34 @@ def main() -> None:
     help="Embed the chunks lacking vectors from the local encoder now, with a progress line"
     " (otherwise `rag serve` embeds them in the background).",
 )
+@click.option(
+    "--follow-links",
+    is_flag=True,
+    help="Read symlinks whose target lies outside the folder they are in (skipped by default).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let a file take a document id stored from another file that still exists (refused by default).",
+)
 @_friendly
-def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str, embed: bool) -> None:
+def ingest(
+    paths: tuple[str, ...],
+    prune: bool,
+    as_json: bool,
+    access: str,
+    embed: bool,
+    follow_links: bool,
+    replace: bool,
+) -> None:
     """Ingest Markdown, text, HTML, reST, PDF and DOCX files or folders (recursively).
 
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
     Without it, the local sentence encoder's vectors are left to `rag serve`, which embeds in the
     background, unless --embed embeds them here; the summary says how many chunks await them.
+
+    Symlinks leaving the folder they are in, FIFOs, devices and dangling links are skipped and listed.
 
     Example: rag ingest fixtures/corpus --prune; rag ingest --access hr,security hr-files/
     """
@@ -77,7 +97,16 @@ def ingest(paths: tuple[str, ...], prune: bool, as_json: bool, access: str, embe
         groups = tuple(sorted(group_names(access, where="--access")))
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--access") from None
-    _ingest(_settings(), paths, prune=prune, as_json=as_json, access=groups, embed=embed)
+    _ingest(
+        _settings(),
+        paths,
+        prune=prune,
+        as_json=as_json,
+        access=groups,
+        embed=embed,
+        follow_links=follow_links,
+        replace=replace,
+    )
 
 
 def _ingest(
@@ -88,6 +117,8 @@ def _ingest(
     as_json: bool,
     access: tuple[str, ...] = (),
     embed: bool = False,
+    follow_links: bool = False,
+    replace: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
     from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths, pending_embeddings
@@ -111,6 +142,8 @@ def _ingest(
             progress=progress,
             access=access,
             on_embed=embedding,
+            follow_links=follow_links,
+            replace_ids=replace,
         )
         if embedder is not None and now is None:
             report = pending_embeddings(store, embedder, report)
@@ -122,7 +155,7 @@ def _ingest(
         click.echo(serialize.dumps(report, indent=True).decode())
     else:
         for item in report.skipped:
-            click.echo(f"skipped {item.path}: {item.reason}", err=True)
+            click.echo(f"skipped {render.printable(item.path)}: {render.printable(item.reason)}", err=True)
         click.echo(f"{report.summary()}; database: {describe_database(settings)}")
     if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
         raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)

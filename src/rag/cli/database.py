@@ -35,6 +35,8 @@ def describe_database(settings: Settings) -> str:
 def open_for_reading(settings: Settings) -> Store:
     """Open the configured store without creating it: a missing SQLite file is a one-line error."""
     if not settings.database_url and settings.db != ":memory:" and not Path(settings.db).is_file():
+        if Path(settings.db).exists():  # a directory or a device: "no database" would send the user astray
+            return open_store(settings)  # raises StoreUnavailable saying what the path is
         raise click.ClickException(f"no database at {settings.db} (RAG_DB): {FILL_HINT}")
     return open_store(settings)
 

@@ -223,6 +223,11 @@ def external_text(report: dict[str, Any]) -> str:
             "  by kind (all splits): "
             + ", ".join(f"{k} {fmt(v['correct'])}" for k, v in report["by_kind"].items())
         )
+        judged = report["to_judge"]
+        lines.append(
+            f"  undecided by the rules (to the judge with a key): {judged['faithful']} faithful, "
+            f"{judged['harmful']} harmful"
+        )
         return "\n".join(lines)
     lines = [
         f"conflicts: {report['items']} RAMDocs items",

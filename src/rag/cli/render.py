@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,17 @@ if TYPE_CHECKING:
 
 # Without a terminal, ingest progress is one plain line every this many files.
 PROGRESS_EVERY = 500
+
+
+def printable(text: str) -> str:
+    """`text` safe to print on one terminal line: control, format (bidi) and separator characters
+    other than a plain space are escaped (`\\n`, `\\x1b`, `\\u202e`), so a file name cannot
+    forge a line or move the cursor."""
+    return "".join(ascii(c)[1:-1] if _unprintable(c) else c for c in text)
+
+
+def _unprintable(char: str) -> bool:
+    return char != " " and unicodedata.category(char)[0] in "CZ"
 
 
 def marked(sentence: Sentence) -> str:

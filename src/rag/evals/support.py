@@ -32,6 +32,7 @@ class SupportOutcome:
     case: SupportCase
     kept: bool
     issues: tuple[str, ...]
+    undecided: bool = False  # withheld, and every withheld sentence would go to the judge (`pending`)
 
     @property
     def correct(self) -> bool:
@@ -101,7 +102,9 @@ def judge_case(
     ]
     verdicts: list[Verdict] = verify(drafts, blocks, min_overlap=min_overlap, support=support)
     kept = all(v.ok for v in verdicts)
-    return SupportOutcome(case=case, kept=kept, issues=tuple(i for v in verdicts for i in v.issues))
+    undecided = not kept and all(v.ok or v.pending for v in verdicts)
+    issues = tuple(i for v in verdicts for i in v.issues)
+    return SupportOutcome(case=case, kept=kept, issues=issues, undecided=undecided)
 
 
 def support_metrics(outcomes: Sequence[SupportOutcome]) -> dict[str, Any]:
@@ -118,6 +121,11 @@ def support_metrics(outcomes: Sequence[SupportOutcome]) -> dict[str, Any]:
         "faithful_kept": rate(faithful),
         "harmful_withheld": rate(harmful),
         "accuracy": rate(outcomes),
+        # withheld by the rules only for low overlap, nothing against them: what the judge is asked
+        "to_judge": {
+            "faithful": sum(o.undecided for o in faithful),
+            "harmful": sum(o.undecided for o in harmful),
+        },
         "by_kind": {
             k: {
                 "n": sum(o.case.kind == k for o in outcomes),

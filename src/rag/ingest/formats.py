@@ -8,9 +8,11 @@ reads a suffix in no row as plain text; the indexer skips such files (`format_of
 
 A text file's body is what follows any YAML front matter, newlines normalised to "\\n"; its parser
 makes the document text of it (reST and Markdown keep it as written, HTML becomes text with '#'
-heading lines). Front matter keys: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`, `access` (the
-groups that may read it, see `rag.access`; absent means the ingest's default audience, none means
-everyone). Binary files (PDF, DOCX) have no front matter and take the default audience. Without
+heading lines). Front matter keys, read in any case: `title`, `updated` (YYYY-MM-DD), `url`, `doc_id`,
+`access` or its alias `audience` (the groups that may read it, see `rag.access`; absent means the
+ingest's default audience, none means everyone). A file's audience may narrow the ingest's `--access`,
+never widen it: groups outside it, or an empty list under it, are an IngestError. Binary files
+(PDF, DOCX) have no front matter and take the default audience. Without
 these keys the title is the one the file gives itself (`<title>`, reST title, PDF or DOCX
 metadata), else its first '#' heading, else the file name; the doc_id is the slug of the path
 relative to the root.
@@ -19,7 +21,9 @@ relative to the root.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -37,10 +41,14 @@ from rag.ingest.parsed import Layout, Parsed
 from rag.ingest.pdf import parse_pdf
 from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
+from rag.store.base import unstorable
 from rag.types import Document
 
 # Bump when chunking or a parser changes so the next ingest re-reads unchanged files.
 CHUNKER_VERSION = 3
+# An archive-based file (DOCX) whose members expand to more than this is skipped unread: a 716 KB
+# DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy 1,000-page manual is ~30 MB).
+MAX_UNCOMPRESSED_BYTES = 100 * 1024 * 1024
 
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -81,6 +89,9 @@ class BinaryFormat:
     name: str
     suffixes: frozenset[str]
     parse: BytesParser
+    # a zip archive (DOCX, and any other Office Open XML or OpenDocument format): its members'
+    # uncompressed sizes are checked against `MAX_UNCOMPRESSED_BYTES` before it is parsed
+    archive: bool = False
 
 
 Format = TextFormat | BinaryFormat
@@ -99,7 +110,7 @@ FORMATS: tuple[Format, ...] = (
     ),
     TextFormat(name="html", suffixes=frozenset({".html", ".htm"}), parse=parse_html),
     BinaryFormat(name="pdf", suffixes=frozenset({".pdf"}), parse=parse_pdf),
-    BinaryFormat(name="docx", suffixes=frozenset({".docx"}), parse=parse_docx),
+    BinaryFormat(name="docx", suffixes=frozenset({".docx"}), parse=parse_docx, archive=True),
 )
 _BY_SUFFIX: dict[str, Format] = {suffix: row for row in FORMATS for suffix in row.suffixes}
 
@@ -144,6 +155,8 @@ def read_document(
     row = format_of(path) or _MARKDOWN
     meta: dict[str, Any] = {}
     if row.kind == "binary":
+        if row.archive:
+            _check_archive(raw, where)
         parsed = row.parse(raw, where)
     else:
         meta, parsed = _read_text(row, raw, path.suffix.lower(), where)
@@ -176,7 +189,7 @@ def _document(
     """The Document of a parsed file: front matter first, then what the file says, then its path."""
     where = str(path)
     title = str(meta.get("title") or "").strip() or parsed.title
-    return Document(
+    document = Document(
         doc_id=str(meta.get("doc_id") or "").strip() or derive_doc_id(path, root),
         title=title or _first_heading(parsed.text) or _file_title(path),
         text=parsed.text,
@@ -186,6 +199,11 @@ def _document(
         content_hash=content_hash,
         access=_parse_access(meta, access, where),
     )
+    # a NUL (front matter "\0", PDF or DOCX metadata) would abort the write on PostgreSQL alone
+    for name in ("doc_id", "title", "url", "text"):
+        if why := unstorable(getattr(document, name)):
+            raise IngestError(where, f"{'front matter ' if name in meta else ''}{name} {why}")
+    return document
 
 
 # Citations link to a document's url, so only web links and site-relative paths are kept
@@ -236,12 +254,56 @@ def _parse_updated(value: object, where: str) -> date | None:
 
 
 def _parse_access(meta: dict[str, Any], default: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The file's audience: its front matter's, which must lie within `default` when that is set."""
     if "access" not in meta:
         return default
     try:
-        return tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
+        groups = tuple(sorted(group_names(meta["access"], where="front matter 'access'")))
     except ValueError as exc:
         raise IngestError(where, str(exc)) from None
+    wider = sorted(set(groups) - set(default)) if groups else ["(everyone)"]
+    if default and wider:
+        raise IngestError(
+            where,
+            f"front matter access {list(groups)} is wider than --access {','.join(default)}"
+            f" ({', '.join(wider)} not in it); a file may only narrow its folder's audience",
+        )
+    return groups
+
+
+# front matter key -> the key it stands for
+_KEY_ALIASES = {"audience": "access"}
+
+
+def _normalised_keys(meta: dict[Any, Any], where: str) -> dict[str, Any]:
+    """Front matter with its keys lowercased and aliases resolved; two spellings of one key with
+    different values are an IngestError (neither may silently win, least of all for `access`)."""
+    out: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for key, value in meta.items():
+        name = str(key).strip().lower()
+        name = _KEY_ALIASES.get(name, name)
+        if name in out and out[name] != value:
+            raise IngestError(where, f"front matter {spelled[name]!r} and {str(key)!r} disagree")
+        out[name], spelled[name] = value, str(key)
+    return out
+
+
+def _check_archive(raw: bytes, where: str) -> None:
+    """Raise IngestError when the zip in `raw` declares members expanding past `MAX_UNCOMPRESSED_BYTES`.
+    Reads only the central directory; a reader that later finds a member longer than declared
+    fails on its CRC, so the declared sizes bound what is inflated."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            expanded = sum(member.file_size for member in archive.infolist())
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError):
+        return  # not a zip at all: the format's parser says how it is broken, in its words
+    if expanded > MAX_UNCOMPRESSED_BYTES:
+        raise IngestError(
+            where,
+            f"expands to {expanded / 2**20:,.0f} MB uncompressed, over the"
+            f" {MAX_UNCOMPRESSED_BYTES / 2**20:,.0f} MB limit for archive-based files",
+        )
 
 
 def _decode_text(raw: bytes, where: str) -> str:
@@ -265,11 +327,11 @@ def _front_matter(decoded: str, where: str, *, dashes_are_markup: bool) -> tuple
     block, rest = match.group(1) or "", decoded[match.end() :]
     if dashes_are_markup:
         loaded = _load_yaml(block, where, strict=False)
-        return (loaded, rest) if isinstance(loaded, dict) else ({}, decoded)
+        return (_normalised_keys(loaded, where), rest) if isinstance(loaded, dict) else ({}, decoded)
     loaded = _load_yaml(block, where, strict=True)
     if loaded is not None and not isinstance(loaded, dict):
         raise IngestError(where, "front matter is not a mapping")
-    return loaded or {}, rest
+    return _normalised_keys(loaded or {}, where), rest
 
 
 def _load_yaml(block: str, where: str, *, strict: bool) -> Any:

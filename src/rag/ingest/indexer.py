@@ -20,6 +20,7 @@ from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
 from rag.ingest.parsed import Layout
+from rag.ingest.walk import Skipped, discover, read_regular
 from rag.store import Store
 from rag.types import Chunk, Document
 
@@ -38,15 +39,12 @@ logger = logging.getLogger(__name__)
 
 # `rag ingest` exit status when documents were stored but some chunks lack vectors.
 EXIT_EMBEDDINGS_INCOMPLETE = 3
+# A document cut into more chunks than this is skipped, not stored (a 2,000-page PDF makes about
+# 6,000; one expanded DOCX made 140,667).
+MAX_CHUNKS_PER_DOCUMENT = 20_000
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Skipped:
-    path: str
-    reason: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,24 +95,6 @@ class IngestReport:
 # --- the ingest run -------------------------------------------------------------------------------
 
 
-def discover(paths: Sequence[str | Path]) -> list[tuple[Path, Path]]:
-    """(file, root) pairs: folders are walked recursively (hidden entries skipped), sorted by path.
-
-    Every file is listed, supported or not, so the ingest can report each one it skips and why.
-    """
-    found: list[tuple[Path, Path]] = []
-    for given in paths:
-        path = Path(given)
-        if path.is_dir():
-            for file in sorted(path.rglob("*")):
-                relative = file.relative_to(path).parts
-                if file.is_file() and not any(part.startswith(".") for part in relative):
-                    found.append((file, path))
-        else:
-            found.append((path, path.parent))
-    return found
-
-
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
     path = Path(source)
     return any(path == root or root in path.parents for root in roots)
@@ -125,10 +105,7 @@ def _read_bytes(file: Path) -> bytes:
     cannot be read."""
     if format_of(file) is None:
         raise IngestError(str(file), f"unsupported file type {file.suffix or '(none)'!r}")
-    try:
-        return file.read_bytes()
-    except OSError as exc:
-        raise IngestError(str(file), f"cannot read: {exc.strerror or exc}") from None
+    return read_regular(file)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -139,6 +116,7 @@ class _Run:
     min_tokens: int
     max_tokens: int
     access: tuple[str, ...]
+    replace_ids: bool  # a file may take a stored id whose source file still exists
     stored: dict[str, tuple[str, str]]  # doc_id -> (content hash, source path) at the start
     by_path: dict[str, list[str]]  # source path -> the doc ids stored from it at the start
     seen: dict[str, str] = field(default_factory=dict)  # doc_id -> the file that has it in this run
@@ -150,7 +128,9 @@ class _Run:
     chunks_written: int = 0
 
     @classmethod
-    def start(cls, store: Store, settings: Settings, access: tuple[str, ...]) -> _Run:
+    def start(
+        cls, store: Store, settings: Settings, access: tuple[str, ...], *, replace_ids: bool = False
+    ) -> _Run:
         stored = store.document_hashes()
         by_path: dict[str, list[str]] = {}
         for doc_id, (_, source) in stored.items():
@@ -160,6 +140,7 @@ class _Run:
             min_tokens=settings.chunk_min_tokens,
             max_tokens=settings.chunk_max_tokens,
             access=access,
+            replace_ids=replace_ids,
             stored=stored,
             by_path=by_path,
         )
@@ -185,14 +166,30 @@ class _Run:
         return True
 
     def _claim_id(self, doc: Document, file: Path, root: Path, source: str) -> Document:
-        """`doc`, its id taken for this file; raises IngestError when another file of this run has it."""
+        """`doc`, its id taken for this file; raises IngestError when another file of this run has it,
+        or (without `replace_ids`) a stored document whose source file still exists elsewhere."""
         if self._taken(doc.doc_id, source) and doc.doc_id == derive_doc_id(file, root):
             # "guide.md" and "guide.pdf" side by side: the second keeps its suffix in its id
             doc = replace(doc, doc_id=derive_doc_id(file, root, keep_suffix=True))
         if doc.doc_id in self.seen:
             raise IngestError(str(file), f"doc_id {doc.doc_id!r} is already used by {self.seen[doc.doc_id]}")
+        owner = self._owner(doc.doc_id, source)
+        if owner and not self.replace_ids:
+            raise IngestError(
+                str(file),
+                f"doc_id {doc.doc_id!r} belongs to {owner}, stored earlier; rename one,"
+                " or ingest with --replace to give the id to this file",
+            )
         self.seen[doc.doc_id] = str(file)
         return doc
+
+    def _owner(self, doc_id: str, source: str) -> str:
+        """The other source file a stored `doc_id` came from, while it exists and this run has not
+        removed it ("" when the id is free or `source`'s own: a moved file keeps its id)."""
+        owner = self.stored.get(doc_id, ("", ""))[1]
+        if not owner or owner == source or doc_id in self.removed or not Path(owner).exists():
+            return ""
+        return owner
 
     def _taken(self, doc_id: str, source: str) -> bool:
         """True when `doc_id` belongs to another file: one ingested in this run, or a stored document
@@ -205,6 +202,11 @@ class _Run:
     def _store(self, doc: Document, layout: Layout, source: str) -> None:
         """Write the document and its chunks; delete what `source` held under other ids."""
         chunks = chunk_document(doc, min_tokens=self.min_tokens, max_tokens=self.max_tokens, layout=layout)
+        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
+            raise IngestError(  # the id goes back: this file did not take it
+                self.seen.pop(doc.doc_id),
+                f"{len(chunks):,} chunks, over the limit of {MAX_CHUNKS_PER_DOCUMENT:,} per document",
+            )
         self.store.upsert_document(doc, chunks)
         self.chunks_written += len(chunks)
         (self.updated if doc.doc_id in self.stored else self.added).append(doc.doc_id)
@@ -247,6 +249,8 @@ def ingest_paths(
     progress: Progress | None = None,
     access: tuple[str, ...] = (),
     on_embed: Callable[[EmbedProgress], None] | None = None,
+    follow_links: bool = False,
+    replace_ids: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into `store`; unreadable files are skipped and reported, never fatal.
 
@@ -257,17 +261,23 @@ def ingest_paths(
     change. Failed requests leave their chunks counted in `embed_missing`; a refused key or a
     base URL that answers 404 raises UpstreamRejected after the documents are stored. `on_embed`
     gets a background embedder's progress after each batch.
-    `access` is the audience of files whose front matter names none (() = everyone).
+    `access` is the audience of files whose front matter names none (() = everyone). A symlink
+    leaving the folder it was found in, and anything but a regular file, is skipped and listed
+    (`rag.ingest.walk`); `follow_links` reads such links. A document id belongs to the file it was
+    stored from while that file exists: another file claiming it is skipped, naming both, unless
+    `replace_ids`.
     """
     started = time.perf_counter()
-    run = _Run.start(store, settings, access)
-    files = discover(paths)
+    run = _Run.start(store, settings, access, replace_ids=replace_ids)
+    found = discover(paths, follow_links=follow_links)
+    run.skipped.extend(found.skipped)
+    files = found.files
     for done, (file, root) in enumerate(files, start=1):
         try:
             run.ingest(file, root)
         except IngestError as exc:
             run.skipped.append(Skipped(path=exc.path, reason=exc.reason))
-            logger.info("skipped %s: %s", exc.path, exc.reason)
+            logger.info("skipped %r: %s", exc.path, exc.reason)
         finally:
             if progress is not None:
                 progress(done, len(files), str(file))

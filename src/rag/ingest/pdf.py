@@ -1,8 +1,11 @@
 """PDF: text per page with pypdf; each page is a region, so every chunk carries its 1-based page.
 
-The document text is the pages' text joined by blank lines, so offsets stay exact. The title is
-the PDF's metadata title, else a short first line of page one; a broken, encrypted or image-only
-PDF raises `IngestError` with the reason.
+The document text is the pages' text joined by blank lines, so offsets stay exact. Before that,
+each page's lines lose what is not the document's prose (`pdf_lines`): running headers, footers
+and page numbers, and whole table-of-contents pages, never enter the text; a word broken over a
+line end is joined; typographic ligatures ("ﬁ") are spelled out. The title is the PDF's metadata
+title, else a short first line of page one; a broken, encrypted or image-only PDF raises
+`IngestError` with the reason.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 from rag.errors import IngestError
 from rag.ingest.parsed import Layout, Parsed, Region
+from rag.ingest.pdf_lines import furniture, is_contents_page, join_broken_words
 from rag.language.text import normalise
 
 PAGE_SEPARATOR = "\n\n"
@@ -21,7 +25,18 @@ MAX_TITLE_CHARS = 120
 MAX_HEADING_CHARS = 80
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", ",")
 _SPACES_RE = re.compile(r"[ \t]+")
-_BLANKS_RE = re.compile(r"\n(?:[ \t]*\n)+")
+# the Latin ligatures of the Alphabetic Presentation Forms block, as the letters they join
+_LIGATURES = str.maketrans(
+    {
+        "\ufb00": "ff",
+        "\ufb01": "fi",
+        "\ufb02": "fl",
+        "\ufb03": "ffi",
+        "\ufb04": "ffl",
+        "\ufb05": "st",
+        "\ufb06": "st",
+    }
+)
 # what some producers put in the metadata title instead of one ("Microsoft Word - report.docx")
 _TOOL_TITLE_RE = re.compile(r"^(?:microsoft \w+ - |untitled\b)|\.(?:docx?|pdf|odt|rtf|txt)$", re.IGNORECASE)
 
@@ -39,11 +54,27 @@ def _is_heading_line(line: str, after_break: bool, after: str) -> bool:
     )
 
 
-def _clean(page_text: str) -> tuple[str, list[tuple[int, str]]]:
-    """Page text with spaces collapsed and blank runs cut to one blank line; heading-like lines get
-    a blank line on each side, so a heading never runs into the sentence after it. Also the
-    (offset, text) of each heading-like line."""
-    lines = [_SPACES_RE.sub(" ", line).strip() for line in page_text.replace("\r", "\n").split("\n")]
+def _lines(page_text: str) -> list[str]:
+    """The page's extracted lines, spaces collapsed, ligatures spelled out."""
+    text = page_text.replace("\r", "\n").replace("\0", " ").translate(_LIGATURES)
+    return [_SPACES_RE.sub(" ", line).strip() for line in text.split("\n")]
+
+
+def _prose(pages: list[list[str]]) -> list[list[str]]:
+    """The pages' lines without running headers, footers and page numbers; a contents page loses
+    all of them; broken words joined."""
+    marked = furniture(pages)
+    kept = [
+        [line for i, line in enumerate(lines) if i not in drop]
+        for lines, drop in zip(pages, marked, strict=True)
+    ]
+    return join_broken_words([[] if is_contents_page(lines) else lines for lines in kept])
+
+
+def _clean(lines: list[str]) -> tuple[str, list[tuple[int, str]]]:
+    """Page text from its lines, blank runs cut to one blank line; heading-like lines get a blank
+    line on each side, so a heading never runs into the sentence after it. Also the (offset, text)
+    of each heading-like line."""
     out: list[str] = []
     headings: list[tuple[int, str]] = []
     pos = 0
@@ -69,7 +100,7 @@ def _clean(page_text: str) -> tuple[str, list[tuple[int, str]]]:
             after_break = line.endswith(_SENTENCE_ENDS)
         else:
             add(line)
-    return "\n".join(out).rstrip().replace("\0", " "), headings
+    return "\n".join(out).rstrip(), headings
 
 
 Page = tuple[str, list[tuple[int, str]]]
@@ -78,7 +109,8 @@ Page = tuple[str, list[tuple[int, str]]]
 
 def parse_pdf(raw: bytes, where: str) -> Parsed:
     """The text, title ("" when the PDF has none) and page regions of a PDF."""
-    pages, meta_title = _read_pages(raw, where)
+    texts, meta_title = _read_pages(raw, where)
+    pages = [_clean(lines) for lines in _prose([_lines(text) for text in texts])]
     title = _title(meta_title, pages)
     parts: list[str] = []
     regions: list[Region] = []
@@ -100,8 +132,8 @@ def parse_pdf(raw: bytes, where: str) -> Parsed:
     return Parsed(text=text + "\n", title=title, layout=Layout(regions=tuple(regions)))
 
 
-def _read_pages(raw: bytes, where: str) -> tuple[list[Page], str]:
-    """Each page's cleaned text, and the metadata title ("" when none); raises IngestError for a
+def _read_pages(raw: bytes, where: str) -> tuple[list[str], str]:
+    """Each page's extracted text, and the metadata title ("" when none); raises IngestError for a
     damaged PDF or one that needs a password."""
     # pypdf logs (not raises) on recoverable damage; keep that out of the ingest output
     logging.getLogger("pypdf").setLevel(logging.ERROR)
@@ -110,14 +142,14 @@ def _read_pages(raw: bytes, where: str) -> tuple[list[Page], str]:
     try:
         reader = PdfReader(io.BytesIO(raw))
         _decrypt(reader, where)
-        pages = [_clean(page.extract_text() or "") for page in reader.pages]
+        texts = [page.extract_text() or "" for page in reader.pages]
         meta = reader.metadata
         meta_title = str(meta.title or "").strip() if meta is not None else ""
     except IngestError:
         raise
     except Exception as exc:  # pypdf raises many types on damaged files; any of them means unreadable
         raise IngestError(where, f"unreadable PDF: {type(exc).__name__}: {exc}") from None
-    return pages, meta_title
+    return texts, meta_title
 
 
 def _decrypt(reader: Any, where: str) -> None:

@@ -205,15 +205,32 @@ def check_upsert(
         )
 
 
+# What no store holds: NUL (PostgreSQL text refuses it) and lone surrogates (not encodable as UTF-8).
+_UNSTORABLE_RE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(text: str) -> str:
+    """Why `text` cannot be stored ("" when it can): a NUL or a lone surrogate, on every backend alike.
+    No stored key holds one, so a lookup by such a key is simply not found."""
+    found = _UNSTORABLE_RE.search(text)
+    if found is None:
+        return ""
+    what = "a NUL character" if found.group() == "\x00" else "a lone surrogate (not UTF-8 text)"
+    return f"holds {what} at offset {found.start()}, which cannot be stored"
+
+
 def check_feedback(feedback: Feedback) -> None:
-    """Raise ValueError unless the verdict is known, the trace id is set and the texts fit."""
+    """Raise ValueError unless the verdict is known, the trace id is set and the texts fit and can
+    be stored (`unstorable`)."""
     if feedback.verdict not in FEEDBACK_VERDICTS:
         raise ValueError(f"unknown feedback verdict {feedback.verdict!r}; use one of {FEEDBACK_VERDICTS}")
     if not feedback.trace_id.strip():
         raise ValueError("feedback needs the trace id of the answer it judges")
-    for name in ("trace_id", "note", "question"):
+    for name in ("trace_id", "note", "question", "principal"):
         if len(getattr(feedback, name)) > MAX_FEEDBACK_CHARS:
             raise ValueError(f"feedback {name} is over {MAX_FEEDBACK_CHARS} characters")
+        if why := unstorable(getattr(feedback, name)):
+            raise ValueError(f"feedback {name} {why}")
 
 
 def ask_row(row: Sequence[Any]) -> dict[str, Any]:
@@ -465,6 +482,8 @@ class SqlStore(Generic[C]):
         )
 
     def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+        if unstorable(doc_id):
+            raise NotFound(f"unknown document {doc_id!r}")
         visible, params = visible_sql(groups, "access")
         rows = self._read(
             f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
@@ -473,19 +492,30 @@ class SqlStore(Generic[C]):
             raise NotFound(f"unknown document {doc_id!r}")
         return document_from_row(rows[0])
 
-    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
-        # One statement, so the document and its chunks come from one snapshot.
+    def document_chunks(
+        self, doc_id: str, *, groups: Groups = None, start: int = 0, limit: int | None = None
+    ) -> list[Chunk]:
+        if unstorable(doc_id):
+            raise NotFound(f"unknown document {doc_id!r}")
+        if limit is not None and limit <= 0:
+            self.get_document(doc_id, groups=groups)
+            return []
+        # One statement, so the document and its chunks come from one snapshot; the position is a
+        # join condition, so a document read past its last chunk is still found.
         visible, params = visible_sql(groups, "d.access")
+        page = (" LIMIT ?", (limit,)) if limit is not None else ("", ())
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM documents AS d LEFT JOIN chunks AS c ON c.doc_id = d.doc_id"
-            f" WHERE d.doc_id = ? AND {visible} ORDER BY c.ord",
-            (doc_id, *params),
+            f" AND c.ord >= ? WHERE d.doc_id = ? AND {visible} ORDER BY c.ord{page[0]}",
+            (max(0, start), doc_id, *params, *page[1]),
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")
         return [chunk_from_row(row) for row in rows if row[0] is not None]
 
     def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
+        if unstorable(chunk_id):
+            raise NotFound(f"unknown chunk {chunk_id!r}")
         visible, params = visible_sql(groups, "access")
         with self._connection() as conn:
             row = self._exec(
@@ -511,7 +541,7 @@ class SqlStore(Generic[C]):
         raise NotFound(f"unknown chunk {chunk_id!r}")
 
     def get_chunks(self, chunk_ids: Sequence[str], *, groups: Groups = None) -> list[Chunk]:
-        unique = list(dict.fromkeys(chunk_ids))
+        unique = [cid for cid in dict.fromkeys(chunk_ids) if not unstorable(cid)]
         found: dict[str, Chunk] = {}
         visible, params = visible_sql(groups, "access")
         if unique:
@@ -719,6 +749,9 @@ class SqlStore(Generic[C]):
         """The store whose `ask_log` and `gaps` tables hold the log (this one unless a backend moves it)."""
         return self
 
+    def check_log(self) -> None:
+        self._log_target()
+
     def _log_writer(self) -> LogWriter:
         writer = self._asklog
         if writer is not None:
@@ -774,6 +807,8 @@ class SqlStore(Generic[C]):
         )
 
     def ask_log(self, trace_id: str) -> list[dict[str, Any]]:
+        if unstorable(trace_id):
+            return []
         flush_pending()
         rows = self._log_target()._read(
             f"SELECT {ASK_LOG_COLUMNS} FROM ask_log WHERE trace_id = ? ORDER BY {self._ROW_ORDER}",
@@ -864,7 +899,7 @@ class SqlStore(Generic[C]):
         self, limit: int = 50, *, verdict: str | None = None, trace_id: str | None = None
     ) -> list[Feedback]:
         limit = clamp_limit(limit)
-        if not limit:
+        if not limit or unstorable(trace_id or "") or unstorable(verdict or ""):
             return []
         filters = [(name, value) for name, value in (("verdict", verdict), ("trace_id", trace_id)) if value]
         where = "".join(f"{'WHERE' if i == 0 else 'AND'} {name} = ? " for i, (name, _) in enumerate(filters))

@@ -23,8 +23,11 @@ class StoreReader(Protocol):
         """Raises NotFound for an unknown id, or one hidden from `groups`."""
         ...
 
-    def document_chunks(self, doc_id: str, *, groups: Groups = None) -> list[Chunk]:
-        """The document's chunks in order; raises NotFound for an unknown or hidden id."""
+    def document_chunks(
+        self, doc_id: str, *, groups: Groups = None, start: int = 0, limit: int | None = None
+    ) -> list[Chunk]:
+        """The document's chunks in order, from position `start` (0-based), at most `limit` (None:
+        all); raises NotFound for an unknown or hidden id (a start past the end is just [])."""
         ...
 
     def get_chunk(self, chunk_id: str, *, groups: Groups = None) -> Chunk:
@@ -35,6 +38,11 @@ class StoreReader(Protocol):
     def stats(self, *, groups: Groups = None) -> StoreStats:
         """Counts of what `groups` may read, read from the store now (a real query); raises
         StoreUnavailable when it cannot answer."""
+        ...
+
+    def check_log(self) -> None:
+        """Open the database the ask log and gap queue are written to, when not open yet; raises
+        StoreUnavailable when it cannot be opened (every ask writes there)."""
         ...
 
 

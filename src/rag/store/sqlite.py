@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from array import array
@@ -181,6 +182,8 @@ class SqliteStore(SqlStore[_Connection]):
         self._identity: tuple[int, int] | None = None
         self._log_db: SqliteStore | None = None
         self._lexical = LexicalCache()
+        if not self.memory and (problem := _path_problem(Path(path), self.name)):
+            raise StoreUnavailable(problem)
         try:
             conn = self._open(create=True)
         except sqlite3.Error as exc:
@@ -725,6 +728,36 @@ class SqliteStore(SqlStore[_Connection]):
         elif conn.restricted_df is None or len(conn.restricted_df) > DF_CACHE_TERMS:
             conn.restricted_df = {}
         return conn.df
+
+
+_NOT_FILES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _path_problem(path: Path, name: str) -> str:
+    """Why `path` cannot hold a SQLite database, in the user's terms ("" when it may): a directory
+    or a device where the file should be, a missing or read-only folder for a new file. Names the
+    file (`name`), never its folder: the message may reach HTTP clients."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        folder = path.parent
+        if not folder.is_dir():
+            return f"the database {name} cannot be created: its folder does not exist"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"the database {name} cannot be created: its folder is not writable by this process"
+        return ""
+    except OSError as exc:
+        return f"the database path {name} cannot be read: {exc.strerror}"
+    kind = next((what for test, what in _NOT_FILES if test(mode)), "")
+    if kind:
+        return f"the database path {name} is {kind}, not a database file: give the path of a file"
+    return ""
 
 
 class _LogDatabase(SqliteStore):

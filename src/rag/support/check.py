@@ -55,7 +55,7 @@ from rag.support.decision import Decision, Signals, active_model, decide
 from rag.support.figures import missing_figures
 from rag.support.frames import frame_conflicts, other_kinds
 from rag.support.leadins import misattribution, strip_attribution, strip_attributions
-from rag.support.lexical import negation_flip, new_name, new_scope, opposite, swapped
+from rag.support.lexical import foreign, negation_flip, new_name, new_scope, opposite, swapped
 from rag.types import Block
 
 __all__ = [
@@ -157,6 +157,7 @@ def signals(
     replaced, vetoed = _substitution(core, evidence, context, options)
     wanted_meaning = options.model is not None if with_meaning is None else with_meaning
     measured_meaning = _meaning_signals(core, evidence, context, options) if wanted_meaning else (0.0, 1.0)
+    missing = missing_figures(core, [evidence])
     return Signals(
         core=core,
         lead_in=core != sentence,
@@ -175,9 +176,18 @@ def signals(
         substitution_vetoed=vetoed,
         swapped=swapped(core, evidence),
         frames=frame_conflicts(options.tools.parser, options.tools.wordnet, core, evidence, context | common),
-        missing_figures=len(missing_figures(core, [evidence])),
+        missing_figures=len(missing),
+        unstated_figures=len(missing_figures(core, [evidence, _provenance(blocks)])) if missing else 0,
+        foreign=foreign(core) and not foreign(evidence),
         meaning=measured_meaning[0],
         word_meaning=measured_meaning[1],
+    )
+
+
+def _provenance(blocks: Sequence[Block]) -> str:
+    """The blocks' titles and dates, as text a figure may come from ("(updated 2025-12-01)")."""
+    return " ".join(
+        f"{b.chunk.title} {b.chunk.updated_at.isoformat() if b.chunk.updated_at else ''}" for b in blocks
     )
 
 

@@ -10,6 +10,10 @@ alignment's substitutions, the parser's frame conflicts). Two deciders read thos
   sentence with nothing to verify and coverage under the floor stay hard rules; the model keeps the
   sentence when its probability of being faithful reaches its threshold, else the first signal that
   fired names the reason.
+A verdict withheld only for low coverage while no rule fired (no contradiction, no other subject,
+every figure in its spans) is `undecided`: the rules cannot tell a paraphrase they do not reach, or a
+reply in another language than its span, from a claim the span does not make; a small-model judge may
+decide it (`rag.support.judge`). Every other verdict is the rules' own.
 `decide` is given the model or None (the rules); `active_model` is the model the `RAG_SUPPORT_MODEL`
 setting leaves in use: the stored one only when the weights file says it was adopted (`docs/eval.md`),
 none with `off`, the stored one even when not adopted with `on`.
@@ -35,12 +39,14 @@ _CONTRADICTING_FRAMES = frozenset({"negation", "swap", "split"})
 class Decision:
     """The support verdict of one sentence against one block's cited spans; `issue` is None when supported.
     `contradicts`: the span says the opposite of the sentence (a negation flip, reversed opposites,
-    swapped values), which no other citation can make right."""
+    swapped values), which no other citation can make right. `undecided`: withheld only for low
+    coverage, no rule fired and every figure is in the spans (module docstring)."""
 
     issue: Issue | None
     coverage: float
     core: str
     contradicts: bool = False
+    undecided: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,6 +74,8 @@ class Signals:
     swapped: tuple[str, str] | None = None
     frames: tuple[tuple[str, str, str], ...] = ()  # (kind in FRAME_KINDS, sentence's, span's), in order
     missing_figures: int = 0  # figures of the sentence its spans do not state (verify withholds those)
+    unstated_figures: int = 0  # those its blocks' titles and dates do not state either
+    foreign: bool = False  # the sentence is in another language than its spans (`lexical.foreign`)
     # with the sentence encoder (`Tools.meaning`; else these defaults): the cosine of the sentence's
     # and its spans' sentence vectors, and the lowest best contextual similarity of a sentence word
     # left unaligned by stem and WordNet to any span word (1.0 when every word aligned)
@@ -197,13 +205,24 @@ def _low(s: Signals, n: int) -> Issue:
     return Issue("low_overlap", f"[{n}] has only {s.coverage:.2f} overlap with its cited span")
 
 
+def _under_floor(s: Signals, n: int) -> Decision:
+    """Withheld for coverage under the floor; undecided when that is all that holds it back: no rule
+    fired and every figure is stated by the spans or the blocks' titles and dates. In a sentence written
+    in another language than its spans the rules on English words that name another subject read
+    nothing true (German capitalises every noun), so only a contradiction holds it back."""
+    reasons = _reasons(s, n)
+    blocking = [r for r in reasons if r[1]] if s.foreign else reasons
+    undecided = not blocking and s.unstated_figures == 0
+    return Decision(_low(s, n), s.coverage, s.core, undecided=undecided)
+
+
 def rules(s: Signals, n: int, *, min_coverage: float) -> Decision:
     """The hand-combined rules: hard verdicts, the coverage floor, then the first rule that fires."""
     hard = _hard(s, n)
     if hard is not None:
         return hard
     if s.coverage < min_coverage:
-        return Decision(_low(s, n), s.coverage, s.core)
+        return _under_floor(s, n)
     reasons = _reasons(s, n)
     if reasons:
         issue, contradicts = reasons[0]
@@ -218,7 +237,7 @@ def _by_model(model: Model, s: Signals, n: int, *, min_coverage: float) -> Decis
     if hard is not None:
         return hard
     if s.coverage < min_coverage:
-        return Decision(_low(s, n), s.coverage, s.core)
+        return _under_floor(s, n)
     if model.keeps(dict(zip(FEATURES, vector(s, min_coverage=min_coverage), strict=True))):
         return Decision(None, s.coverage, s.core)
     reasons = _reasons(s, n)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from rag.language.lexicon import OPPOSITES, SCOPE_EQUIVALENTS_ONLY, SCOPE_GROUPS
-from rag.language.text import STOP_WORDS, stem, term_set, terms
+from rag.language.text import STOP_WORDS, english_frequency, stem, term_set, terms
 
 __all__ = ["negation_flip", "new_name", "new_scope", "opposite", "swapped"]
 
@@ -49,10 +49,32 @@ _RESTRICTING = frozenset(
 _RESTRICTING_AFTER = frozenset("that which who whom whose where of with".split())
 _NAME_RE = re.compile(r"(?<=[\s(\"'“‘/])[A-Z][A-Za-z]+")
 _PLAIN_WORD_RE = re.compile(r"[A-Za-z]+")
+# Any word in any alphabet ("Gelöschte", "übertragenen"), for telling the language a sentence is in.
+_ANY_WORD_RE = re.compile(r"[^\W\d_]+")
+# A sentence is in another language than English when it has at least `FOREIGN_MIN_WORDS` words and
+# looks foreign both ways: under `FOREIGN_MAX_FUNCTION_SHARE` of them English function words (English
+# prose has about 40 %, a terse list item 7-10 %) and under `FOREIGN_MAX_KNOWN_SHARE` of them words of
+# general English (`english_frequency` at least `FOREIGN_KNOWN_FREQUENCY`; English lists of product names
+# and acronyms reach 60 %, German replies 22-50 %), measured on the realistic replies and the support set.
+FOREIGN_MIN_WORDS = 5
+FOREIGN_MAX_FUNCTION_SHARE = 0.15
+FOREIGN_MAX_KNOWN_SHARE = 0.55
+FOREIGN_KNOWN_FREQUENCY = 1e-6
 _NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
 
 # A clause: its content terms and how many negation cues it has.
 _Clause = tuple[frozenset[str], int]
+
+
+def foreign(text: str) -> bool:
+    """Whether `text` is written in another language than English (see `FOREIGN_MAX_FUNCTION_SHARE`):
+    the word rules here read English words, and read nothing true in another language."""
+    words = [w.lower() for w in _ANY_WORD_RE.findall(text)]
+    if len(words) < FOREIGN_MIN_WORDS:
+        return False
+    function = sum(w in STOP_WORDS for w in words) / len(words)
+    known = sum(english_frequency(w) >= FOREIGN_KNOWN_FREQUENCY for w in words) / len(words)
+    return function < FOREIGN_MAX_FUNCTION_SHARE and known < FOREIGN_MAX_KNOWN_SHARE
 
 
 def new_name(sentence: str, known: frozenset[str]) -> str:
