@@ -365,10 +365,11 @@ def test_http_ask_503_with_retry_after_when_claude_stays_overloaded(
 
     monkeypatch.setenv("RAG_DB", corpus_db)
     monkeypatch.setenv("RAG_MODEL_MAX_RETRIES", "1")
-    monkeypatch.setenv("RAG_MODEL_RETRY_WAIT", "0.01")
+    # a retry-after of 1 s is waited for and retried once; the provider is still overloaded
+    monkeypatch.setenv("RAG_MODEL_RETRY_WAIT", "2")
     get_settings.cache_clear()
     claude_env.enqueue(
-        failure(529, retry_after_ms=None, retry_after="4"), failure(529, retry_after_ms=None, retry_after="4")
+        failure(529, retry_after_ms=None, retry_after="1"), failure(529, retry_after_ms=None, retry_after="4")
     )
     with TestClient(create_app(get_settings())) as http:
         response = http.post("/ask", json={"question": QUESTION})
