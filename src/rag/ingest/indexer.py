@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 # `rag ingest` exit status when documents were stored but some chunks lack vectors.
 EXIT_EMBEDDINGS_INCOMPLETE = 3
+# `rag ingest` exit status when the run stored nothing and found nothing stored: every file was skipped,
+# or no file of a known format was found.
+EXIT_NOTHING_INGESTED = 4
 # A document cut into more chunks than this is skipped, not stored (a 2,000-page PDF makes about
 # 6,000; one expanded DOCX made 140,667).
 MAX_CHUNKS_PER_DOCUMENT = 20_000
@@ -61,6 +64,11 @@ class IngestReport:
     embed_model: str = ""
     embed_errors: tuple[str, ...] = ()
     seconds: float = 0.0
+
+    @property
+    def nothing(self) -> bool:
+        """Whether the run left no document behind it: none added, updated, unchanged or pruned."""
+        return not (self.added or self.updated or self.unchanged or self.pruned)
 
     def summary(self) -> str:
         """One line per outcome: documents and chunks, then (with an embedder) the vectors."""
