@@ -131,6 +131,8 @@ def _ingest(
     else:
         for item in report.skipped:
             click.echo(f"skipped {render.printable(item.path)}: {render.printable(item.reason)}", err=True)
+        for path, encoding in report.encodings:
+            click.echo(f"read {render.printable(path)} as {encoding} (not UTF-8)", err=True)
         click.echo(f"{report.summary()}; database: {describe_database(settings)}")
     if report.nothing:
         why = (

@@ -64,6 +64,8 @@ class IngestReport:
     embed_model: str = ""
     embed_errors: tuple[str, ...] = ()
     seconds: float = 0.0
+    # (path, encoding) of each text file read in another encoding than UTF-8 (detected)
+    encodings: tuple[tuple[str, str], ...] = ()
 
     @property
     def nothing(self) -> bool:
@@ -122,6 +124,7 @@ class _Run:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    encodings: list[tuple[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     chunks_written: int = 0
@@ -154,6 +157,8 @@ class _Run:
         parsed = read_document(raw, file, root=root, content_hash=digest, access=self.access)
         doc = self._claim_id(parsed.document, file, root, source)
         self._store(doc, parsed.layout, source)
+        if parsed.encoding:
+            self.encodings.append((str(file), parsed.encoding))
 
     def _unchanged(self, source: str, digest: str, shown: str) -> bool:
         """True (and counted) when a document stored from `source` has this content hash."""
@@ -233,6 +238,7 @@ class _Run:
             updated=tuple(self.updated),
             unchanged=self.unchanged,
             skipped=tuple(self.skipped),
+            encodings=tuple(self.encodings),
             pruned=tuple(self.removed),
             chunks_written=self.chunks_written,
         )
