@@ -55,7 +55,7 @@ def test_rag_ask_on_empty_database_says_so_in_one_line(tmp_path: Path) -> None:
     db = tmp_path / "empty.db"
     empty_dir = tmp_path / "nothing"
     empty_dir.mkdir()
-    assert run("ingest", str(empty_dir), db=db).returncode == 0
+    assert run("ingest", str(empty_dir), db=db).returncode == 4  # nothing ingested, said in its status
     result = run("ask", ANSWERED, db=db)
     assert result.returncode == 1 and result.stdout == ""
     lines = result.stderr.strip().splitlines()

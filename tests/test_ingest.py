@@ -128,7 +128,7 @@ def test_parse_document_html_title_falls_back_to_first_h1() -> None:
     ("raw", "name", "reason"),
     [
         (b"ab\x00cd", "a.txt", "binary"),
-        (b"caf\xe9", "a.md", "UTF-8"),
+        (bytes(range(128, 256)) * 3, "a.md", "no other text encoding reads it"),
         (b"  \n\t", "a.md", "empty"),
         (b"---\ntitle: x\n---\n \n", "a.md", "no text after front matter"),
         (b"<html><script>x</script></html>", "a.html", "HTML has no text"),
@@ -214,16 +214,18 @@ def test_ingest_paths_bad_files_reported_and_rest_ingested(
     store: SqliteStore, corpus: Path, settings: Settings
 ) -> None:
     (corpus / "binary.txt").write_bytes(b"\x00\x01\x02")
-    (corpus / "latin1.md").write_bytes(b"Caf\xe9 menu")
+    (corpus / "latin1.md").write_bytes(b"Caf\xe9 menu")  # read as Windows-1252, and said so
+    (corpus / "noise.md").write_bytes(bytes(range(128, 256)) * 3)
     (corpus / "blank.md").write_text("\n\n")
     report = ingest_paths(store, [corpus], settings=settings)
     assert {Path(s.path).name: s.reason.split(" ")[0] for s in report.skipped} == {
         "binary.txt": "binary",
-        "latin1.md": "not",
+        "noise.md": "not",
         "blank.md": "empty",
         "image.png": "unsupported",
     }
-    assert len(report.added) == 3
+    assert len(report.added) == 4
+    assert [(Path(p).name, e) for p, e in report.encodings] == [("latin1.md", "cp1252")]
 
 
 def test_ingest_paths_file_turned_bad_keeps_stored_version(
@@ -269,6 +271,7 @@ def test_ingest_paths_reports_progress_per_file(store: SqliteStore, corpus: Path
 class _Embedder:
     name = "fake"
     model = "fake-embed"
+    background = False  # embeds during the ingest, as Voyage's does
     max_inputs = 1000
     max_tokens = 100_000
 

@@ -82,6 +82,7 @@ def ingest(
 ) -> None:
     """Ingest Markdown, text, HTML, reST, PDF and DOCX files or folders (recursively).
 
+    Exit status 4 means nothing was ingested (every file skipped, or none of a known format found).
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
     Without it, the local sentence encoder's vectors are left to `rag serve`, which embeds in the
@@ -121,7 +122,12 @@ def _ingest(
     replace: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
-    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, ingest_paths, pending_embeddings
+    from rag.ingest.indexer import (
+        EXIT_EMBEDDINGS_INCOMPLETE,
+        EXIT_NOTHING_INGESTED,
+        ingest_paths,
+        pending_embeddings,
+    )
     from rag.store import open_store
 
     embedder = make_embedder(settings)
@@ -156,7 +162,17 @@ def _ingest(
     else:
         for item in report.skipped:
             click.echo(f"skipped {render.printable(item.path)}: {render.printable(item.reason)}", err=True)
+        for path, encoding in report.encodings:
+            click.echo(f"read {render.printable(path)} as {encoding} (not UTF-8)", err=True)
         click.echo(f"{report.summary()}; database: {describe_database(settings)}")
+    if report.nothing:
+        why = (
+            "every file was skipped (reasons above)"
+            if report.skipped
+            else "no file of a known format was found"
+        )
+        click.echo(f"nothing was ingested: {why}", err=True)
+        raise click.exceptions.Exit(EXIT_NOTHING_INGESTED)
     if report.embed_missing:  # stored, but not all chunks have vectors: say so in the exit status
         raise click.exceptions.Exit(EXIT_EMBEDDINGS_INCOMPLETE)
 

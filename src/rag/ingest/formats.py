@@ -20,6 +20,7 @@ relative to the root.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import io
 import re
@@ -30,6 +31,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import charset_normalizer
 import yaml
 
 from rag.access import group_names
@@ -134,6 +136,8 @@ class ParsedFile:
 
     document: Document
     layout: Layout = Layout()
+    # the text encoding it was read in, when not UTF-8 (detected; "" for UTF-8 and binary formats)
+    encoding: str = ""
 
 
 def parse_document(
@@ -154,19 +158,21 @@ def read_document(
     where = str(path)
     row = format_of(path) or _MARKDOWN
     meta: dict[str, Any] = {}
+    encoding = ""
     if row.kind == "binary":
         if row.archive:
             _check_archive(raw, where)
         parsed = row.parse(raw, where)
     else:
-        meta, parsed = _read_text(row, raw, path.suffix.lower(), where)
+        meta, parsed, encoding = _read_text(row, raw, path.suffix.lower(), where)
     document = _document(parsed, meta, path, root=root, content_hash=content_hash, access=access)
-    return ParsedFile(document, parsed.layout)
+    return ParsedFile(document, parsed.layout, encoding)
 
 
-def _read_text(row: TextFormat, raw: bytes, suffix: str, where: str) -> tuple[dict[str, Any], Parsed]:
-    """The front matter and the parse of a text file, by `row` or a format that claims the file."""
-    decoded = _decode_text(raw, where)
+def _read_text(row: TextFormat, raw: bytes, suffix: str, where: str) -> tuple[dict[str, Any], Parsed, str]:
+    """The front matter and the parse of a text file, by `row` or a format that claims the file, and
+    the encoding it was read in when not UTF-8."""
+    decoded, encoding = _decode_text(raw, where)
     row = _claimed(suffix, decoded) or row
     meta, body = _front_matter(decoded, where, dashes_are_markup=row.dashes_are_markup)
     parsed = row.parse(body, where)
@@ -174,7 +180,7 @@ def _read_text(row: TextFormat, raw: bytes, suffix: str, where: str) -> tuple[di
     # blank its source; the other parsers return blank text as it is
     if not parsed.text.strip():
         raise IngestError(where, "empty file" if not decoded.strip() else "no text after front matter")
-    return meta, parsed
+    return meta, parsed, encoding
 
 
 def _document(
@@ -306,15 +312,59 @@ def _check_archive(raw: bytes, where: str) -> None:
         )
 
 
-def _decode_text(raw: bytes, where: str) -> str:
-    """UTF-8 text (a BOM dropped) with "\\n" line ends; raises IngestError for binary or non-UTF-8 bytes."""
+# Byte-order marks of the encodings whose text holds NUL bytes (UTF-32 first: its LE mark starts
+# with UTF-16's), with the codec that reads them.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _decode_text(raw: bytes, where: str) -> tuple[str, str]:
+    """The text with "\\n" line ends, and its encoding when not UTF-8 ("" for UTF-8; a BOM dropped).
+    Bytes that are not UTF-8 are read in the encoding charset-normalizer finds for them (a Latin-1 or
+    Windows-1252 file from an older editor); raises IngestError for binary bytes or when no encoding
+    reads them as text."""
+    bom = next((name for mark, name in _BOMS if raw.startswith(mark)), "")
+    if bom:
+        try:
+            return raw.decode(bom).replace("\r\n", "\n").replace("\r", "\n"), bom
+        except UnicodeDecodeError:
+            raise IngestError(
+                where, f"starts with a {bom.upper()} byte-order mark but is not valid {bom.upper()}"
+            ) from None
     if b"\0" in raw:
         raise IngestError(where, "binary file (contains NUL bytes)")
     try:
-        decoded = raw.decode("utf-8-sig")
+        decoded, encoding = raw.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        raise IngestError(where, f"not valid UTF-8 (bad byte at offset {exc.start})") from None
-    return decoded.replace("\r\n", "\n").replace("\r", "\n")
+        decoded, encoding = _detected(raw, where, exc.start)
+    return decoded.replace("\r\n", "\n").replace("\r", "\n"), encoding
+
+
+def _detected(raw: bytes, where: str, bad_at: int) -> tuple[str, str]:
+    """`raw` decoded in its detected encoding, with that encoding's name: charset-normalizer's best
+    reading (least chaos, then most coherence as a language). Where readings tie without a language (a
+    short file) or Windows-1252 is among the best, Windows-1252 it is when it reads the bytes: the
+    common legacy encoding of Western text files (and what the web reads "latin-1" as). UTF-16 and
+    UTF-32 are never guessed: their text without a byte-order mark holds NUL bytes, refused above."""
+    readings = [
+        r for r in charset_normalizer.from_bytes(raw) if not r.encoding.startswith(("utf_16", "utf_32"))
+    ]
+    if not readings:
+        raise IngestError(
+            where, f"not valid UTF-8 (bad byte at offset {bad_at}) and no other text encoding reads it"
+        )
+    best = min((r.chaos, -r.coherence) for r in readings)
+    tied = [r for r in readings if (r.chaos, -r.coherence) == best]
+    if best[1] == 0.0 or any(r.encoding == "cp1252" for r in tied):
+        try:
+            return raw.decode("cp1252"), "cp1252"
+        except UnicodeDecodeError:
+            pass
+    return str(tied[0]), tied[0].encoding
 
 
 def _front_matter(decoded: str, where: str, *, dashes_are_markup: bool) -> tuple[dict[str, Any], str]:

@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 
 # `rag ingest` exit status when documents were stored but some chunks lack vectors.
 EXIT_EMBEDDINGS_INCOMPLETE = 3
+# `rag ingest` exit status when the run stored nothing and found nothing stored: every file was skipped,
+# or no file of a known format was found.
+EXIT_NOTHING_INGESTED = 4
 # A document cut into more chunks than this is skipped, not stored (a 2,000-page PDF makes about
 # 6,000; one expanded DOCX made 140,667).
 MAX_CHUNKS_PER_DOCUMENT = 20_000
@@ -64,6 +67,13 @@ class IngestReport:
     embed_errors: tuple[str, ...] = ()
     embed_pending: int = 0  # chunks left for the background embedder (`rag serve`, `rag ingest --embed`)
     seconds: float = 0.0
+    # (path, encoding) of each text file read in another encoding than UTF-8 (detected)
+    encodings: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def nothing(self) -> bool:
+        """Whether the run left no document behind it: none added, updated, unchanged or pruned."""
+        return not (self.added or self.updated or self.unchanged or self.pruned)
 
     def summary(self) -> str:
         """One line per outcome: documents and chunks, then (with an embedder) the vectors."""
@@ -123,6 +133,7 @@ class _Run:
     added: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    encodings: list[tuple[str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     chunks_written: int = 0
@@ -155,6 +166,8 @@ class _Run:
         parsed = read_document(raw, file, root=root, content_hash=digest, access=self.access)
         doc = self._claim_id(parsed.document, file, root, source)
         self._store(doc, parsed.layout, source)
+        if parsed.encoding:
+            self.encodings.append((str(file), parsed.encoding))
 
     def _unchanged(self, source: str, digest: str, shown: str) -> bool:
         """True (and counted) when a document stored from `source` has this content hash."""
@@ -234,6 +247,7 @@ class _Run:
             updated=tuple(self.updated),
             unchanged=self.unchanged,
             skipped=tuple(self.skipped),
+            encodings=tuple(self.encodings),
             pruned=tuple(self.removed),
             chunks_written=self.chunks_written,
         )
