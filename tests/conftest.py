@@ -18,13 +18,15 @@ CORPUS = ROOT / "fixtures" / "corpus"
 
 @pytest.fixture(autouse=True)
 def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """Every test runs offline: MOCK=1, no provider keys, a private database path."""
+    """Every test runs offline: MOCK=1, no provider keys, a private database path, and BM25 alone
+    (RAG_DENSE=off: the local encoder's dense retrieval is tested where a test turns it on)."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "VOYAGE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     for name in list(__import__("os").environ):
         if name.startswith("RAG_") and name != "RAG_TEST_DATABASE_URL":
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MOCK", "1")
+    monkeypatch.setenv("RAG_DENSE", "off")
     monkeypatch.setenv("RAG_DB", str(tmp_path / "rag.db"))
     monkeypatch.chdir(ROOT)
     get_settings.cache_clear()

@@ -71,6 +71,7 @@ def running_app(db_path: Path, **overrides: Any) -> Iterator[str]:
             "voyage_api_key": "",
             "api_keys": "",
             "database_url": "",
+            "dense": "off",  # conftest's rule: the local encoder's embedding runs where a test turns it on
             **overrides,
         }
     )

@@ -86,7 +86,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         for k, v in os.environ.items()
         if not k.startswith(("RAG_", "ANTHROPIC_", "VOYAGE_")) and k != "DATABASE_URL"
     }
-    env.update(MOCK="1", RAG_DB=str(db))
+    env.update(MOCK="1", RAG_DB=str(db), RAG_DENSE="off")  # no background embedding (conftest)
 
     def argv(port: int) -> list[str]:
         return [sys.executable, "-m", "rag", "serve", "--host", "127.0.0.1", "--port", str(port)]

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(not RAG.is_file(), reason="the rag script is not
 
 def run(*args: str, db: Path, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    environ.update(RAG_DB=str(db), MOCK="1", **env)
+    environ.update(RAG_DB=str(db), MOCK="1", RAG_DENSE="off")  # dense retrieval where a test turns it on
+    environ.update(env)
     return subprocess.run(
         [str(RAG), *args], capture_output=True, text=True, env=environ, cwd=ROOT, timeout=120, check=False
     )
@@ -109,7 +110,7 @@ def test_rag_ask_help_documents_exit_codes() -> None:
 
 def test_rag_ask_invalid_utf8_argument_is_a_one_line_error(filled: Path) -> None:
     environ = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    environ.update(RAG_DB=str(filled), MOCK="1")
+    environ.update(RAG_DB=str(filled), MOCK="1", RAG_DENSE="off")
     result = subprocess.run(
         [os.fsencode(RAG), b"ask", b"trash \xff"], capture_output=True, env=environ, timeout=120, check=False
     )

@@ -103,3 +103,15 @@ def test_far_off_topic_floor_lets_a_near_dense_neighbour_through() -> None:
     near = Scored(chunk=chunk, score=0.9, dense=NEAR_NEIGHBOUR)
     assert not retrieval_gate([far], 0.2, question)
     assert retrieval_gate([near], 0.2, question)
+
+
+def test_near_neighbour_cosine_is_the_scorers_own() -> None:
+    from rag.answer.gates import NEAR_NEIGHBOUR, near_neighbour, retrieval_gate
+
+    chunk = Chunk(chunk_id="a#c01", doc_id="a", title="Leave", section="", text="Annual leave is 25 days.")
+    question = "How much vacation do I get?"
+    local = near_neighbour("hybrid")
+    assert local < NEAR_NEIGHBOUR == near_neighbour("voyage") == near_neighbour("lexical")
+    between = (local + NEAR_NEIGHBOUR) / 2
+    assert retrieval_gate([Scored(chunk=chunk, score=0.9, dense=between, scorer="hybrid")], 0.2, question)
+    assert not retrieval_gate([Scored(chunk=chunk, score=0.9, dense=between, scorer="voyage")], 0.2, question)

@@ -168,7 +168,7 @@ LAYERS: dict[str, set[str]] = {
     "rag.review": _BASE | {"rag.language"},
     "rag.support": _BASE | {"rag.language", "rag.calibration"},
     "rag.reader": _BASE | {"rag.language", "rag.calibration"},
-    "rag.embeddings": _CORE,
+    "rag.embeddings": _CORE | {"rag.language"},
     "rag.store": _CORE | {"rag.language"},
     "rag.ingest": _CORE | {"rag.language", "rag.embeddings", "rag.store"},
     "rag.answer": _CORE | _BELOW_ANSWER,

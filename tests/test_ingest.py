@@ -271,6 +271,7 @@ def test_ingest_paths_reports_progress_per_file(store: SqliteStore, corpus: Path
 class _Embedder:
     name = "fake"
     model = "fake-embed"
+    background = False  # embeds during the ingest, as Voyage's does
     max_inputs = 1000
     max_tokens = 100_000
 

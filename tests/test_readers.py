@@ -181,6 +181,7 @@ def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
         "m008_ask_log_retrieval",
         "m009_audiences",
         "m010_corpus_counts",
+        "m011_embedding_leases",
     ]
     assert conn.execute("SELECT question, retrieval FROM ask_log").fetchall() == [("Kept?", "{}")]
     assert conn.execute("SELECT count(*) FROM feedback").fetchone() == (0,)

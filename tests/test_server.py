@@ -36,7 +36,7 @@ def server(corpus_db: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     if not RAG.is_file():
         pytest.skip("the rag script is not installed beside python")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
-    env.update(RAG_DB=corpus_db, MOCK="1")
+    env.update(RAG_DB=corpus_db, MOCK="1", RAG_DENSE="off")  # no background embedding (conftest)
 
     def argv(port: int) -> list[str]:
         args = ["serve", "--port", str(port), "--request-timeout", str(REQUEST_TIMEOUT)]

@@ -35,6 +35,7 @@ def claude_server(
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_") and k != "MOCK"}
     env.update(
         RAG_DB=corpus_db,
+        RAG_DENSE="off",  # no background embedding (conftest)
         ANTHROPIC_API_KEY="test",
         ANTHROPIC_BASE_URL=fake_anthropic.base_url,
         **getattr(request, "param", {}),

@@ -813,6 +813,51 @@ def test_store_embeddings_record_their_model_and_missing_ones_are_listed(store: 
         store.put_embeddings("m1", [("guide#c01", [1.0]), ("guide#c02", [1.0, 0.0])])
 
 
+def test_store_embedding_progress_counts_one_models_vectors_among_readable_chunks(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["north", "east", "south"])
+    store.upsert_document(doc, chunks)
+    hidden, secret = doc_and_chunks("vault", ["west"])
+    store.upsert_document(replace(hidden, access=("hr",)), secret)
+    assert store.embedding_progress("m1") == (0, 4) and not store.has_embeddings("m1")
+    store.put_embeddings("m1", [("guide#c00", [1.0, 0.0]), ("vault#c00", [0.0, 1.0])])
+    assert store.has_embeddings("m1") and not store.has_embeddings("m3")
+    store.put_embeddings("m2", [("guide#c01", [1.0, 0.0])])
+    assert store.embedding_progress("m1") == (2, 4)
+    assert store.embedding_progress("m1", groups=frozenset()) == (1, 3)
+    assert store.embedding_progress("m1", groups=frozenset({"hr"})) == (2, 4)
+    assert [c.chunk_id for c in store.chunks_missing_embeddings("m1", limit=1)] == ["guide#c01"]
+    store.delete_document("vault")
+    assert store.embedding_progress("m1") == (1, 3)
+
+
+def test_store_embedding_cosines_cover_the_ids_with_a_vector_of_the_model(store: Store) -> None:
+    doc, chunks = doc_and_chunks("guide", ["north", "east", "south"])
+    store.upsert_document(doc, chunks)
+    store.put_embeddings("m1", [("guide#c00", [1.0, 0.0]), ("guide#c02", [-3.0, 0.0])])
+    store.put_embeddings("m2", [("guide#c01", [1.0, 0.0])])
+    cosines = store.embedding_cosines(
+        [2.0, 0.0], ["guide#c00", "guide#c01", "guide#c02", "nope#c00"], model="m1"
+    )
+    assert cosines == pytest.approx({"guide#c00": 1.0, "guide#c02": -1.0})
+    assert store.embedding_cosines([1.0, 0.0, 0.0], ["guide#c00"], model="m1") == {}  # another dimension
+    assert store.embedding_cosines([1.0, 0.0], [], model="m1") == {}
+
+
+def test_store_embedding_lease_has_one_holder_until_released_or_expired(open_new: StoreFactory) -> None:
+    one, two = open_new(), open_new()
+    assert one.claim_embedding("m1", "a", 60, now=1000.0)
+    assert not two.claim_embedding("m1", "b", 60, now=1010.0)  # held by a
+    assert two.claim_embedding("m2", "b", 60, now=1010.0)  # another model's lease is its own
+    assert one.claim_embedding("m1", "a", 60, now=1050.0)  # renewed: now until 1110
+    assert not two.claim_embedding("m1", "b", 60, now=1100.0)
+    assert two.claim_embedding("m1", "b", 60, now=1111.0)  # expired: taken over
+    assert not one.claim_embedding("m1", "a", 60, now=1112.0)
+    one.release_embedding("m1", "a")  # not a's to release
+    assert not one.claim_embedding("m1", "a", 60, now=1113.0)
+    two.release_embedding("m1", "b")
+    assert one.claim_embedding("m1", "a", 60, now=1114.0)
+
+
 # --- kill -9 during ingest ---------------------------------------------------------------------------
 
 

@@ -76,8 +76,19 @@ class Settings(BaseSettings):
     min_score: float | None = Field(
         None, ge=0.0, le=1.0, description="retrieval gate; unset means the reranker's calibrated default"
     )
-    budget: int = Field(1200, ge=50, description="context token budget for assembled blocks")
-    max_blocks: int = Field(5, ge=1, le=20, description="most blocks issued to the model")
+    budget: int = Field(1200, ge=50, description="context token budget for the offline reader's blocks")
+    max_blocks: int = Field(5, ge=1, le=20, description="most blocks the offline reader reads")
+    # Claude's context: the cheapest (blocks, tokens) pair whose evidence reach is within 0.01 of the
+    # best of the sweep over the development sets (0.954 against 0.964 at 16 x 4000; 5 x 1200, the
+    # offline reader's, gives 0.922), about 1,800 context tokens a call; docs/eval.md, "Context
+    # budget for Claude" (`python -m benchmarks.budget_sweep`). Retrieval hands on at least this many.
+    claude_budget: int = Field(2000, ge=50, description="context token budget for Claude's blocks")
+    claude_max_blocks: int = Field(16, ge=1, le=20, description="most blocks sent to Claude")
+    dense: Literal["auto", "off"] = Field(
+        "auto",
+        description="dense retrieval fused with BM25: 'auto' uses Voyage embeddings when VOYAGE_API_KEY is"
+        " set, else the local sentence encoder when installed; 'off' (or 0, false, no): BM25 only",
+    )
 
     # verification and conflicts
     # Calibrated by `rag eval --sweep min_overlap` (docs/eval.md): best AttributionBench accuracy
@@ -245,6 +256,18 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: object) -> object:
         return None if value == "" else value
 
+    @field_validator("dense", mode="before")
+    @classmethod
+    def _dense_switch(cls, value: object) -> object:
+        """'off', '0', 'false', 'no' switch dense retrieval off; 'on', '1', 'true', 'yes' and '' mean auto."""
+        if isinstance(value, str):
+            word = value.strip().lower()
+            if word in ("off", "0", "false", "no"):
+                return "off"
+            if word in ("", "auto", "on", "1", "true", "yes"):
+                return "auto"
+        return value
+
     @field_validator("mock", mode="before")
     @classmethod
     def _empty_is_false(cls, value: object) -> object:
@@ -257,6 +280,12 @@ class Settings(BaseSettings):
     @property
     def use_voyage(self) -> bool:
         return bool(self.voyage_api_key) and not self.mock
+
+    @property
+    def dense_enabled(self) -> bool:
+        """Dense retrieval is wanted (`RAG_DENSE` is not off); whether an embedder exists is
+        `rag.embeddings.make_embedder`'s answer."""
+        return self.dense != "off"
 
     @property
     def api_key_list(self) -> tuple[str, ...]:

@@ -217,7 +217,8 @@ class Pipeline:
             plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
             return plan
         with _timed(plan.timings, "assemble"):
-            blocks = assemble(plan.scored, budget=self.settings.budget, max_blocks=self.settings.max_blocks)
+            budget, max_blocks = self.context_limits()
+            blocks = assemble(plan.scored, budget=budget, max_blocks=max_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
         if plan.conflict is not None and not plan.note and self.reader != "claude":
@@ -228,6 +229,12 @@ class Pipeline:
             return plan
         plan.blocks = tuple(self._compressed(plan, blocks))
         return plan
+
+    def context_limits(self) -> tuple[int, int]:
+        """(token budget, most blocks) of the context this pipeline's reader gets."""
+        if self.reader == "claude":
+            return self.settings.claude_budget, self.settings.claude_max_blocks
+        return self.settings.budget, self.settings.max_blocks
 
     def _retrieved(
         self, question: Question, *, top_k: int | None, trace_id: str | None, principal: Principal | None
@@ -240,7 +247,7 @@ class Pipeline:
                 store=self.store,
                 reranker=self.reranker,
                 embedder=self.embedder,
-                top_k=top_k or self.settings.top_k,
+                top_k=top_k or max(self.settings.top_k, self.context_limits()[1]),
                 candidates=self.settings.candidates,
                 groups=principal.reads if principal is not None else None,
             )

@@ -1,7 +1,8 @@
 """Rerankers: give each retrieval candidate a relevance score in [0, 1], the value the retrieval gate reads.
 
-`LexicalReranker` is the offline default (deterministic, no network); `VoyageReranker` uses
-Voyage `rerank-2.5` and falls back to the lexical scores, with a logged warning, on any failure.
+`LexicalReranker` is the offline default (deterministic, no network); `HybridReranker` adds the local
+encoder's cosine to it when dense retrieval runs offline; `VoyageReranker` uses Voyage `rerank-2.5`
+and falls back to the lexical scores, with a logged warning, on any failure.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any, Protocol
 
 from rag.breaker import CircuitBreaker
 from rag.config import Settings
-from rag.embeddings import embedding_text
+from rag.embeddings import LocalEmbedder, embedding_text
+from rag.language.inflection import forms
 from rag.language.text import content_words, english_frequency, stem, terms
 from rag.types import Chunk, Scored
 from rag.voyage import (
@@ -37,6 +39,9 @@ BM25_WEIGHT = 0.3
 # Typical chunk length in words (chunk_document cuts 120-220 estimated tokens, about 90-170 words):
 # the passage size the general-English prior turns word frequencies into chunk frequencies for.
 CHUNK_WORDS = 130
+# The dense cosine's share of the hybrid score (`HybridReranker`): the middle of the plateau (0.45-0.65)
+# of evidence reach over the seven development sets (docs/eval.md, "Dense retrieval offline").
+DENSE_WEIGHT = 0.55
 # Term sets of recently scored chunk texts: popular chunks recur across questions (about 3 KB each).
 TERM_CACHE_SIZE = 4096
 
@@ -198,7 +203,7 @@ class LexicalReranker:
     def rerank(
         self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
     ) -> list[Scored]:
-        weights = list(term_weights(question, df, n_chunks).items())
+        weights = [(forms(t), w) for t, w in term_weights(question, df, n_chunks).items()]
         total = sum(w for _, w in weights)
         best = max((c.lexical for c in candidates), default=0.0)
         out = []
@@ -211,11 +216,55 @@ class LexicalReranker:
         return _sorted(out)
 
 
-def _covered(weights: Sequence[tuple[str, float]], body: frozenset[str], chunk: Chunk) -> float:
-    """The summed weights of the terms the chunk's text (`body`), title or section holds."""
-    # a term counts when any of the three holds it (no union set built per chunk)
+def _covered(weights: Sequence[tuple[frozenset[str], float]], body: frozenset[str], chunk: Chunk) -> float:
+    """The summed weights of the terms the chunk's text (`body`), title or section holds, each term in
+    any of its forms (`weights`: (forms, weight) pairs; an irregular verb's forms,
+    `rag.language.inflection.forms`)."""
+    # a term counts when any of the three holds one of its forms (no union set built per chunk)
     title, section = _term_set(chunk.title), _term_set(chunk.section)
-    return sum([w for t, w in weights if t in body or t in title or t in section])
+    return sum(
+        [
+            w
+            for fs, w in weights
+            if not (fs.isdisjoint(body) and fs.isdisjoint(title) and fs.isdisjoint(section))
+        ]
+    )
+
+
+class HybridReranker:
+    """Offline relevance by words and by meaning: the lexical score mixed with the question's cosine.
+
+    score = (1 - dense_weight) * lexical + dense_weight * max(0, cosine), for a candidate with a vector
+    (`Scored.dense` set by retrieval); a candidate without one (the background embedder has not
+    reached it) keeps its lexical score. A paraphrase that shares few words with the question is
+    found by the dense search and scored by its meaning, so the gate can let it through; a chunk
+    that shares words but means something else loses some of its lexical score. With no candidate
+    carrying a vector (none stored yet) the lexical scores are returned as they are, naming the
+    lexical scorer, so the gate applies the lexical threshold.
+    """
+
+    name = "hybrid"
+
+    def __init__(self, *, lexical: LexicalReranker | None = None, dense_weight: float = DENSE_WEIGHT) -> None:
+        self.lexical = lexical or LexicalReranker()
+        self.dense_weight = dense_weight
+
+    def rerank(
+        self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
+    ) -> list[Scored]:
+        ranked = self.lexical.rerank(question, candidates, df=df, n_chunks=n_chunks)
+        if not any(c.dense for c in ranked):
+            return ranked
+        w = self.dense_weight
+        return _sorted(
+            [
+                c.rescored(
+                    min(1.0, max(0.0, (1.0 - w) * c.score + w * max(0.0, c.dense))) if c.dense else c.score,
+                    self.name,
+                )
+                for c in ranked
+            ]
+        )
 
 
 class VoyageReranker:
@@ -297,10 +346,13 @@ class VoyageReranker:
 
 
 def make_reranker(settings: Settings) -> Reranker:
-    """Voyage rerank-2.5 when a key is set and MOCK is off; otherwise the lexical reranker."""
+    """Voyage rerank-2.5 when a key is set and MOCK is off; otherwise the hybrid reranker when dense
+    retrieval runs on the local encoder (`rag.embeddings.make_embedder`), else the lexical reranker."""
     if settings.use_voyage:
         try:
             return VoyageReranker.from_settings(settings)
         except Exception as exc:
             logger.warning("Voyage reranker unavailable (%s); using the lexical reranker", exc)
+    elif settings.dense_enabled and LocalEmbedder.from_settings(settings) is not None:
+        return HybridReranker()
     return LexicalReranker()

@@ -1,16 +1,21 @@
 """Retrieval: BM25 candidates (+ dense candidates, fused by reciprocal rank), then the reranker.
 
 The result's `score` is the reranker's relevance in [0, 1]; `lexical` keeps the raw BM25
-score (0 for a candidate only the dense search found).
+score (0 for a candidate only the dense search found); `dense` the question's cosine to the
+chunk, for every candidate with a vector from the embedder's model (0 for one without: a chunk the
+background embedder has not reached yet). The question is embedded once per call.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from rag.answer.rerank import Reranker, reuse_stored_terms
 from rag.embeddings import Embedder
+from rag.errors import ConfigError
+from rag.language.inflection import forms
 from rag.language.text import terms
 from rag.store import Store
 from rag.store.interface import Groups
@@ -43,11 +48,18 @@ def _warn_model_mismatch(store: Store, model: str) -> None:
     others = [(m, n) for m, _, n in store.embedding_counts() if m != model]
     if others:
         logger.warning(
-            "dense retrieval is off: the store's vectors come from %s, not the configured"
-            " RAG_VOYAGE_EMBED_MODEL=%s; run `rag ingest` to re-embed them (BM25 only until then)",
+            "dense retrieval is off: the store's vectors come from %s, not the configured embedding"
+            " model %s (RAG_VOYAGE_EMBED_MODEL with a Voyage key, else the local encoder); run `rag ingest`"
+            " (with a key) or `rag ingest --embed` (without) to re-embed them (BM25 only until then)",
             ", ".join(f"{m or 'an unrecorded model'} ({n} vectors)" for m, n in others),
             model,
         )
+
+
+def search_terms(question: str) -> list[str]:
+    """The question's distinct terms in order, each followed by the other forms of an irregular verb
+    ("wrote" also searches "write" and "written": `rag.language.inflection`)."""
+    return list(dict.fromkeys(form for term in terms(question) for form in (term, *sorted(forms(term)))))
 
 
 def candidates_for(
@@ -63,28 +75,53 @@ def candidates_for(
     Only chunks `groups` may read are candidates (None: every chunk). Every question term takes part
     in the BM25 match, however common (the store's search is exhaustive, issue 18).
     """
-    query_terms = list(dict.fromkeys(terms(question)))
+    query_terms = search_terms(question)
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
-    dense = _dense(question, store=store, embedder=embedder, candidates=candidates, groups=groups)
-    if not dense:
-        return [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
-    return _fused(lexical, dense, candidates)
-
-
-def _dense(
-    question: str, *, store: Store, embedder: Embedder | None, candidates: int, groups: Groups
-) -> list[tuple[Chunk, float]]:
-    """The nearest chunks by embedding, [] without an embedder or when it fails (logged: BM25 only)."""
+    words = [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
     if embedder is None:
-        return []
-    try:
-        dense = store.similar(embedder.embed_query(question), candidates, model=embedder.model, groups=groups)
-    except Exception as exc:  # any embedder failure: lexical retrieval only
-        logger.warning("dense retrieval failed (%s); using BM25 only", exc)
-        return []
-    if not dense:
+        return words
+    if not store.has_embeddings(embedder.model):  # none yet (or another model's): no question vector
         _warn_model_mismatch(store, embedder.model)
-    return dense
+        return words
+    vector = _query_vector(question, embedder)
+    if vector is None:
+        return words
+    try:
+        dense = store.similar(vector, candidates, model=embedder.model, groups=groups)
+    except Exception as exc:  # a store without usable vectors: lexical retrieval only
+        logger.warning("dense retrieval failed (%s); using BM25 only", exc)
+        dense = []
+    if not dense:
+        return words
+    pool = _fused(lexical, dense, candidates)
+    near = {s.chunk.chunk_id: s.dense for s in pool if s.dense}
+    unscored = [s.chunk.chunk_id for s in pool if s.chunk.chunk_id not in near]
+    if unscored:  # BM25 candidates outside the nearest: their cosine too, when they have a vector
+        near.update(store.embedding_cosines(vector, unscored, model=embedder.model))
+    return [replace(s, dense=near.get(s.chunk.chunk_id, 0.0)) for s in pool]
+
+
+_FAILED_WARNED: set[tuple[int, str]] = set()
+
+
+def _query_vector(question: str, embedder: Embedder | None) -> list[float] | None:
+    """The question's vector, None without an embedder or when it fails (logged; a ConfigError, such as
+    an encoder whose weights cannot load, fails every time and is logged once per embedder; BM25 only)."""
+    if embedder is None:
+        return None
+    try:
+        return embedder.embed_query(question)
+    except Exception as exc:  # any embedder failure: lexical retrieval only
+        key = (id(embedder), str(exc))
+        repeated = isinstance(exc, ConfigError) and key in _FAILED_WARNED
+        if isinstance(exc, ConfigError):
+            _FAILED_WARNED.add(key)
+        logger.log(
+            logging.DEBUG if repeated else logging.WARNING,
+            "dense retrieval failed (%s); using BM25 only",
+            exc,
+        )
+        return None
 
 
 def _fused(

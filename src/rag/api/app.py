@@ -64,6 +64,8 @@ from rag.api.schemas import (
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.breaker import breaker_states
 from rag.config import Settings
+from rag.embeddings import Embedder
+from rag.embeddings.backfill import Backfill
 from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.language.tools import Tools, installed
 from rag.serialize import answer_json, chunk_json, document_json
@@ -253,14 +255,16 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(Exception, internal_error)
 
 
-def warm_up(qa: QAService, tools: Tools | None = None) -> None:
+def warm_up(qa: QAService, tools: Tools | None = None, embedder: Embedder | None = None) -> None:
     """Load what the first ask would otherwise load lazily (the general-English word list behind the
     lexical reranker, the store's connection, WordNet's index when `tools` has it, and, for a generator
     with native citations, the dependency parser of the support check), so the first request after
     start is not the slow one. WordNet serves both paths (the support check's alignment and the
     offline generator's paraphrase alignment); the parser serves only the support check, which judges
     only native citations, so an offline server does not load it (seconds and about 130 MB).
-    `tools`: those the pipeline was built with (None: the installed ones).
+    `tools`: those the pipeline was built with (None: the installed ones). With a background
+    `embedder` (the local encoder, which questions are embedded by), its weights load too (a second
+    or two); a provider's embedder is never called.
 
     Never calls a model provider. A failure is logged, not raised: `/readyz` reports the store's state.
     """
@@ -273,6 +277,8 @@ def warm_up(qa: QAService, tools: Tools | None = None) -> None:
             tools.wordnet.warm()
         if qa.generator.native_citations and tools.parser is not None:
             tools.parser.warm()
+        if embedder is not None and embedder.background:
+            embedder.embed_query("warm-up")
         qa.store.stats()
     except Exception as exc:
         log.warning("warm-up incomplete: %s: %s", type(exc).__name__, exc)
@@ -298,24 +304,38 @@ def _protected(path: str) -> bool:
 
 
 def create_app(
-    settings: Settings, *, pipeline: QAService | None = None, freeze_heap: bool = False
+    settings: Settings,
+    *,
+    pipeline: QAService | None = None,
+    freeze_heap: bool = False,
+    backfill: Backfill | None = None,
 ) -> FastAPI:
     """The FastAPI app over `pipeline` (built from `settings`, with its store, when not given).
 
     `freeze_heap`: after warm-up, `settle_heap()` (for a server process, which `rag serve` is; not
-    for an app built inside another program or a test, whose heap is not the app's alone)."""
+    for an app built inside another program or a test, whose heap is not the app's alone).
+    `backfill`: the background embedding the app runs from start to shutdown and `/readyz` reports;
+    by default the owned pipeline's, when its embedder embeds in the background (the local encoder):
+    the chunks a lexical ingest left without its vectors get them while the app serves."""
     built: Pipeline | None = None
     if pipeline is None:
         built = pipeline = build_pipeline(settings)  # owned: its store closes with the app
     qa: QAService = pipeline
+    embedder = built.embedder if built is not None else None
+    if backfill is None and built is not None and embedder is not None and embedder.background:
+        backfill = Backfill(built.store, embedder)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # uvicorn accepts connections only after this, so /readyz never answers before warm-up.
-        await run_in_threadpool(warm_up, qa, tools_for(settings))
+        await run_in_threadpool(warm_up, qa, tools_for(settings), embedder)
         if freeze_heap:
             settle_heap()
+        if backfill is not None:
+            backfill.start()
         yield
+        if backfill is not None:
+            await run_in_threadpool(backfill.stop)
         if built is not None:
             built.store.close()
 
@@ -482,18 +502,19 @@ def create_app(
         """The store answers a real query now: counts of the documents and chunks the caller may read,
         and the generator and reranker in use, with the state of each provider's circuit breaker
         (`open`: its calls are skipped and answers use the offline fallback until `retry_in` seconds
-        pass); 503 `store_unavailable` when the database is missing, replaced by a broken file,
-        unreadable, corrupt or unreachable, and when the database the ask log is written to cannot
-        be opened."""
+        pass), and dense retrieval's embedding progress (`embedding`: model, embedded, total, state;
+        null when retrieval is BM25 only); 503 `store_unavailable` when the database is missing,
+        replaced by a broken file, unreadable, corrupt or unreachable, and when the database the ask
+        log is written to cannot be opened."""
         groups = principal_of(request).reads
 
-        def check() -> StoreStats:
+        def read() -> tuple[StoreStats, dict[str, Any] | None]:
             stats = qa.store.stats(groups=groups)
             qa.store.check_log()  # every ask writes the log: ready only when its database opens
-            return stats
+            return stats, _embedding(groups)
 
         try:
-            stats = await run_in_threadpool(check)
+            stats, embedding = await run_in_threadpool(read)
         except StoreUnavailable as exc:
             return error_response(exc.status, exc.type, str(exc))
         except Exception as exc:
@@ -514,8 +535,19 @@ def create_app(
                 "reranker": qa.reranker.name,
                 "min_score": qa.gate_score,
                 "breakers": breaker_states(),
+                "embedding": embedding,
             }
         )
+
+    def _embedding(groups: frozenset[str] | None) -> dict[str, Any] | None:
+        """Dense retrieval's progress: the background task's, else (vectors made at ingest) the store's."""
+        if backfill is not None:
+            return backfill.progress(groups=groups).json()
+        if built is None or embedder is None:
+            return None
+        embedded, total = built.store.embedding_progress(embedder.model, groups=groups)
+        state = "done" if embedded >= total else "incomplete"
+        return {"model": embedder.model, "embedded": embedded, "total": total, "state": state, "error": ""}
 
     @app.get(
         "/",

@@ -312,6 +312,20 @@ class HealthOut(_Out):
     status: Literal["ok"]
 
 
+class EmbeddingOut(_Out):
+    """How far the stored chunks are embedded for dense retrieval by the configured model."""
+
+    model: str = Field(description="The embedding model, e.g. local/all-MiniLM-L6-v2 or voyage-3.5.")
+    embedded: int = Field(description="Chunks with a vector from this model.")
+    total: int = Field(description="All chunks (that the caller may read).")
+    state: Literal["running", "waiting", "done", "failed", "incomplete"] = Field(
+        description="running: this server embeds in the background (answers use BM25 plus what is"
+        " embedded so far); waiting: another process does; done; failed: the encoder failed (answers"
+        " use BM25 alone; retried); incomplete: vectors made at ingest are missing (run `rag ingest`)."
+    )
+    error: str = ""
+
+
 class ReadyOut(_Out):
     """Readiness: the store answers, and what it holds; which components serve answers."""
 
@@ -324,8 +338,15 @@ class ReadyOut(_Out):
             "chunks": 180,
             "embeddings": 0,
             "generator": "offline-extractive",
-            "reranker": "lexical",
+            "reranker": "hybrid",
             "min_score": 0.35,
+            "embedding": {
+                "model": "local/all-MiniLM-L6-v2",
+                "embedded": 120,
+                "total": 180,
+                "state": "running",
+                "error": "",
+            },
         },
         {
             "status": "empty",
@@ -353,6 +374,9 @@ class ReadyOut(_Out):
         default_factory=dict,
         description="Circuit breaker per model provider in use: state (closed, open, half_open), failures"
         " in a row, failed and short-circuited calls, seconds until a trial call, last error.",
+    )
+    embedding: EmbeddingOut | None = Field(
+        None, description="Dense retrieval's embedding progress; null when retrieval is BM25 only."
     )
 
 

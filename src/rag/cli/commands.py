@@ -55,6 +55,12 @@ def main() -> None:
     help="Groups that may read files whose front matter has no `access` (comma-separated; default everyone).",
 )
 @click.option(
+    "--embed",
+    is_flag=True,
+    help="Embed the chunks lacking vectors from the local encoder now, with a progress line"
+    " (otherwise `rag serve` embeds them in the background).",
+)
+@click.option(
     "--follow-links",
     is_flag=True,
     help="Read symlinks whose target lies outside the folder they are in (skipped by default).",
@@ -66,13 +72,21 @@ def main() -> None:
 )
 @_friendly
 def ingest(
-    paths: tuple[str, ...], prune: bool, as_json: bool, access: str, follow_links: bool, replace: bool
+    paths: tuple[str, ...],
+    prune: bool,
+    as_json: bool,
+    access: str,
+    embed: bool,
+    follow_links: bool,
+    replace: bool,
 ) -> None:
-    """Ingest Markdown, text and HTML files or folders (recursively).
+    """Ingest Markdown, text, HTML, reST, PDF and DOCX files or folders (recursively).
 
     Exit status 4 means nothing was ingested (every file skipped, or none of a known format found).
     With VOYAGE_API_KEY, chunks without a vector are embedded too; exit status 3 means the
     documents are stored but some chunks lack vectors (run it again to embed exactly those).
+    Without it, the local sentence encoder's vectors are left to `rag serve`, which embeds in the
+    background, unless --embed embeds them here; the summary says how many chunks await them.
 
     Symlinks leaving the folder they are in, FIFOs, devices and dangling links are skipped and listed.
 
@@ -90,6 +104,7 @@ def ingest(
         prune=prune,
         as_json=as_json,
         access=groups,
+        embed=embed,
         follow_links=follow_links,
         replace=replace,
     )
@@ -102,29 +117,45 @@ def _ingest(
     prune: bool,
     as_json: bool,
     access: tuple[str, ...] = (),
+    embed: bool = False,
     follow_links: bool = False,
     replace: bool = False,
 ) -> None:
     from rag.embeddings import make_embedder
-    from rag.ingest.indexer import EXIT_EMBEDDINGS_INCOMPLETE, EXIT_NOTHING_INGESTED, ingest_paths
+    from rag.ingest.indexer import (
+        EXIT_EMBEDDINGS_INCOMPLETE,
+        EXIT_NOTHING_INGESTED,
+        ingest_paths,
+        pending_embeddings,
+    )
     from rag.store import open_store
 
+    embedder = make_embedder(settings)
+    if embed and embedder is None:
+        click.echo("--embed: no embedder (RAG_DENSE=off, or the local encoder is not installed)", err=True)
+    # a background embedder (the local encoder) embeds here only when asked to
+    now = embedder if embedder is not None and (embed or not embedder.background) else None
     store = open_store(settings)
     progress = render.IngestProgress()
+    embedding = render.EmbedProgressLine(before=progress.close)
     try:
         report = ingest_paths(
             store,
             paths,
             settings=settings,
             prune=prune,
-            embedder=make_embedder(settings),
+            embedder=now,
             progress=progress,
             access=access,
+            on_embed=embedding,
             follow_links=follow_links,
             replace_ids=replace,
         )
+        if embedder is not None and now is None:
+            report = pending_embeddings(store, embedder, report)
     finally:
         progress.close()
+        embedding.close()
         store.close()
     if as_json:
         click.echo(serialize.dumps(report, indent=True).decode())

@@ -7,8 +7,9 @@ Functions here return text (callers echo it); only `IngestProgress` writes, to s
 from __future__ import annotations
 
 import sys
+import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -18,6 +19,7 @@ from rag.types import Answer, Block, Chunk, ChunkRef, Citation, Conflict, Gap, S
 if TYPE_CHECKING:
     from rag.api.server import Limits, Preflight
     from rag.config import Settings
+    from rag.embeddings.backfill import EmbedProgress
 
 # Without a terminal, ingest progress is one plain line every this many files.
 PROGRESS_EVERY = 500
@@ -142,6 +144,43 @@ class IngestProgress:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
+
+
+class EmbedProgressLine:
+    """A progress callback for a foreground `Backfill`: one line rewritten in place on a terminal,
+    else a line at every tenth of the work (and whenever it waits for another process)."""
+
+    def __init__(self, before: Callable[[], None] | None = None) -> None:
+        self.tty = sys.stderr.isatty()
+        self.before = before  # called once, before the first line (closes the ingest's bar)
+        self.started = time.perf_counter()
+        self.first: int | None = None
+        self._tenth = -1
+        self._shown = False
+
+    def __call__(self, progress: EmbedProgress) -> None:
+        if self.first is None:
+            self.first = progress.embedded
+            if self.before is not None:
+                self.before()
+        rate = (progress.embedded - self.first) / max(time.perf_counter() - self.started, 1e-9)
+        line = (
+            f"embedding ({progress.model}): {progress.embedded}/{progress.total} chunks, {rate:.1f} chunks/s"
+        )
+        if progress.state == "waiting":
+            line = f"{line}; another process holds the work, waiting for it"
+        tenth = 10 * progress.embedded // max(progress.total, 1)
+        if self.tty:
+            click.echo(f"\r{line}\033[K", err=True, nl=False)
+            self._shown = True
+        elif tenth != self._tenth or progress.state == "waiting":
+            click.echo(line, err=True)
+        self._tenth = tenth
+
+    def close(self) -> None:
+        if self._shown:
+            click.echo("", err=True)
+            self._shown = False
 
 
 def serve_banner(

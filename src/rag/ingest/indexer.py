@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.embeddings import Embedder, EmbedRun, embed_many, embedding_text
+from rag.embeddings.backfill import Backfill, EmbedProgress
 from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
@@ -30,6 +31,7 @@ __all__ = [
     "discover",
     "embed_stored",
     "ingest_paths",
+    "pending_embeddings",
     "parse_document",
 ]
 
@@ -63,6 +65,7 @@ class IngestReport:
     embed_requests: int = 0
     embed_model: str = ""
     embed_errors: tuple[str, ...] = ()
+    embed_pending: int = 0  # chunks left for the background embedder (`rag serve`, `rag ingest --embed`)
     seconds: float = 0.0
     # (path, encoding) of each text file read in another encoding than UTF-8 (detected)
     encodings: tuple[tuple[str, str], ...] = ()
@@ -79,7 +82,13 @@ class IngestReport:
             f"{len(self.skipped)} skipped, {len(self.pruned)} pruned; {self.chunks_written} chunks written "
             f"in {self.seconds:.1f} s"
         ]
-        if self.embed_model:
+        if self.embed_pending:
+            lines.append(
+                f"meaning search ({self.embed_model}): {self.embed_pending} chunks await vectors; `rag serve`"
+                " embeds them in the background (answers use words alone until then), or run"
+                " `rag ingest --embed PATH` to embed them now"
+            )
+        elif self.embed_model:
             lines.append(
                 f"embeddings ({self.embed_model}): {self.embedded} chunks embedded in {self.embed_requests}"
                 f" request{'' if self.embed_requests == 1 else 's'}"
@@ -253,6 +262,7 @@ def ingest_paths(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     access: tuple[str, ...] = (),
+    on_embed: Callable[[EmbedProgress], None] | None = None,
     follow_links: bool = False,
     replace_ids: bool = False,
 ) -> IngestReport:
@@ -263,7 +273,8 @@ def ingest_paths(
     `embedder`, every stored chunk lacking a vector from its model is then embedded
     (`embed_stored`): chunks a failed run left without vectors, and all of them after a model
     change. Failed requests leave their chunks counted in `embed_missing`; a refused key or a
-    base URL that answers 404 raises UpstreamRejected after the documents are stored.
+    base URL that answers 404 raises UpstreamRejected after the documents are stored. `on_embed`
+    gets a background embedder's progress after each batch.
     `access` is the audience of files whose front matter names none (() = everyone). A symlink
     leaving the folder it was found in, and anything but a regular file, is skipped and listed
     (`rag.ingest.walk`); `follow_links` reads such links. A document id belongs to the file it was
@@ -288,20 +299,46 @@ def ingest_paths(
         run.prune(paths)
     report = run.report()
     if embedder is not None:
-        report = embed_stored(store, embedder, report=report, concurrency=settings.embed_concurrency)
+        report = embed_stored(
+            store, embedder, report=report, concurrency=settings.embed_concurrency, on_batch=on_embed
+        )
     return replace(report, seconds=round(time.perf_counter() - started, 3))
 
 
+def pending_embeddings(store: Store, embedder: Embedder, report: IngestReport) -> IngestReport:
+    """`report` with the chunks still lacking a vector from `embedder.model` (left for the background)."""
+    embedded, total = store.embedding_progress(embedder.model)
+    return replace(report, embed_model=embedder.model, embed_pending=max(0, total - embedded))
+
+
 def embed_stored(
-    store: Store, embedder: Embedder, *, report: IngestReport | None = None, concurrency: int = 4
+    store: Store,
+    embedder: Embedder,
+    *,
+    report: IngestReport | None = None,
+    concurrency: int = 4,
+    on_batch: Callable[[EmbedProgress], None] | None = None,
 ) -> IngestReport:
     """Embed every stored chunk that lacks a vector from `embedder.model`, and nothing else.
 
-    Requests are packed across documents (`embed_many`); each completed request is stored at
-    once. Returns `report` with the embedding outcome filled in; raises UpstreamRejected (after
-    storing what succeeded) when the provider refuses the key or the base URL answers 404.
+    A background embedder (the local encoder) runs a `Backfill` here, batch by batch under the store's
+    lease (waiting while a server's task holds it), `on_batch` reporting progress. Otherwise requests
+    are packed across documents (`embed_many`); each completed request is stored at once. Returns
+    `report` with the embedding outcome filled in; raises UpstreamRejected (after storing what
+    succeeded) when the provider refuses the key or the base URL answers 404.
     """
     report = report or IngestReport()
+    if embedder.background:
+        backfill = Backfill(store, embedder)
+        done = backfill.run(on_batch=on_batch)
+        embedded, total = store.embedding_progress(embedder.model)
+        return replace(
+            report,
+            embedded=done,
+            embed_missing=max(0, total - embedded),
+            embed_requests=-(-done // backfill.batch),
+            embed_model=embedder.model,
+        )
     other = [(m, n) for m, _, n in store.embedding_counts() if m != embedder.model]
     missing = store.chunks_missing_embeddings(embedder.model)
     if other and missing:

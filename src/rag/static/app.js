@@ -20,6 +20,7 @@
     apiKey: $("api-key"),
     settings: $("settings"),
     kbStatus: $("kb-status"),
+    embedStatus: $("embed-status"),
     empty: $("empty"),
     result: $("result"),
     asked: $("asked"),
@@ -1179,9 +1180,29 @@
       if (!response.ok) ui.kbStatus.textContent = "not ready";
       else if (body.status === "empty" || chunks === 0) ui.kbStatus.textContent = "no documents indexed yet";
       else ui.kbStatus.textContent = chunks === null ? "ready" : `${chunks.toLocaleString()} passages indexed`;
+      showEmbedding(response.ok ? body.embedding : null);
     } catch {
       ui.kbStatus.textContent = "";
     }
+  }
+
+  // Dense retrieval's progress while the server embeds passages in the background: a small line
+  // beside the passage count, refreshed until every passage is embedded (then it goes away).
+  const EMBED_POLL_MS = 5000;
+  function showEmbedding(embedding) {
+    const pending = embedding && embedding.total > 0 && embedding.state !== "done";
+    ui.embedStatus.hidden = !pending;
+    if (!pending) {
+      ui.embedStatus.textContent = "";
+      return;
+    }
+    const done = `${embedding.embedded.toLocaleString()} of ${embedding.total.toLocaleString()}`;
+    ui.embedStatus.textContent = embedding.state === "failed"
+      ? "meaning search unavailable: matching words only"
+      : `meaning search: ${done} passages ready`;
+    ui.embedStatus.title = embedding.state === "failed" ? embedding.error
+      : "Answers use words now, and meaning for the passages embedded so far.";
+    setTimeout(loadStatus, EMBED_POLL_MS);
   }
 
   ui.copyText.addEventListener("click", () => copyAnswer("text"));

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
@@ -578,13 +579,67 @@ class SqlStore(Generic[C]):
         chunks = {c.chunk_id: c for c in self.get_chunks([cid for cid, _ in ranked], groups=groups)}
         return [(chunks[cid], score) for cid, score in ranked if cid in chunks]
 
-    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+    def embedding_cosines(
+        self, vector: Sequence[float], chunk_ids: Sequence[str], *, model: str
+    ) -> dict[str, float]:
+        unique = list(dict.fromkeys(chunk_ids))
+        if not unique or not len(vector):
+            return {}
+        rows: list[Any] = []
+        with self._connection() as conn:
+            for i in range(0, len(unique), ID_BATCH):
+                batch = unique[i : i + ID_BATCH]
+                sql = (
+                    "SELECT chunk_id, vector FROM embeddings WHERE model = ? AND dim = ?"
+                    f" AND chunk_id IN ({', '.join('?' * len(batch))})"
+                )
+                rows.extend(self._exec(conn, sql, [model, len(vector), *batch]).fetchall())
+        ranked = top_cosine(
+            unit_matrix([r[1] for r in rows], len(vector)), [r[0] for r in rows], vector, len(rows)
+        )
+        return dict(ranked)
+
+    def chunks_missing_embeddings(self, model: str, limit: int | None = None) -> list[Chunk]:
         rows = self._read(
             f"SELECT {chunk_columns('c')} FROM chunks AS c LEFT JOIN embeddings AS e"
-            " ON e.chunk_id = c.chunk_id AND e.model = ? WHERE e.chunk_id IS NULL ORDER BY c.doc_id, c.ord",
-            (model,),
+            " ON e.chunk_id = c.chunk_id AND e.model = ? WHERE e.chunk_id IS NULL ORDER BY c.doc_id, c.ord"
+            + (" LIMIT ?" if limit is not None else ""),
+            (model,) if limit is None else (model, max(0, limit)),
         )
         return [chunk_from_row(row) for row in rows]
+
+    def has_embeddings(self, model: str) -> bool:
+        return bool(self._read("SELECT 1 FROM embeddings WHERE model = ? LIMIT 1", (model,)))
+
+    def embedding_progress(self, model: str, *, groups: Groups = None) -> tuple[int, int]:
+        if groups is None:
+            # vectors always name stored chunks (deleted with them, `put_embeddings` skips unknown ids)
+            ((embedded,),) = self._read("SELECT count(*) FROM embeddings WHERE model = ?", (model,))
+            return int(embedded), self.chunk_count()
+        visible, params = visible_sql(groups, "c.access")
+        ((embedded, total),) = self._read(
+            "SELECT (SELECT count(*) FROM embeddings AS e JOIN chunks AS c ON c.chunk_id = e.chunk_id"
+            f" WHERE e.model = ? AND {visible}), (SELECT count(*) FROM chunks AS c WHERE {visible})",
+            [model, *params, *params],
+        )
+        return int(embedded), int(total)
+
+    def claim_embedding(self, model: str, holder: str, seconds: float, *, now: float | None = None) -> bool:
+        at = time.time() if now is None else now
+        with self._write() as conn:
+            self._exec(
+                conn,
+                "INSERT INTO embedding_leases (model, holder, expires) VALUES (?, ?, ?)"
+                " ON CONFLICT (model) DO UPDATE SET holder = excluded.holder, expires = excluded.expires"
+                " WHERE embedding_leases.holder = excluded.holder OR embedding_leases.expires < ?",
+                (model, holder, at + seconds, at),
+            )
+            row = self._exec(conn, "SELECT holder FROM embedding_leases WHERE model = ?", (model,)).fetchone()
+        return row is not None and row[0] == holder
+
+    def release_embedding(self, model: str, holder: str) -> None:
+        with self._write() as conn:
+            self._exec(conn, "DELETE FROM embedding_leases WHERE model = ? AND holder = ?", (model, holder))
 
     def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:
         items = float_vectors(model, items)

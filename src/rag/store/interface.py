@@ -105,9 +105,36 @@ class Store(StoreReader, Protocol):
         dimension made by `model` (any model when None); empty when there are none."""
         ...
 
-    def chunks_missing_embeddings(self, model: str) -> list[Chunk]:
+    def embedding_cosines(
+        self, vector: Sequence[float], chunk_ids: Sequence[str], *, model: str
+    ) -> dict[str, float]:
+        """The cosine of `vector` with the stored vector of each of `chunk_ids` made by `model` (of
+        its dimension); ids without one are left out. Takes ids the caller already holds, so it
+        filters nothing itself."""
+        ...
+
+    def chunks_missing_embeddings(self, model: str, limit: int | None = None) -> list[Chunk]:
         """Chunks with no vector made by `model` (none at all, or one from another model), in
-        document order."""
+        document order; the first `limit` of them when given."""
+        ...
+
+    def has_embeddings(self, model: str) -> bool:
+        """Whether any chunk has a vector made by `model` (one index probe: retrieval asks it before
+        embedding a question, so a store without such vectors costs no encoder call)."""
+        ...
+
+    def embedding_progress(self, model: str, *, groups: Groups = None) -> tuple[int, int]:
+        """(chunks with a vector made by `model`, all chunks), counting what `groups` may read."""
+        ...
+
+    def claim_embedding(self, model: str, holder: str, seconds: float, *, now: float | None = None) -> bool:
+        """Take or renew the lease on embedding `model`'s missing chunks for `seconds`: True when
+        `holder` has it now (it was free, expired, or already `holder`'s), False while another holds
+        it. `now`: epoch seconds (the clock, when None)."""
+        ...
+
+    def release_embedding(self, model: str, holder: str) -> None:
+        """Give up `holder`'s lease on `model` (nothing when another holds it)."""
         ...
 
     def put_embeddings(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> int:

@@ -185,6 +185,15 @@ SELECT 1, (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks),
        (SELECT count(*) FROM embeddings), (SELECT coalesce(sum(n_tokens), 0) FROM chunks);
 """
 
+# Who embeds the chunks lacking a model's vectors, until when (epoch seconds; see the SQLite step).
+M011_EMBEDDING_LEASES = """
+CREATE TABLE embedding_leases (
+    model   text PRIMARY KEY,
+    holder  text NOT NULL,
+    expires double precision NOT NULL
+);
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -196,6 +205,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m008_ask_log_retrieval", M008_ASK_LOG_RETRIEVAL),
     ("m009_audiences", M009_AUDIENCES),
     ("m010_corpus_counts", M010_CORPUS_COUNTS),
+    ("m011_embedding_leases", M011_EMBEDDING_LEASES),
 )
 
 

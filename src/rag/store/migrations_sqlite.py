@@ -212,6 +212,14 @@ def m010_corpus_counts(conn: sqlite3.Connection) -> None:
     )
 
 
+def m011_embedding_leases(conn: sqlite3.Connection) -> None:
+    # Who embeds the chunks lacking a model's vectors, until when (epoch seconds): one holder per model
+    # at a time, so two server processes never embed the same chunks (rag.embeddings.backfill).
+    conn.execute(
+        "CREATE TABLE embedding_leases (model TEXT PRIMARY KEY, holder TEXT NOT NULL, expires REAL NOT NULL)"
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -223,6 +231,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m008_ask_log_retrieval,
     m009_audiences,
     m010_corpus_counts,
+    m011_embedding_leases,
 )
 
 

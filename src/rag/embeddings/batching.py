@@ -1,10 +1,6 @@
-"""Dense embeddings for hybrid retrieval: the `Embedder` protocol, the Voyage implementation, and
-`embed_many`, which packs texts from many documents into requests at the API's per-request limits
-and keeps a bounded number of them in flight.
-
-Offline (no `VOYAGE_API_KEY`, or `MOCK=1`) there is no embedder: `make_embedder` returns None
-and retrieval is lexical only. Every vector is stored with the model that made it (`Embedder.model`),
-so vectors of two models are never compared.
+"""The `Embedder` protocol, what is embedded for a chunk, and `embed_many`, which packs texts from
+many documents into requests at an embedder's per-request limits and keeps a bounded number of them
+in flight (the Voyage path at ingest; the local encoder embeds in batches of its own, `backfill`).
 """
 
 from __future__ import annotations
@@ -13,32 +9,12 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
-from rag.breaker import CircuitBreaker
-from rag.config import Settings
 from rag.errors import UpstreamRejected
 from rag.types import Chunk
-from rag.voyage import (
-    EMBED_MAX_INPUTS,
-    call_voyage,
-    embed_token_limit,
-    voyage_breaker,
-    voyage_client,
-    voyage_client_for,
-    voyage_tokens,
-)
 
-__all__ = [
-    "EmbedRun",
-    "Embedder",
-    "VoyageEmbedder",
-    "embed_many",
-    "embedding_text",
-    "make_embedder",
-    "plan_batches",
-    "voyage_client",
-]
+__all__ = ["FATAL_TYPES", "EmbedRun", "Embedder", "embed_many", "embedding_text", "plan_batches"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,10 +24,16 @@ FATAL_TYPES = frozenset({"upstream_auth_failed", "upstream_model_not_found"})
 
 
 class Embedder(Protocol):
+    """Texts to vectors. `model` names what made a vector (stored with it: vectors of two models are
+    never compared); `background` says when chunks are embedded: by a background task after a
+    lexical ingest (True: the local encoder, `rag.embeddings.backfill`), or by the ingest itself
+    (False: Voyage)."""
+
     name: str
     model: str
     max_inputs: int
     max_tokens: int
+    background: bool
 
     def count_tokens(self, text: str) -> int:
         """An estimate of the provider's token count for `text`, never below it."""
@@ -176,67 +158,3 @@ class _Tally:
             return
         on_batch(batch, vectors)
         self.embedded += len(batch)
-
-
-class VoyageEmbedder:
-    """Voyage `embed` with input_type "document" at ingest and "query" at question time.
-
-    `client` is anything with the `voyageai.Client.embed` signature (tests pass a real client
-    pointed at a loopback fake server). Each call is one request with `call_voyage`'s retries
-    and breaker; failures raise UpstreamUnavailable or UpstreamRejected.
-    """
-
-    name = "voyage"
-
-    def __init__(
-        self,
-        *,
-        client: Any,
-        model: str = "voyage-3.5",
-        retries: int = 2,
-        breaker: CircuitBreaker | None = None,
-        max_inputs: int = EMBED_MAX_INPUTS,
-        max_tokens: int | None = None,
-    ) -> None:
-        self.client = client
-        self.model = model
-        self.retries = retries
-        self.breaker = breaker
-        self.max_inputs = max_inputs
-        self.max_tokens = max_tokens if max_tokens is not None else embed_token_limit(model)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> VoyageEmbedder:
-        return cls(
-            client=voyage_client_for(settings),
-            model=settings.voyage_embed_model,
-            retries=settings.model_max_retries,
-            breaker=voyage_breaker(settings),
-        )
-
-    def count_tokens(self, text: str) -> int:
-        return voyage_tokens(text)
-
-    def _embed(self, texts: list[str], input_type: str) -> list[list[float]]:
-        def request() -> list[list[float]]:
-            result = self.client.embed(texts, model=self.model, input_type=input_type)
-            vectors = [[float(x) for x in vector] for vector in result.embeddings]
-            if len(vectors) != len(texts) or len({len(v) for v in vectors}) != 1 or not vectors[0]:
-                raise ValueError(
-                    f"malformed reply: {len(vectors)} embeddings of dimensions "
-                    f"{sorted({len(v) for v in vectors})} for {len(texts)} texts"
-                )
-            return vectors
-
-        return call_voyage(request, what="embed", retries=self.retries, breaker=self.breaker)
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        return self._embed(list(texts), "document") if texts else []
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._embed([text], "query")[0]
-
-
-def make_embedder(settings: Settings) -> Embedder | None:
-    """The Voyage embedder when a key is set and MOCK is off; None otherwise (lexical retrieval only)."""
-    return VoyageEmbedder.from_settings(settings) if settings.use_voyage else None

@@ -1,0 +1,41 @@
+"""Irregular verbs: the forms the stemmer leaves apart are one term group for retrieval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rag.answer.rerank import LexicalReranker
+from rag.answer.retrieve import retrieve, search_terms
+from rag.config import load_settings
+from rag.ingest.indexer import ingest_paths
+from rag.language.inflection import IRREGULAR_VERBS, forms
+from rag.language.text import STOP_WORDS, stem
+from rag.store import SqliteStore
+
+
+def test_forms_of_an_irregular_verb_are_one_group_and_other_terms_stand_alone() -> None:
+    assert forms("wrote") == forms("written") == forms(stem("writes")) == {"write", "wrote", "written"}
+    assert forms(stem("taken")) >= {stem("take"), stem("took"), stem("taken")}
+    assert forms("origin") == {"origin"}
+
+
+def test_ambiguous_forms_and_short_names_are_not_in_the_table() -> None:
+    words = {w for verb in IRREGULAR_VERBS for w in verb}
+    assert not words & {"found", "left", "saw", "bit", "bound", "sat", "lead", "mean", "go", "rose"}
+    assert all(len(verb) >= 2 for verb in IRREGULAR_VERBS)
+    assert not {verb[0] for verb in IRREGULAR_VERBS} & {"be", "have", "do"} & STOP_WORDS
+
+
+def test_search_terms_follow_each_question_term_with_its_other_forms() -> None:
+    assert search_terms("Who wrote the parser?") == ["wrote", "write", "written", "parser"]
+
+
+def test_a_question_in_the_past_tense_finds_the_participle(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "history.md").write_text("# History\n\nThe first parser was written by Ada in 1990.\n")
+    (docs / "parking.md").write_text("# Parking\n\nVisitors park at the west entrance of the building.\n")
+    store = SqliteStore(str(tmp_path / "rag.db"))
+    ingest_paths(store, [docs], settings=load_settings(mock=True))
+    [top, *_] = retrieve("Who wrote the first parser?", store=store, reranker=LexicalReranker())
+    assert top.chunk.doc_id == "history" and top.score > 0.9
