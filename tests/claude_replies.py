@@ -23,7 +23,7 @@ import yaml
 from fake_anthropic import Cite, FakeAnthropic, JudgeRecorder, Part, Reply
 
 from rag.answer.claude import ClaudeGenerator
-from rag.answer.events import DoneEvent, SentenceEvent
+from rag.answer.events import DoneEvent, RefusalEvent, SentenceEvent
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import Settings, load_settings
 
@@ -57,6 +57,9 @@ class Outcome:
     cut: bool = False
     missed: list[str] = field(default_factory=list)  # expected shown, not shown
     leaked: list[str] = field(default_factory=list)  # expected withheld, shown
+    # refused as conflicting_sources: the reply states one side of a figure another issued document
+    # contradicts (issue 27's rule on the Claude path, newer than this set's expectations)
+    conflicted: bool = False
 
 
 def _doc_id(name: str) -> str:
@@ -139,6 +142,7 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
         answer = pipeline.answer(case["question"])
         shown = [s.text for s in answer.sentences]
         outcome.cut = answer.cut
+        outcome.conflicted = answer.reason == "conflicting_sources"
     else:
 
         async def collect() -> list[Any]:
@@ -147,6 +151,9 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
         events = anyio.run(collect)
         shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
         outcome.cut = any(isinstance(e, DoneEvent) and e.cut for e in events)
+        outcome.conflicted = any(
+            isinstance(e, RefusalEvent) and e.reason == "conflicting_sources" for e in events
+        )
     outcome.reached = len(fake.message_requests()) > before
     outcome.shown = shown
     got = {normal(s) for s in shown}
@@ -177,13 +184,18 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     cases = {c["id"]: c for c in load_replies()}
     out: dict[str, Any] = {}
     for route in ("ask", "stream"):
-        rows = [o for o in outcomes if o.route == route and o.reached and o.mapped]
+        # a reply refused for a one-sided conflict is counted apart: this set's expectations predate the
+        # Claude-path conflict rule, which refuses it (r015 once the context holds the older FAQ)
+        rows = [o for o in outcomes if o.route == route and o.reached and o.mapped and not o.conflicted]
         expected = sum(len(cases[o.id]["expect"]["shown"]) for o in rows)
         withheld = sum(len(cases[o.id]["expect"]["withheld"]) for o in rows)
         out[route] = {
             "replies": len(rows),
             "not_reached": sum(1 for o in outcomes if o.route == route and not o.reached),
             "unmapped": sum(1 for o in outcomes if o.route == route and o.reached and not o.mapped),
+            "conflict_refused": sum(
+                1 for o in outcomes if o.route == route and o.reached and o.mapped and o.conflicted
+            ),
             "shown_recall": round(1 - sum(len(o.missed) for o in rows) / expected, 3) if expected else 1.0,
             "expected_shown": expected,
             "withheld_leaked": sum(len(o.leaked) for o in rows),

@@ -175,7 +175,7 @@ def signals(
         substituted=replaced,
         substitution_vetoed=vetoed,
         swapped=swapped(core, evidence),
-        frames=frame_conflicts(options.tools.parser, options.tools.wordnet, core, evidence, context | common),
+        frames=frame_conflicts(options.tools.parser, options.tools.wordnet, core, evidence, context),
         missing_figures=len(missing),
         unstated_figures=len(missing_figures(core, [evidence, _provenance(blocks)])) if missing else 0,
         foreign=foreign(core) and not foreign(evidence),
