@@ -171,6 +171,12 @@ def test_pipeline_conflicting_limit_refuses_naming_both_documents(corpus_db: str
     titles = {s.title for s in answer.conflict.statements}
     assert all(t in answer.message for t in titles)
     assert counting.calls == 0
+    # each side's passage carries the score and section it was retrieved with, not 0.0 and ""
+    assert {r.chunk_id for r in answer.closest} == {s.chunk_id for s in answer.conflict.statements}
+    retrieved = {b.chunk.chunk_id: b for b in answer.blocks}
+    for ref in answer.closest:
+        assert ref.score == retrieved[ref.chunk_id].score > 0.0
+        assert ref.section == retrieved[ref.chunk_id].chunk.section != ""
 
 
 def test_pipeline_prefer_newest_answers_from_newer_document(corpus_db: str) -> None:

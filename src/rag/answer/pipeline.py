@@ -311,7 +311,7 @@ class Pipeline:
             reason=reason,
             message=message,
             conflict=conflict,
-            closest=_conflict_refs(conflict) if conflict else self._shown(plan, reason),
+            closest=_conflict_refs(conflict, plan.blocks) if conflict else self._shown(plan, reason),
             blocks=plan.blocks,
             timings=plan.timings,
             trace_id=plan.trace_id,
@@ -687,11 +687,23 @@ def _newest(conflict: Conflict) -> Statement | None:
     return ranked[0]
 
 
-def _conflict_refs(conflict: Conflict) -> tuple[ChunkRef, ...]:
+def _conflict_refs(conflict: Conflict, blocks: Sequence[Block]) -> tuple[ChunkRef, ...]:
+    """The two sides' chunks as closest passages, with the section and the retrieval score each had
+    among the request's blocks (a side not among them keeps score 0 and no section)."""
+    by_id = {b.chunk.chunk_id: b for b in blocks}
     refs: dict[str, ChunkRef] = {}
     for s in conflict.statements:
+        block = by_id.get(s.chunk_id)
         refs.setdefault(
-            s.chunk_id, ChunkRef(chunk_id=s.chunk_id, title=s.title, url=s.url, updated_at=s.updated_at)
+            s.chunk_id,
+            ChunkRef(
+                chunk_id=s.chunk_id,
+                title=s.title,
+                section=block.chunk.section if block is not None else "",
+                url=s.url,
+                score=block.score if block is not None else 0.0,
+                updated_at=s.updated_at,
+            ),
         )
     return tuple(refs.values())
 
