@@ -141,3 +141,13 @@ def test_an_inner_lead_in_naming_no_cited_document_stays() -> None:
     block = _dated(1, "fees", "Boat Club Fees", date(2026, 4, 1), "A mooring costs $19 per night in summer.")
     sentence = "In summer, the harbour master says a mooring costs $19 per night."
     assert strip_attributions(sentence, [block]) == sentence
+
+
+def test_a_negative_word_restated_in_a_longer_clause_is_no_flip() -> None:
+    # "nothing" negates the clause it stands in; "if you do nothing" said again with the time added is
+    # the same condition, not the other polarity of "you choose a plan" (set 1, r020)
+    span = "At the end of the loan you choose a renewal; if you do nothing, the book returns to the shelf."
+    assert _kept("If you do nothing at the end of the loan, the book returns to the shelf.", span)
+    assert not _kept(
+        "At the end of the loan you do not choose a renewal; the book returns to the shelf.", span
+    )

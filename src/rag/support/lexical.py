@@ -171,20 +171,41 @@ def _bare_plural(phrase: list[str], source: list[str], at: int) -> bool:
     return False
 
 
-def _clauses(text: str) -> list[_Clause]:
-    """(content terms, negation cues) per clause with at least one content term."""
+def _clauses(text: str, free: frozenset[str] = frozenset()) -> list[_Clause]:
+    """(content terms, negation cues) per clause with at least one content term; cue words in `free`
+    are not counted."""
     out = []
     for part in _CLAUSE_RE.split(_BOUND_RE.sub("at most", text)):
-        found = term_set(part)
+        found = _content(part)
         if found:
-            out.append((found, len(_NEGATION_RE.findall(part))))
+            out.append((found, sum(1 for c in _NEGATION_RE.findall(part) if c.lower() not in free)))
     return out
+
+
+def _content(clause: str) -> frozenset[str]:
+    """A clause's content terms, without its negation cues ("nothing" negates; it names nothing)."""
+    cues = term_set(" ".join(_NEGATION_RE.findall(clause)))
+    return frozenset(term_set(clause) - cues)
+
+
+def _free_cues(text: str) -> frozenset[str]:
+    """The negation cues of the clauses with no content term of their own ("if you do nothing"): the
+    other text may say the same in a clause that holds more words, so they are not compared."""
+    return frozenset(
+        c.lower()
+        for part in _CLAUSE_RE.split(_BOUND_RE.sub("at most", text))
+        if not _content(part)
+        for c in _NEGATION_RE.findall(part)
+    )
 
 
 def negation_flip(sentence: str, evidence: str) -> str:
     """ "negates" / "drops the negation of" when a sentence clause and the span clause it restates
-    (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise."""
-    said, source = _clauses(sentence), _clauses(evidence)
+    (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise.
+    A cue the other text states in a clause of no content terms is not counted ("if you do nothing,
+    ..." / "if you do nothing at the end of the trial, ...")."""
+    free = _free_cues(sentence) | _free_cues(evidence)
+    said, source = _clauses(sentence, free), _clauses(evidence, free)
     for terms_e, cues_e in source:
         if _flips((terms_e, cues_e), said, source):
             return "negates" if cues_e % 2 == 0 else "drops the negation of"
