@@ -118,6 +118,14 @@ def test_ask_answerable_question_returns_cited_answer(client: TestClient) -> Non
     assert answer["trace_id"] == response.headers["x-trace-id"]
 
 
+def test_ask_names_the_reranker_its_scores_come_from_as_the_stream_does(client: TestClient) -> None:
+    answer = client.post("/ask", json={"question": ANSWERABLE}).json()
+    assert answer["reranker"] == "lexical"  # offline, no vectors in this store
+    stream = client.post("/ask/stream", json={"question": ANSWERABLE}).text
+    meta = next(line for line in stream.splitlines() if line.startswith("data:") and '"reranker"' in line)
+    assert f'"reranker":"{answer["reranker"]}"' in meta.replace(" ", "")
+
+
 def test_ask_citation_links_resolve_to_the_cited_span(client: TestClient) -> None:
     answer = client.post("/ask", json={"question": ANSWERABLE}).json()
     for sentence in answer["sentences"]:

@@ -164,6 +164,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
         "usage": usage_json(answer.usage),
         "timings": answer.timings,
         "trace_id": answer.trace_id,
+        "reranker": answer.reranker,
     }
 
 

@@ -200,6 +200,7 @@ class AnswerOut(_Out):
             },
             "timings": {"retrieve": 2.1, "generate": 0.4, "verify": 0.3, "total": 3.2},
             "trace_id": "6f1c2a0e9b8d4c7fa2e35b1d0c9e8f7a",
+            "reranker": "hybrid",
         },
         {
             "question": "Who won the 1998 football world cup?",
@@ -222,6 +223,7 @@ class AnswerOut(_Out):
             },
             "timings": {"retrieve": 1.2, "total": 1.3},
             "trace_id": "0d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a",
+            "reranker": "lexical",
         },
     )
 
@@ -244,6 +246,11 @@ class AnswerOut(_Out):
     usage: UsageOut
     timings: dict[str, float] = Field(description="Milliseconds per stage.")
     trace_id: str
+    reranker: str = Field(
+        "",
+        description="The reranker whose scores the blocks and closest matches carry: lexical, hybrid or"
+        " voyage (lexical when a Voyage rerank failed and fell back); empty when nothing was retrieved.",
+    )
 
 
 class ChunkOut(_Out):
