@@ -327,10 +327,17 @@ def _decode_text(raw: bytes, where: str) -> tuple[str, str]:
     Bytes that are not UTF-8 are read in the encoding charset-normalizer finds for them (a Latin-1 or
     Windows-1252 file from an older editor); raises IngestError for binary bytes or when no encoding
     reads them as text."""
+    decoded, encoding = _decoded(raw, where)
+    return decoded.replace("\r\n", "\n").replace("\r", "\n"), encoding
+
+
+def _decoded(raw: bytes, where: str) -> tuple[str, str]:
+    """`raw` as text, and its encoding when not UTF-8: a UTF-16/32 byte-order mark's, else UTF-8,
+    else the detected one."""
     bom = next((name for mark, name in _BOMS if raw.startswith(mark)), "")
     if bom:
         try:
-            return raw.decode(bom).replace("\r\n", "\n").replace("\r", "\n"), bom
+            return raw.decode(bom), bom
         except UnicodeDecodeError:
             raise IngestError(
                 where, f"starts with a {bom.upper()} byte-order mark but is not valid {bom.upper()}"
@@ -338,10 +345,9 @@ def _decode_text(raw: bytes, where: str) -> tuple[str, str]:
     if b"\0" in raw:
         raise IngestError(where, "binary file (contains NUL bytes)")
     try:
-        decoded, encoding = raw.decode("utf-8-sig"), ""
+        return raw.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        decoded, encoding = _detected(raw, where, exc.start)
-    return decoded.replace("\r\n", "\n").replace("\r", "\n"), encoding
+        return _detected(raw, where, exc.start)
 
 
 def _detected(raw: bytes, where: str, bad_at: int) -> tuple[str, str]:
