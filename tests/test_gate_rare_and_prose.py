@@ -23,7 +23,11 @@ from rag.store import SqliteStore
 from rag.types import Block, Chunk, Scored
 
 FILLER = [
-    ("onboarding", "Onboarding", "New starters meet their team on the first morning. The office opens at eight."),
+    (
+        "onboarding",
+        "Onboarding",
+        "New starters meet their team on the first morning. The office opens at eight.",
+    ),
     ("holidays", "Holidays", "Staff book holidays in the planner. Managers approve requests within a week."),
     ("parking", "Parking", "Visitors park in the north lot. Staff park in the south lot after nine."),
     ("kitchen", "Kitchen", "Clean the kitchen after use. The fridge is emptied every Friday afternoon."),
@@ -88,7 +92,9 @@ def test_off_topic_question_sharing_an_everyday_word_is_still_refused(handbook: 
 
 def test_the_offline_gate_is_unchanged_by_rare_words(handbook: SqliteStore) -> None:
     settings = load_settings(db=":memory:", mock=True, dense="off")
-    plan = build_pipeline(settings, store=handbook).plan("What is the minimum length required for a new password?")
+    plan = build_pipeline(settings, store=handbook).plan(
+        "What is the minimum length required for a new password?"
+    )
     assert plan.top < plan.threshold
     assert plan.refusal is not None and plan.refusal.reason == "low_retrieval_score"
 
