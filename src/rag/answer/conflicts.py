@@ -4,6 +4,9 @@ Calendar years ("founded in 1856", dimension "year") are quantities only when th
 point in time ("when", "what year", "what date"); counts of things ("4 items") and money per period
 ("$96 per year") are dimensions of their own (see quantities.py).
 
+Only statements in prose count: a figure inside code, a literal block or pasted terminal output
+(`rag.language.text.code_spans`) is an example, never a side.
+
 A pair of quantities conflicts when all hold:
 - they come from blocks of different `doc_id`s, in the same dimension, with different normalised values
   (beyond the dimension's rounding tolerance, see quantities.py);
@@ -45,7 +48,7 @@ from functools import lru_cache
 
 from rag.language.lexicon import ASKS_WHEN_RE, HOW_FORMS, LOWER_BOUND, MONEY_FORMS, UPPER_BOUND, WEAK_KEYS
 from rag.language.quantities import Quantity, find_quantities, same_value
-from rag.language.text import is_hypothetical, sentence_spans, term_set, terms
+from rag.language.text import code_spans, is_hypothetical, sentence_spans, term_set, terms
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 
 MIN_SHARED = 2
@@ -248,8 +251,11 @@ def _analyse(
     if not quantities:
         return (), term_set(text)
     spans = sentence_spans(text)
+    code = code_spans(text)
     found = []
     for quantity in quantities:
+        if any(s <= quantity.start < e for s, e in code):
+            continue  # a figure in code or pasted terminal output is an example, not a statement
         sentence = next(((s, e) for s, e in spans if s <= quantity.start < e), (quantity.start, quantity.end))
         if is_hypothetical(text[sentence[0] : sentence[1]]):
             continue  # a proposal or a possibility does not state what currently holds

@@ -6,10 +6,11 @@ three messages the user can read are defined in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from rag.language.text import term_set
+from rag.language.inflection import forms
+from rag.language.text import content_words, english_frequency, stem, term_set
 from rag.types import ChunkRef, Conflict, RefusalReason, Scored, Sentence, Statement
 
 # Who reads the blocks the gate lets through: the offline extractive generator, or Claude.
@@ -110,12 +111,50 @@ def retrieval_gate(scored: Sequence[Scored], min_score: float, question: str | N
     return question is None or shares_content_term(question, scored)
 
 
+# A rare content word: rarer in general English than about one word in 65,000 (the Zipf scale's 4.2;
+# "password" and "rubbish" are rarer, "offer", "visit", "water" and "usage" are not) and held by at
+# most this share of the store's chunks. With Claude reading, a question whose top chunk holds such a
+# word of it is about what that chunk is about, whatever its score: "What is the minimum password
+# length?" against "Passwords must be at least 14 characters long" scores below the gate because
+# two of its three words are not in the chunk, yet Claude reads the answer in it. Off-topic questions
+# share everyday words with a corpus, not rare ones: on the development sets' 24 far-off questions
+# under the Claude threshold none shares such a word with its top chunk (docs/eval.md, "Gates").
+RARE_ENGLISH_FREQUENCY = 1.6e-5
+RARE_CORPUS_SHARE = 0.05
+
+
+def rare_shared_terms(question: str, top: Scored, df: Mapping[str, int], n_chunks: int) -> frozenset[str]:
+    """The question's rare content words (see RARE_ENGLISH_FREQUENCY) the `top` chunk holds, in text,
+    title or section, in any inflected form; `df`: chunks per stemmed term, of `n_chunks`."""
+    if n_chunks <= 0:
+        return frozenset()
+    chunk = top.chunk
+    held = term_set(chunk.text) | term_set(chunk.title) | term_set(chunk.section)
+    found = set()
+    for word in content_words(question):
+        term = stem(word)
+        # an inflected form is rarer than its word ("recommending"): the commoner of the two decides
+        if word.isdigit() or max(english_frequency(word), english_frequency(term)) > RARE_ENGLISH_FREQUENCY:
+            continue
+        if df.get(term, 0) > RARE_CORPUS_SHARE * n_chunks or forms(term).isdisjoint(held):
+            continue
+        found.add(term)
+    return frozenset(found)
+
+
 def grounding_gate(sentences: Sequence[Sentence]) -> bool:
     """Line 3: True when at least one sentence kept a verified citation."""
     return any(s.citations for s in sentences)
 
 
-def closest_refs(scored: Sequence[Scored], k: int = 3) -> tuple[ChunkRef, ...]:
+# Closest passages a refusal shows: as many as the offline reader reads (its five blocks), so a refusal
+# hands over every passage the reader looked at. Against three: on the development sets the answering
+# passage is among them on 0.667 of holdout5's refused answerable questions (0.513 with three),
+# devdocs and holdout4 unchanged (docs/eval.md, "Gates").
+CLOSEST_SHOWN = 5
+
+
+def closest_refs(scored: Sequence[Scored], k: int = CLOSEST_SHOWN) -> tuple[ChunkRef, ...]:
     """The `k` best distinct chunks as references, best first (ties by chunk id)."""
     refs: list[ChunkRef] = []
     seen: set[str] = set()

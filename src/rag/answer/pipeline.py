@@ -42,6 +42,7 @@ from rag.answer.gates import (
     conflict_message,
     gate_threshold,
     grounding_gate,
+    rare_shared_terms,
     retrieval_gate,
     top_score,
 )
@@ -54,7 +55,9 @@ from rag.calibration import Model
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
+from rag.language.text import terms
 from rag.language.tools import Tools, installed
+from rag.reader.answer_types import asks_quantity
 from rag.reader.gate import Ranking, active_model, assess
 from rag.reader.likely import likely_sentence
 from rag.store import Store, open_store
@@ -211,7 +214,7 @@ class Pipeline:
             question = validate_question(question, self.settings.max_question_chars)
         plan = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started = started
-        if not retrieval_gate(plan.scored, plan.threshold, plan.question):
+        if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
             self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
             plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
@@ -229,6 +232,19 @@ class Pipeline:
             return plan
         plan.blocks = tuple(self._compressed(plan, blocks))
         return plan
+
+    def _passes_gate(self, plan: Plan) -> bool:
+        """Line 1 for `plan`: its top score reaches the threshold (past the far-off floor) or, with
+        Claude reading, its top chunk holds a rare word of the question (rag.answer.gates)."""
+        if retrieval_gate(plan.scored, plan.threshold, plan.question):
+            return True
+        if self.reader != "claude" or not plan.scored:
+            return False
+        groups = plan.principal.reads if plan.principal is not None else None
+        wanted = list(dict.fromkeys(terms(plan.question)))
+        df = self.store.term_frequencies(wanted, groups=groups) if wanted else {}
+        rare = rare_shared_terms(plan.question, plan.scored[0], df, self.store.chunk_count(groups=groups))
+        return bool(rare)
 
     def context_limits(self) -> tuple[int, int]:
         """(token budget, most blocks) of the context this pipeline's reader gets."""
@@ -282,6 +298,8 @@ class Pipeline:
     ) -> tuple[list[Block], Conflict | None, str]:
         """(blocks, conflict, note): note is non-empty when prefer_newest resolved the conflict."""
         policy = self.settings.conflict_policy
+        if not asks_quantity(question):
+            return blocks, None, ""  # a shown sentence's figure is still checked (`_session`)
         conflict = detect_conflict(question, blocks, policy=policy)
         if conflict is None or policy != "prefer_newest":
             return blocks, conflict, ""
@@ -483,17 +501,18 @@ class Pipeline:
         return self._finish(plan, answer, session.history)
 
     def _session(self, plan: Plan, label: str) -> Session:
-        """The drafts of one answer. With Claude, a conflict the front half found, or one a shown
-        figure turns out to be part of, is judged on the whole answer (both sides cited, or line 2)."""
-        if self.reader != "claude":
-            return Session(first=self._core(plan, label))
+        """The drafts of one answer. A conflict one shown figure turns out to be part of (and with
+        Claude, one the front half found) is judged on the whole answer: both sides cited, or line 2.
+        Offline, the front half refused a quantity question's conflict already; a question that asks
+        for no figure reaches the reader, and a contested figure it copies is caught here."""
         blocks = plan.blocks
 
         def conflict_of(sentence: Sentence) -> Conflict | None:
             cited = frozenset(c.chunk_id for c in sentence.citations)
             return conflict_about(sentence.text, cited, blocks)
 
-        return Session(first=self._core(plan, label), conflict=plan.conflict, conflict_of=conflict_of)
+        found = plan.conflict if self.reader == "claude" else None
+        return Session(first=self._core(plan, label), conflict=found, conflict_of=conflict_of)
 
     def _second_ask(self, session: Session) -> SecondDraft | None:
         return session.second_draft(
