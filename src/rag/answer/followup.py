@@ -92,7 +92,8 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     before = _words(previous)
     # a bare phrase stands in for a constituent of the earlier question (its subject when nothing else
     # is of its kind); a follow-up with its own predicate replaces only a phrase of the same kind
-    replaced = [_replaced_span(phrase, before, meaning, loose=not framed) for phrase in own]
+    # (a phrase that refers back itself, "and its capital?", stands beside the earlier one)
+    replaced = [_replaced_span(phrase, before, meaning, loose=not framed and not refers) for phrase in own]
     if not framed:
         return _substituted(previous, rest, own, replaced)
     return _with_topic(question, previous, before, replaced, _pronoun_number(words))
