@@ -760,13 +760,17 @@ def test_a_replayed_conversation_is_answered_under_the_replaying_principals_grou
             for route, client in (("/ask", clients["full"]), ("/ask/stream", clients["full"]))
         }
         alone = {
-            route: clients[view_of(groups)].post(route, json=body, headers=auth) for route in ("/ask", "/ask/stream")
+            route: clients[view_of(groups)].post(route, json=body, headers=auth)
+            for route in ("/ask", "/ask/stream")
         }
         assert stable(seen["/ask"].json()) == stable(alone["/ask"].json())
         assert sse_events(seen["/ask/stream"].text) == sse_events(alone["/ask/stream"].text)
         answer = seen["/ask"].json()
         assert not any(c["chunk_id"].startswith("salary-bands#") for c in answer["citations"])
-        for text in (json.dumps({k: v for k, v in answer.items() if k != "searched_for"}), seen["/ask/stream"].text):
+        for text in (
+            json.dumps({k: v for k, v in answer.items() if k != "searched_for"}),
+            seen["/ask/stream"].text,
+        ):
             for mark in hidden_marks(groups):
                 assert mark not in text, (key, mark)
             assert "92000" not in text and "15 percent" not in text

@@ -547,7 +547,9 @@ def test_ask_history_over_the_limit_is_a_clear_422(corpus_db: str) -> None:
         ({"conversation_id": "x" * 65}, "conversation_id must be"),
     ],
 )
-def test_ask_bad_history_or_conversation_id_is_a_422(client: TestClient, body: dict[str, Any], needle: str) -> None:
+def test_ask_bad_history_or_conversation_id_is_a_422(
+    client: TestClient, body: dict[str, Any], needle: str
+) -> None:
     response = client.post("/ask", json={"question": CARRY, **body})
     assert response.status_code == 422, response.text
     assert needle in response.json()["error"]["message"]

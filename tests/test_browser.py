@@ -549,7 +549,9 @@ def test_page_holds_a_conversation_each_turn_with_its_own_chips_and_sources(page
     from playwright.sync_api import expect
 
     sent: list[dict[str, Any]] = []
-    page.on("request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/ask/stream") else None)
+    page.on(
+        "request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/ask/stream") else None
+    )
     ask(page, ANSWERABLE)
     first_sentence = page.locator("[data-testid=answer-sentence]").first.inner_text()
     before = int(page.get_attribute("[data-testid=result]", "data-finished") or 0)

@@ -454,7 +454,10 @@ def test_pipeline_follow_up_sends_earlier_turns_and_cites_only_this_turns_blocks
 
     events = asyncio.run(run())
     _assert_conversation_sent(fake_anthropic, FOLLOW_UP, EARLIER)
-    assert answer.question == FOLLOW_UP and answer.searched_for == "Who can restore them (deleted projects stay)?"
+    assert (
+        answer.question == FOLLOW_UP
+        and answer.searched_for == "Who can restore them (deleted projects stay)?"
+    )
     assert [s.text for s in answer.sentences] == [
         "A project manager or an admin can restore a project during that time."
     ]

@@ -194,8 +194,14 @@ def test_rag_chat_answers_a_follow_up_with_the_earlier_turns_and_starts_over_on_
     environ.update(RAG_DB=str(filled), MOCK="1", RAG_DENSE="off")
     lines = f"{ANSWERED}\nWho can restore them?\n/new\nWho can restore them?\n\n"
     result = subprocess.run(
-        [str(RAG), "chat", "--json"], input=lines, capture_output=True, text=True, env=environ, cwd=ROOT,
-        timeout=120, check=False,
+        [str(RAG), "chat", "--json"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     answers = [json.loads(line) for line in result.stdout.splitlines()]
@@ -205,8 +211,14 @@ def test_rag_chat_answers_a_follow_up_with_the_earlier_turns_and_starts_over_on_
     assert answers[1]["searched_for"] == "Who can restore them (deleted projects stay)?"
     assert answers[2]["searched_for"] == "Who can restore them?"
     text = subprocess.run(
-        [str(RAG), "chat"], input=f"{ANSWERED}\nWho can restore them?\n", capture_output=True, text=True,
-        env=environ, cwd=ROOT, timeout=120, check=False,
+        [str(RAG), "chat"],
+        input=f"{ANSWERED}\nWho can restore them?\n",
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
     )
     assert "Searched for: Who can restore them (deleted projects stay)?" in text.stdout
     assert "Deleted projects stay in the trash for 30 days [1]." in text.stdout
@@ -218,8 +230,14 @@ def test_rag_chat_bad_turn_is_a_one_line_error_and_the_loop_goes_on(filled: Path
     environ.update(RAG_DB=str(filled), MOCK="1", RAG_DENSE="off", RAG_MAX_QUESTION_CHARS="60")
     lines = f"{'x' * 80}\n{ANSWERED}\n"
     result = subprocess.run(
-        [str(RAG), "chat", "--json"], input=lines, capture_output=True, text=True, env=environ, cwd=ROOT,
-        timeout=120, check=False,
+        [str(RAG), "chat", "--json"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == ["error: question is 80 characters long; the limit is 60"]

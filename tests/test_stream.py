@@ -385,7 +385,9 @@ def test_stream_follow_up_meta_carries_searched_for_and_answers_as_ask_does(corp
     assert names(events)[0] == "meta" and names(events)[-1] == "done"
     assert events[0][1]["searched_for"] == "Does it carry over (paid annual leave)?" == whole["searched_for"]
     sentences = [d["text"] for n, d in events if n == "sentence"]
-    assert sentences == [s["text"] for s in whole["sentences"]] and any("5 unused days" in s for s in sentences)
+    assert sentences == [s["text"] for s in whole["sentences"]] and any(
+        "5 unused days" in s for s in sentences
+    )
 
 
 def test_stream_follow_up_refused_before_generation_names_what_was_searched(corpus_db: str) -> None:

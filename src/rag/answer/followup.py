@@ -188,7 +188,9 @@ def _closest_by_meaning(
 ) -> tuple[int, int] | None:
     if meaning is None or not meaning.available() or not runs:
         return None
-    scores = meaning.similarities(" ".join(w.text for w in phrase), [" ".join(w.text for w in r) for r in runs])
+    scores = meaning.similarities(
+        " ".join(w.text for w in phrase), [" ".join(w.text for w in r) for r in runs]
+    )
     if scores is None:
         return None
     ranked = sorted(zip((float(x) for x in scores), runs, strict=True), key=lambda p: -p[0])

@@ -32,8 +32,8 @@ from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
-from rag.answer.followup import standalone_question
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
+from rag.answer.followup import standalone_question
 from rag.answer.gates import (
     CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,

@@ -415,7 +415,9 @@ def eval_(
 
 
 @main.command()
-@click.option("--json", "as_json", is_flag=True, help="One JSON line per answer (the `rag ask --json` shape).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON line per answer (the `rag ask --json` shape)."
+)
 @click.option("--top-k", type=click.IntRange(1, 50), default=None, help="Chunks retrieved (1..50).")
 @click.option(
     "--as",

@@ -108,7 +108,9 @@ def conversations_text(report: dict[str, Any]) -> str:
         f" precision when answered {fmt(report['offline_precision_when_answered'])}"
     )
     if report["missed_claude_with_history"]:
-        lines.append(f"  not sent to Claude with the earlier turns: {', '.join(report['missed_claude_with_history'])}")
+        lines.append(
+            f"  not sent to Claude with the earlier turns: {', '.join(report['missed_claude_with_history'])}"
+        )
     return "\n".join(lines)
 
 
