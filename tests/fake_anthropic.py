@@ -252,7 +252,8 @@ def check_request(body: dict[str, Any]) -> list[str]:
                 problems.append(f"document {i} has a cache_control that is not ephemeral")
             if has_cache and i != len(docs) - 1:
                 problems.append(f"document {i} has cache_control but is not the last")
-        content = messages[0].get("content") if isinstance(messages, list) and messages else None
+        problems.extend(_conversation_problems(messages))
+        content = messages[-1].get("content") if isinstance(messages, list) and messages else None
         if not isinstance(content, list) or not any(
             isinstance(b, dict) and b.get("type") == "text" and b.get("text") for b in content
         ):
@@ -266,6 +267,28 @@ def check_request(body: dict[str, Any]) -> list[str]:
         problems.append("system prompt missing or unknown")
     if "output_config" in body or "output_format" in body:
         problems.append("citations cannot be combined with structured outputs")
+    return problems
+
+
+def _conversation_problems(messages: Any) -> list[str]:
+    """Earlier turns of a conversation (wire 1.1): user and assistant alternate, ending with the user
+    turn that carries this turn's documents; no earlier message carries a document (nothing in an
+    earlier turn is citable) and none is empty."""
+    if not isinstance(messages, list) or not messages:
+        return []
+    problems: list[str] = []
+    for i, message in enumerate(messages):
+        role = "user" if i % 2 == 0 else "assistant"
+        if message.get("role") != role:
+            problems.append(f"message {i} should be a {role} turn")
+        if i < len(messages) - 1:
+            content = message.get("content")
+            if not content:
+                problems.append(f"message {i} is empty")
+            if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "document" for b in content
+            ):
+                problems.append(f"message {i} (an earlier turn) carries a document block")
     return problems
 
 

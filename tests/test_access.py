@@ -729,3 +729,48 @@ def test_cli_ask_as_a_principal_and_as_the_operator(tmp_path: Path, monkeypatch:
     assert unknown.exit_code == 1 and "no principal named 'mallory'" in unknown.output
     gaps = runner.invoke(main, ["gaps"])
     assert gaps.exit_code == 0 and "sam" in gaps.output
+
+
+# --- follow-ups ------------------------------------------------------------------------------------------
+
+
+def test_a_replayed_conversation_is_answered_under_the_replaying_principals_groups(
+    clients: dict[str, TestClient],
+) -> None:
+    """Alice (hr) asks about salary bands; her turn, restricted answer included, is replayed by callers
+    who may not read it: each sees exactly what a store of its own documents shows, and nothing of
+    the hidden documents beyond the words the replayed history itself carries."""
+    alice = {"Authorization": "Bearer k-alice"}
+    first = "How much do band four engineers earn?"
+    shown = clients["full"].post("/ask", json={"question": first}, headers=alice).json()
+    assert "92000" in shown["text"]
+    body = {
+        "question": "And what are bonuses capped at?",
+        "history": [{"question": first, "answer": shown["text"]}],
+        "conversation_id": "replayed-1",
+    }
+    own = clients["full"].post("/ask", json=body, headers=alice).json()
+    assert any(c["chunk_id"].startswith("salary-bands#") for c in own["citations"])
+    for key, groups in CALLERS.items():
+        if "hr" in groups:
+            continue
+        auth = {"Authorization": f"Bearer {key}"}
+        seen = {
+            route: client.post(route, json=body, headers=auth)
+            for route, client in (("/ask", clients["full"]), ("/ask/stream", clients["full"]))
+        }
+        alone = {
+            route: clients[view_of(groups)].post(route, json=body, headers=auth)
+            for route in ("/ask", "/ask/stream")
+        }
+        assert stable(seen["/ask"].json()) == stable(alone["/ask"].json())
+        assert sse_events(seen["/ask/stream"].text) == sse_events(alone["/ask/stream"].text)
+        answer = seen["/ask"].json()
+        assert not any(c["chunk_id"].startswith("salary-bands#") for c in answer["citations"])
+        for text in (
+            json.dumps({k: v for k, v in answer.items() if k != "searched_for"}),
+            seen["/ask/stream"].text,
+        ):
+            for mark in hidden_marks(groups):
+                assert mark not in text, (key, mark)
+            assert "92000" not in text and "15 percent" not in text

@@ -355,3 +355,12 @@ def test_pg_stored_stems_equal_the_terms_of_the_chunks_returned(pg_url: str) -> 
     for chunk in [*chunks, *extra]:
         if chunk.chunk_id in stored:
             assert stored[chunk.chunk_id] == frozenset(terms(chunk.text)), chunk.chunk_id
+
+
+def test_store_ask_log_records_a_follow_ups_conversation_and_turn(store: Store) -> None:  # noqa: F811
+    store.log_ask(replace(record("conv-t2"), conversation_id="c-42", turn=2))
+    store.log_ask(record("single"))
+    [row] = store.ask_log("conv-t2")
+    assert (row["conversation_id"], row["turn"]) == ("c-42", 2)
+    [row] = store.ask_log("single")
+    assert (row["conversation_id"], row["turn"]) == ("", 0)

@@ -543,3 +543,42 @@ def test_page_keeps_numbered_items_and_table_rows_of_the_answer(page: Any) -> No
     assert answer.locator("[data-testid=answer-table-header] th").all_inner_texts() == ["Plan", "Seats"]
     cells = answer.locator("[data-testid=answer-table-row] td").all_inner_texts()
     assert cells[0] == "Team" and cells[1].startswith("50")
+
+
+def test_page_holds_a_conversation_each_turn_with_its_own_chips_and_sources(page: Any) -> None:
+    from playwright.sync_api import expect
+
+    sent: list[dict[str, Any]] = []
+    page.on(
+        "request", lambda r: sent.append(json.loads(r.post_data)) if r.url.endswith("/ask/stream") else None
+    )
+    ask(page, ANSWERABLE)
+    first_sentence = page.locator("[data-testid=answer-sentence]").first.inner_text()
+    before = int(page.get_attribute("[data-testid=result]", "data-finished") or 0)
+    page.fill("[data-testid=followup-input]", "Who can restore them?")
+    page.press("[data-testid=followup-input]", "Enter")
+    page.wait_for_function(
+        "n => Number(document.querySelector('[data-testid=result]').dataset.finished || 0) > n",
+        arg=before,
+        timeout=TIMEOUT_MS,
+    )
+    # the follow-up went with the earlier turn, and the page says what was searched for
+    [earlier] = sent[-1]["history"]
+    assert earlier["question"] == ANSWERABLE and "30 days" in earlier["answer"] in first_sentence
+    assert sent[-1]["conversation_id"].startswith("page-")
+    expect(page.locator("[data-testid=searched-for]")).to_have_text(
+        "Searched for: Who can restore them (deleted projects stay)?"
+    )
+    # the earlier turn stays above, its chip still opens its own source
+    turn = page.locator("[data-testid=thread-turn]")
+    expect(turn).to_have_count(1)
+    assert turn.locator("[data-testid=turn-question]").inner_text() == ANSWERABLE
+    turn.locator("[data-testid=citation-chip]").first.click()
+    panel = page.locator("[data-testid=source-panel]")
+    expect(panel.locator("[data-testid=source-mark]").first).to_be_visible()
+    # a new conversation forgets the thread: the next question goes alone
+    page.click("[data-testid=new-conversation]")
+    expect(page.locator("[data-testid=thread]")).to_be_hidden()
+    ask(page, "Who can restore them?")
+    assert "history" not in sent[-1]
+    expect(page.locator("[data-testid=searched-for]")).to_be_hidden()

@@ -23,6 +23,7 @@ from rag.answer.prompt import COMPRESS_SYSTEM_PROMPT, REFUSAL_TEXT
 from rag.config import Settings, load_settings
 from rag.errors import UpstreamUnavailable
 from rag.store.sqlite import SqliteStore
+from rag.types import Turn
 
 CORPUS = Path(__file__).resolve().parent.parent / "fixtures" / "corpus"
 QUESTION = "How long do deleted projects stay in the trash?"
@@ -413,3 +414,83 @@ def test_answer_usage_carries_calls_and_estimated_cost_from_the_price_table(
     ) / 1_000_000
     assert usage.cost_usd == pytest.approx(expected) and usage.cost_usd > 0
     assert cost_of(usage, None) == 0.0
+
+
+# -- follow-ups: the earlier turns go to Claude as conversation messages --------------------------------
+
+EARLIER = Turn(question=QUESTION, answer="Deleted projects stay in the trash for 30 days.")
+FOLLOW_UP = "Who can restore them?"
+CAN_RESTORE = reply(
+    cited("A project manager or an admin can restore a project during that time", locate(RESTORE)),
+    text("."),
+)
+
+
+def _assert_conversation_sent(fake: FakeAnthropic, follow_up: str, earlier: Turn) -> None:
+    """Every generation request: the earlier turn as plain user and assistant messages, then this turn's
+    user message alone carrying the documents and the question as asked."""
+    requests = fake.message_requests()
+    assert requests
+    for request in requests:
+        messages = request.body["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+        assert messages[0]["content"] == f"Question: {earlier.question}"
+        assert messages[1]["content"] == earlier.answer
+        *docs, question = messages[2]["content"]
+        assert docs and all(d["type"] == "document" for d in docs)
+        assert question["text"] == f"Question: {follow_up}"
+
+
+def test_pipeline_follow_up_sends_earlier_turns_and_cites_only_this_turns_blocks(
+    fake_anthropic: FakeAnthropic, corpus_db: str
+) -> None:
+    pipeline = _pipeline(fake_anthropic, corpus_db)
+    fake_anthropic.enqueue(CAN_RESTORE)
+    fake_anthropic.enqueue(CAN_RESTORE)
+    answer = pipeline.answer(FOLLOW_UP, history=(EARLIER,), conversation_id="c-1")
+
+    async def run() -> list[Event]:
+        return [e async for e in pipeline.answer_stream(FOLLOW_UP, history=(EARLIER,))]
+
+    events = asyncio.run(run())
+    _assert_conversation_sent(fake_anthropic, FOLLOW_UP, EARLIER)
+    assert (
+        answer.question == FOLLOW_UP
+        and answer.searched_for == "Who can restore them (deleted projects stay)?"
+    )
+    assert [s.text for s in answer.sentences] == [
+        "A project manager or an admin can restore a project during that time."
+    ]
+    issued = {b.chunk.chunk_id for b in answer.blocks}
+    assert answer.citations and all(c.chunk_id in issued for c in answer.citations)
+    meta = next(e for e in events if isinstance(e, MetaEvent))
+    assert meta.searched_for == answer.searched_for
+    streamed = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
+    assert streamed == [s.text for s in answer.sentences]
+
+
+def test_http_follow_up_through_claude_on_both_routes(
+    claude_env: FakeAnthropic, corpus_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from rag.api import create_app
+    from rag.config import get_settings
+
+    monkeypatch.setenv("RAG_DB", corpus_db)
+    get_settings.cache_clear()
+    claude_env.enqueue(CAN_RESTORE)
+    claude_env.enqueue(CAN_RESTORE)
+    body = {
+        "question": FOLLOW_UP,
+        "history": [{"question": EARLIER.question, "answer": EARLIER.answer}],
+        "conversation_id": "c-2",
+    }
+    with TestClient(create_app(get_settings())) as http:
+        ask = http.post("/ask", json=body).json()
+        stream = http.post("/ask/stream", json=body).text
+    _assert_conversation_sent(claude_env, FOLLOW_UP, EARLIER)
+    assert ask["searched_for"] == "Who can restore them (deleted projects stay)?"
+    assert "can restore a project" in ask["text"]
+    assert '"searched_for":"Who can restore them (deleted projects stay)?"' in stream
+    assert '"status":"answered"' in stream

@@ -187,3 +187,59 @@ def test_rag_ask_on_empty_postgres_names_the_url_without_credentials(tmp_path: P
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert f"postgresql://{parts.hostname}:{parts.port}{parts.path} holds no documents" in lines[0]
     assert f":{parts.password}@" not in lines[0] and "@" not in lines[0] and "search_path" not in lines[0]
+
+
+def test_rag_chat_answers_a_follow_up_with_the_earlier_turns_and_starts_over_on_new(filled: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    environ.update(RAG_DB=str(filled), MOCK="1", RAG_DENSE="off")
+    lines = f"{ANSWERED}\nWho can restore them?\n/new\nWho can restore them?\n\n"
+    result = subprocess.run(
+        [str(RAG), "chat", "--json"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["question"] for a in answers] == [ANSWERED, "Who can restore them?", "Who can restore them?"]
+    assert "30 days" in answers[0]["text"]
+    # the follow-up searched with the earlier subject; after /new it stands alone again
+    assert answers[1]["searched_for"] == "Who can restore them (deleted projects stay)?"
+    assert answers[2]["searched_for"] == "Who can restore them?"
+    text = subprocess.run(
+        [str(RAG), "chat"],
+        input=f"{ANSWERED}\nWho can restore them?\n",
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert "Searched for: Who can restore them (deleted projects stay)?" in text.stdout
+    assert "Deleted projects stay in the trash for 30 days [1]." in text.stdout
+    assert "user-manual#c06" in text.stdout.split("Searched for:")[1]  # the follow-up's closest passage
+
+
+def test_rag_chat_bad_turn_is_a_one_line_error_and_the_loop_goes_on(filled: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("RAG_")}
+    environ.update(RAG_DB=str(filled), MOCK="1", RAG_DENSE="off", RAG_MAX_QUESTION_CHARS="60")
+    lines = f"{'x' * 80}\n{ANSWERED}\n"
+    result = subprocess.run(
+        [str(RAG), "chat", "--json"],
+        input=lines,
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == ["error: question is 80 characters long; the limit is 60"]
+    [answer] = [json.loads(line) for line in result.stdout.splitlines()]
+    assert "30 days" in answer["text"]

@@ -182,6 +182,7 @@ def test_sqlite_feedback_migration_keeps_existing_asks(tmp_path: Path) -> None:
         "m009_audiences",
         "m010_corpus_counts",
         "m011_embedding_leases",
+        "m012_ask_log_conversation",
     ]
     assert conn.execute("SELECT question, retrieval FROM ask_log").fetchall() == [("Kept?", "{}")]
     assert conn.execute("SELECT count(*) FROM feedback").fetchone() == (0,)

@@ -370,3 +370,30 @@ def test_stream_access_log_line_counts_emitted_and_dropped(
     assert entry["stream_status"] == "answered" and entry["reason"] == ""
     assert entry["blocks"] >= 1 and 0 < entry["top_score"] <= 1
     assert "generate" in entry["timings"]
+
+
+# --- follow-ups ---------------------------------------------------------------------------------------
+
+LEAVE = "How many days of paid annual leave does a full-time employee get?"
+
+
+def test_stream_follow_up_meta_carries_searched_for_and_answers_as_ask_does(corpus_db: str) -> None:
+    body = {"question": "Does it carry over?", "history": [{"question": LEAVE, "answer": "25 days."}]}
+    with serve_app(corpus_db) as client:
+        events = parse_sse(client.post("/ask/stream", json=body).content)
+        whole = client.post("/ask", json=body).json()
+    assert names(events)[0] == "meta" and names(events)[-1] == "done"
+    assert events[0][1]["searched_for"] == "Does it carry over (paid annual leave)?" == whole["searched_for"]
+    sentences = [d["text"] for n, d in events if n == "sentence"]
+    assert sentences == [s["text"] for s in whole["sentences"]] and any(
+        "5 unused days" in s for s in sentences
+    )
+
+
+def test_stream_follow_up_refused_before_generation_names_what_was_searched(corpus_db: str) -> None:
+    body = {"question": "And its capital?", "history": [{"question": "Where is Australia?", "answer": ""}]}
+    with serve_app(corpus_db) as client:
+        events = parse_sse(client.post("/ask/stream", json=body).content)
+    assert names(events) == ["refusal", "done"]
+    assert events[0][1]["reason"] == "low_retrieval_score"
+    assert events[0][1]["searched_for"] == "Where is Australia, its capital?"

@@ -188,6 +188,12 @@ class Settings(BaseSettings):
 
     # HTTP service
     max_question_chars: int = Field(2000, ge=1)
+    max_history_turns: int = Field(
+        8, ge=0, le=100, description="earlier turns a follow-up may send with it (more is a 422)"
+    )
+    max_history_answer_chars: int = Field(
+        8000, ge=1, description="longest earlier answer a follow-up may send with it"
+    )
     api_keys: str = Field("", description="comma-separated bearer keys; empty means no auth")
     principals: str = Field(
         "",

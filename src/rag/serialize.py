@@ -150,6 +150,7 @@ def answer_json(answer: Answer) -> dict[str, Any]:
     """The Answer as the public JSON: no full block texts, clickable citations."""
     return {
         "question": answer.question,
+        "searched_for": answer.searched_for or answer.question,
         "text": answer.text,
         "sentences": [sentence_json(s) for s in answer.sentences],
         "citations": [citation_json(c) for c in answer.citations],

@@ -335,6 +335,16 @@ class Answer:
     issued: bool = False
     status: DoneStatus | None = None
     error: str = ""
+    searched_for: str = ""  # what retrieval searched for: the question, or a follow-up's standalone form
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """An earlier turn of a conversation, as the client sends it back: its question and the answer it
+    was shown. Never evidence: only this turn's retrieved blocks are cited."""
+
+    question: str
+    answer: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -387,6 +397,8 @@ class AskRecord:
     retrieved: tuple[tuple[str, float], ...] = ()
     reranker: str = ""
     threshold: float = 0.0
+    conversation_id: str = ""  # the client's id of the conversation ("" for a single question)
+    turn: int = 0  # 1-based turn number within it (0 for a single question)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

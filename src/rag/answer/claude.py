@@ -35,13 +35,14 @@ from rag.answer.prompt import (
     COMPRESS_SYSTEM_PROMPT,
     SYSTEM_PROMPT,
     compress_user_text,
+    conversation_messages,
     is_refusal,
     user_content,
 )
 from rag.config import Settings
 from rag.errors import ConfigError, RagError, UpstreamRejected, UpstreamUnavailable
 from rag.language.text import sentence_spans
-from rag.types import INCOMPLETE, Block, Claim, Draft, Generation, Piece, Usage
+from rag.types import INCOMPLETE, Block, Claim, Draft, Generation, Piece, Turn, Usage
 
 log = logging.getLogger(__name__)
 
@@ -314,8 +315,12 @@ class ClaudeGenerator:
         blocks: Sequence[Block],
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
+        history: Sequence[Turn] = (),
     ) -> dict[str, Any]:
         """The keyword arguments of one Messages call (shared by both routes).
+
+        `history`: the earlier turns of a conversation, sent as user and assistant messages before
+        this turn's user message (which alone carries document blocks, so only they are citable).
 
         The output budget is the answer's (`max_tokens`) plus a reserve for thinking
         (`thinking_tokens`): current models think first by default and thinking counts against
@@ -327,7 +332,10 @@ class ClaudeGenerator:
             "model": self.settings.generation_model,
             "max_tokens": (max_tokens or self.settings.max_tokens) + self.settings.thinking_tokens,
             "system": SYSTEM_PROMPT,
-            "messages": [{"role": "user", "content": user_content(question, blocks, feedback, cache=cache)}],
+            "messages": [
+                *conversation_messages(history),
+                {"role": "user", "content": user_content(question, blocks, feedback, cache=cache)},
+            ],
         }
 
     def check(self) -> None:
@@ -349,11 +357,13 @@ class ClaudeGenerator:
         *,
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
+        history: Sequence[Turn] = (),
     ) -> Generation:
         """One answer, read whole from the same stream `stream` reads (`max_tokens`: another output
-        budget than the settings'). Streaming bounds the provider's silence (`model_timeout` per read),
-        not the length of a reply that thinks first; SDK retries and restarts count in usage."""
-        request = self.request(question, blocks, feedback, max_tokens)
+        budget than the settings'; `history`: earlier turns, see `request`). Streaming bounds the
+        provider's silence (`model_timeout` per read), not the length of a reply that thinks first; SDK
+        retries and restarts count in usage."""
+        request = self.request(question, blocks, feedback, max_tokens, history)
         return generation_from([p for p in self._pieces_sync(request) if not p.opened])
 
     def _pieces_sync(self, request: dict[str, Any]) -> Iterator[Piece]:
@@ -378,7 +388,9 @@ class ClaudeGenerator:
                 yield end
                 return
 
-    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+    async def stream(
+        self, question: str, blocks: Sequence[Block], *, history: Sequence[Turn] = ()
+    ) -> AsyncIterator[Piece]:
         """Pieces as `messages.stream` delivers them: first an `opened` piece when the response began
         (HTTP 200; the SDK's retries of 429/5xx are behind it), then the content, then one piece with
         the usage and the stop reason.
@@ -392,7 +404,7 @@ class ClaudeGenerator:
         UpstreamUnavailable (or UpstreamRejected) when the call cannot be made. Closing this generator
         early closes the HTTP stream.
         """
-        request = self.request(question, blocks)
+        request = self.request(question, blocks, history=history)
         attempts = _Attempts(limit=self.settings.model_max_retries, price=self.price)
         while True:
             reader, opened = EventReader(), None

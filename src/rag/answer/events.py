@@ -28,6 +28,7 @@ class MetaEvent:
     trace_id: str = ""
     reranker: str = ""
     min_score: float = 0.0
+    searched_for: str = ""  # what retrieval searched for (a follow-up's standalone question)
     name: EventName = "meta"
 
     def payload(self) -> dict[str, Any]:
@@ -37,6 +38,7 @@ class MetaEvent:
             "trace_id": self.trace_id,
             "reranker": self.reranker,
             "min_score": self.min_score,
+            "searched_for": self.searched_for,
         }
 
 
@@ -70,15 +72,19 @@ class RefusalEvent:
     message: str
     closest: tuple[ChunkRef, ...] = ()
     conflict: Conflict | None = None
+    searched_for: str = ""  # what retrieval searched for (a refusal before generation has no `meta`)
     name: EventName = "refusal"
 
     def payload(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "reason": self.reason,
             "message": self.message,
             "closest": linked(self.closest),
             "conflict": linked(self.conflict),
         }
+        if self.searched_for:
+            out["searched_for"] = self.searched_for
+        return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

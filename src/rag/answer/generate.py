@@ -18,7 +18,7 @@ from rag.language.tools import Tools, open_tools
 from rag.reader.offline import OfflineGenerator
 from rag.support.check import CheckOptions
 from rag.support.decision import active_model
-from rag.types import Block, Generation, Piece
+from rag.types import Block, Generation, Piece, Turn
 
 
 class Generator(Protocol):
@@ -35,13 +35,19 @@ class Generator(Protocol):
         *,
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
+        history: Sequence[Turn] = (),
     ) -> Generation:
         """One complete answer. `feedback` holds specific reasons from a failed first draft; `max_tokens`
-        overrides the output budget (a model's; the retry of a cut reply)."""
+        overrides the output budget (a model's; the retry of a cut reply); `history`: the earlier turns
+        of a conversation (context for what `question` refers to, never evidence). The pipeline passes
+        `max_tokens` and `history` only when it has them, so a generator without them still works for
+        single questions."""
         ...
 
-    def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
-        """The answer as pieces, in order, as they are produced."""
+    def stream(
+        self, question: str, blocks: Sequence[Block], *, history: Sequence[Turn] = ()
+    ) -> AsyncIterator[Piece]:
+        """The answer as pieces, in order, as they are produced (`history` as for `generate`)."""
         ...
 
 

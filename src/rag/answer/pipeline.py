@@ -18,6 +18,7 @@ when a side has no date, no side is "newest" and it refuses as `present_both` do
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -32,6 +33,7 @@ from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
+from rag.answer.followup import standalone_question
 from rag.answer.gates import (
     CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,
@@ -77,6 +79,7 @@ from rag.types import (
     Scored,
     Sentence,
     Statement,
+    Turn,
     Usage,
 )
 
@@ -128,6 +131,52 @@ def validate_question(question: str, max_chars: int) -> Question:
     return Question(text)
 
 
+_CONVERSATION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+
+
+def validate_history(history: Sequence[Turn], settings: Settings) -> tuple[Turn, ...]:
+    """The earlier turns of a conversation, each question validated as a question and each answer
+    bounded (`max_history_answer_chars`), control characters made spaces. Raises InvalidQuestion for
+    more than `max_history_turns` turns or a turn that fails, naming the turn (1-based)."""
+    if len(history) > settings.max_history_turns:
+        raise InvalidQuestion(
+            f"history has {len(history)} earlier turns; the limit is {settings.max_history_turns}"
+            " (start a new conversation, or send only the latest turns)"
+        )
+    turns = []
+    for i, turn in enumerate(history, start=1):
+        try:
+            question = validate_question(turn.question, settings.max_question_chars)
+        except InvalidQuestion as exc:
+            raise InvalidQuestion(f"history turn {i}: {exc}") from None
+        answer = turn.answer if isinstance(turn.answer, str) else ""
+        try:
+            answer.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidQuestion(f"history turn {i}: the answer is not valid Unicode text") from None
+        answer = answer.translate(_CONTROL_TO_SPACE).strip()
+        if len(answer) > settings.max_history_answer_chars:
+            raise InvalidQuestion(
+                f"history turn {i}: the answer is {len(answer)} characters long;"
+                f" the limit is {settings.max_history_answer_chars}"
+            )
+        turns.append(Turn(question=str(question), answer=answer))
+    return tuple(turns)
+
+
+def validate_conversation_id(conversation_id: str | None) -> str:
+    """The conversation id as given ("" when none): 1 to 64 characters of letters, digits and
+    `. _ : -`, starting with a letter or digit; raises InvalidQuestion otherwise."""
+    if not conversation_id:
+        return ""
+    if not isinstance(conversation_id, str) or not _CONVERSATION_ID_RE.fullmatch(conversation_id):
+        raise InvalidQuestion(
+            "conversation_id must be 1 to 64 letters, digits or '.', '_', ':', '-',"
+            " starting with a letter or digit"
+        )
+    return conversation_id
+
+
 @contextmanager
 def _timed(timings: dict[str, float], stage: str) -> Iterator[None]:
     started = time.perf_counter()
@@ -157,6 +206,14 @@ class Plan:
     timings: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
     principal: Principal | None = None  # who asked; None: the local operator (reads everything)
+    asked: str = ""  # the question as asked (`question` is what retrieval searched for)
+    history: tuple[Turn, ...] = ()  # the earlier turns of its conversation, oldest first
+    conversation_id: str = ""
+
+    @property
+    def turn(self) -> int:
+        """This turn's 1-based number in its conversation; 0 for a single question."""
+        return len(self.history) + 1 if self.history or self.conversation_id else 0
 
 
 @dataclass(kw_only=True)
@@ -203,17 +260,28 @@ class Pipeline:
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        history: Sequence[Turn] = (),
+        conversation_id: str = "",
     ) -> Plan:
         """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
         line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap).
 
         Retrieval sees only the documents `principal` may read (None: the local operator, every
-        document), so every later stage, conflicts and closest matches included, sees no other."""
+        document), so every later stage, conflicts and closest matches included, sees no other. A
+        follow-up (`history`: the earlier turns) is searched for as its standalone question
+        (`rag.answer.followup`), built from the earlier questions only, under the same groups."""
         started = time.perf_counter()
         if not isinstance(question, Question):
             question = validate_question(question, self.settings.max_question_chars)
-        plan = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        turns = validate_history(history, self.settings)
+        searched = question
+        if turns:
+            earlier = [t.question for t in turns]
+            searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
+        plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started = started
+        plan.asked, plan.history = str(question), turns
+        plan.conversation_id = validate_conversation_id(conversation_id)
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
             self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
@@ -324,7 +392,8 @@ class Pipeline:
         conflict: Conflict | None = None,
     ) -> Answer:
         return Answer(
-            question=plan.question,
+            question=plan.asked or plan.question,
+            searched_for=plan.question,
             abstained=True,
             reason=reason,
             message=message,
@@ -378,6 +447,7 @@ class Pipeline:
             trace_id=plan.trace_id,
             reranker=plan.scorer,
             min_score=plan.threshold,
+            searched_for=plan.question,
         )
 
     def _core(self, plan: Plan, label: str = "draft 1") -> Core:
@@ -439,7 +509,8 @@ class Pipeline:
     def _base(self, plan: Plan) -> Answer:
         """What an answer carries besides its events: the question, closest matches, note, trace id."""
         return Answer(
-            question=plan.question,
+            question=plan.asked or plan.question,
+            searched_for=plan.question,
             message=plan.note,
             conflict=plan.conflict,
             closest=plan.closest,
@@ -463,14 +534,28 @@ class Pipeline:
         self, plan: Plan, stage: str, feedback: Sequence[str] = (), max_tokens: int | None = None
     ) -> tuple[Piece, ...]:
         """One whole draft from the generator, as the pieces the core reads."""
+        question, history = self._reading(plan)
         with _timed(plan.timings, stage):
-            if max_tokens is None:  # generators written before the budget keyword still work
-                generation = self.generator.generate(plan.question, plan.blocks, feedback=feedback)
+            # generators written before the budget or history keywords still work without them
+            if history:
+                generation = self.generator.generate(
+                    question, plan.blocks, feedback=feedback, max_tokens=max_tokens, history=history
+                )
+            elif max_tokens is None:
+                generation = self.generator.generate(question, plan.blocks, feedback=feedback)
             else:
                 generation = self.generator.generate(
-                    plan.question, plan.blocks, feedback=feedback, max_tokens=max_tokens
+                    question, plan.blocks, feedback=feedback, max_tokens=max_tokens
                 )
         return draft_pieces(generation)
+
+    def _reading(self, plan: Plan) -> tuple[str, tuple[Turn, ...]]:
+        """What the reader is asked, and the earlier turns it is sent: Claude reads a follow-up as asked,
+        after the earlier turns as conversation messages (it resolves the references itself); the
+        offline reader reads the standalone question, and no turns."""
+        if plan.history and self.reader == "claude":
+            return plan.asked, plan.history
+        return plan.question, ()
 
     def answer(
         self,
@@ -479,6 +564,8 @@ class Pipeline:
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        history: Sequence[Turn] = (),
+        conversation_id: str = "",
     ) -> Answer:
         """A verified answer or a refusal: the same drafts as `answer_stream` (`core.Session`: a second
         draft with sentence-specific feedback when the first withheld a claim, or a longer one when it
@@ -486,7 +573,14 @@ class Pipeline:
         call fails, the first draft stands, with a note. Raises InvalidQuestion, or
         UpstreamUnavailable when the model call fails and no verified sentence exists.
         """
-        plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        plan = self.plan(
+            question,
+            top_k=top_k,
+            trace_id=trace_id,
+            principal=principal,
+            history=history,
+            conversation_id=conversation_id,
+        )
         self._gate_answer(plan)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
@@ -544,7 +638,7 @@ class Pipeline:
         self.store.log_ask(
             AskRecord(
                 trace_id=plan.trace_id,
-                question=plan.question,
+                question=plan.asked or plan.question,
                 reason=answer.reason,
                 abstained=answer.abstained,
                 blocks=tuple((b.n, b.chunk.chunk_id) for b in plan.blocks),
@@ -558,6 +652,8 @@ class Pipeline:
                 retrieved=tuple((s.chunk.chunk_id, s.score) for s in plan.scored),
                 reranker=plan.scorer,
                 threshold=plan.threshold,
+                conversation_id=plan.conversation_id,
+                turn=plan.turn,
             )
         )
 
@@ -568,6 +664,8 @@ class Pipeline:
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        history: Sequence[Turn] = (),
+        conversation_id: str = "",
     ) -> AsyncIterator[Event]:
         """The same drafts as `answer`, as their events are decided: a pre-generation refusal then done;
         or meta, sentence/dropped..., [refusal], done; an error then done when the provider fails
@@ -580,7 +678,14 @@ class Pipeline:
         the model call stops), and the ask is logged whichever way the stream ends.
         """
         plan = await anyio.to_thread.run_sync(
-            lambda: self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
+            lambda: self.plan(
+                question,
+                top_k=top_k,
+                trace_id=trace_id,
+                principal=principal,
+                history=history,
+                conversation_id=conversation_id,
+            )
         )
         await anyio.to_thread.run_sync(lambda: self._gate_answer(plan))
         seen: list[Event] = []
@@ -602,7 +707,13 @@ class Pipeline:
                 await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, session.history))
 
     async def _stream_events(self, plan: Plan, session: Session) -> AsyncIterator[Event]:
-        pieces = aiter(self.generator.stream(plan.question, plan.blocks))
+        question, history = self._reading(plan)
+        stream = (
+            self.generator.stream(question, plan.blocks, history=history)
+            if history
+            else self.generator.stream(question, plan.blocks)
+        )
+        pieces = aiter(stream)
         generating = time.perf_counter()
         issued = False
         try:
@@ -751,7 +862,11 @@ def _with_may_answer(question: str, ref: ChunkRef, text: str) -> ChunkRef:
 
 def _refusal_event(answer: Answer) -> RefusalEvent:
     return RefusalEvent(
-        reason=answer.reason, message=answer.message, closest=answer.closest, conflict=answer.conflict
+        reason=answer.reason,
+        message=answer.message,
+        closest=answer.closest,
+        conflict=answer.conflict,
+        searched_for=answer.searched_for,
     )
 
 

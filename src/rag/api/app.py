@@ -15,7 +15,7 @@ import contextlib
 import gc
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any, Protocol
@@ -35,7 +35,13 @@ from rag import __version__
 from rag.access import Principal
 from rag.answer.events import Event
 from rag.answer.generate import tools_for
-from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
+from rag.answer.pipeline import (
+    Pipeline,
+    build_pipeline,
+    validate_conversation_id,
+    validate_history,
+    validate_question,
+)
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
 from rag.api.feedback import FeedbackStore, add_feedback_routes
 from rag.api.metrics import install_metrics
@@ -70,7 +76,7 @@ from rag.errors import RagError, StoreUnavailable, UpstreamUnavailable
 from rag.language.tools import Tools, installed
 from rag.serialize import answer_json, chunk_json, document_json
 from rag.store import StoreReader
-from rag.types import Answer, Chunk, Document, StoreStats
+from rag.types import Answer, Chunk, Document, StoreStats, Turn
 
 STATIC_DIR = Path(__file__).resolve().parent.parent / "static"
 # `GET /documents/{doc_id}` pages its chunks: at most this many per page, and no more chunk text
@@ -129,6 +135,8 @@ class QAService(Protocol):
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        history: Sequence[Turn] = (),
+        conversation_id: str = "",
     ) -> Answer: ...
 
     def answer_stream(
@@ -138,7 +146,18 @@ class QAService(Protocol):
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        history: Sequence[Turn] = (),
+        conversation_id: str = "",
     ) -> AsyncIterator[Event]: ...
+
+
+def _conversation(body: AskRequest | None, settings: Settings) -> tuple[tuple[Turn, ...], str]:
+    """The earlier turns and conversation id of a body (none for `GET /ask/stream`), validated before
+    any work (InvalidQuestion: 422)."""
+    if body is None:
+        return (), ""
+    turns = [Turn(question=t.question, answer=t.answer) for t in body.history]
+    return validate_history(turns, settings), validate_conversation_id(body.conversation_id)
 
 
 def _trace_id(request: Request) -> str:
@@ -376,7 +395,9 @@ def create_app(
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
 
-    async def start_stream(request: Request, question: str, top_k: int | None) -> Response:
+    async def start_stream(
+        request: Request, question: str, top_k: int | None, body: AskRequest | None = None
+    ) -> Response:
         # Validation and the log's database happen here, before the first byte, so a bad question is a
         # 422 JSON response and a log that cannot be written a 503, as on `POST /ask`; and the first
         # event is awaited for one keep-alive interval before the response begins, so a model provider
@@ -384,12 +405,18 @@ def create_app(
         # `meta` only once the model call is open). A call still opening after that (a provider slow to
         # answer) starts the stream with a keep-alive; a failure after that point is its `error` event.
         question = validate_question(question, settings.max_question_chars)
+        history, conversation_id = _conversation(body, settings)
         await run_in_threadpool(qa.store.check_log)
         note = _note(request)
         note.streamed = True
         events = aiter(
             qa.answer_stream(
-                question, top_k=top_k, trace_id=_trace_id(request), principal=principal_of(request)
+                question,
+                top_k=top_k,
+                trace_id=_trace_id(request),
+                principal=principal_of(request),
+                history=history,
+                conversation_id=conversation_id,
             )
         )
         first = asyncio.ensure_future(anext(events, None))
@@ -416,11 +443,17 @@ def create_app(
     async def ask(body: AskRequest, request: Request) -> Response:
         """Answer a question from the knowledge base, or refuse with a reason."""
         question = validate_question(body.question, settings.max_question_chars)
+        history, conversation_id = _conversation(body, settings)
 
         def answer_logged() -> Answer:
             qa.store.check_log()  # before the work, as the stream does: both fail alike without the log
             return qa.answer(
-                question, top_k=body.top_k, trace_id=_trace_id(request), principal=principal_of(request)
+                question,
+                top_k=body.top_k,
+                trace_id=_trace_id(request),
+                principal=principal_of(request),
+                history=history,
+                conversation_id=conversation_id,
             )
 
         answer = await run_in_threadpool(answer_logged)
@@ -430,7 +463,7 @@ def create_app(
     @app.post("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream(body: AskRequest, request: Request) -> Response:
         """Stream the answer as server-sent events; each sentence arrives whole and verified."""
-        return await start_stream(request, body.question, body.top_k)
+        return await start_stream(request, body.question, body.top_k, body)
 
     @app.get("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream_get(

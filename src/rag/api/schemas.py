@@ -27,10 +27,33 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class TurnIn(BaseModel):
+    """An earlier turn of a conversation, as the client showed it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(description="The earlier question, as asked (bounded as a question).")
+    answer: str = Field(
+        "",
+        description="The answer shown for it (at most RAG_MAX_HISTORY_ANSWER_CHARS characters); context"
+        " for what the new question refers to, never evidence.",
+    )
+
+
 class AskRequest(BaseModel):
     """Body of `POST /ask` and `POST /ask/stream`."""
 
-    model_config = ConfigDict(extra="forbid", **_examples({"question": QUESTION, "top_k": 8}))
+    model_config = ConfigDict(
+        extra="forbid",
+        **_examples(
+            {"question": QUESTION, "top_k": 8},
+            {
+                "question": "And part-time staff?",
+                "conversation_id": "c-2f9a",
+                "history": [{"question": QUESTION, "answer": CITED}],
+            },
+        ),
+    )
 
     question: str = Field(
         description="Not empty or whitespace; at most RAG_MAX_QUESTION_CHARS (2,000) characters."
@@ -40,6 +63,18 @@ class AskRequest(BaseModel):
         ge=1,
         le=50,
         description="Chunks retrieved and reranked (1..50): a JSON integer, never a string or bool.",
+    )
+    history: list[TurnIn] = Field(
+        default_factory=list,
+        description="The earlier turns of this conversation, oldest first (at most RAG_MAX_HISTORY_TURNS,"
+        " 8 by default; more is a 422). Stateless: send them with every follow-up. Retrieval searches for"
+        " the follow-up's standalone question (`searched_for` in the answer) with the caller's own"
+        " groups; only this turn's blocks are cited.",
+    )
+    conversation_id: str | None = Field(
+        None,
+        description="The client's id for the conversation, recorded in the ask log with the turn number:"
+        " 1 to 64 letters, digits or '.', '_', ':', '-'.",
     )
 
 
@@ -228,6 +263,11 @@ class AnswerOut(_Out):
     )
 
     question: str
+    searched_for: str = Field(
+        "",
+        description="What retrieval searched for: the question, or a follow-up's standalone question"
+        " (the earlier question's subject carried into it).",
+    )
     text: str = Field(description="The emitted sentences joined; empty when abstained.")
     sentences: list[SentenceOut]
     citations: list[CitationOut] = Field(description="Every distinct citation, deduplicated.")

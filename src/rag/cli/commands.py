@@ -375,6 +375,12 @@ def demo(host: str, port: int) -> None:
     is_flag=True,
     help="Evidence reach of the --set: does the answering passage get to Claude, to the offline reader?",
 )
+@click.option(
+    "--conversations",
+    default=None,
+    help="Follow-ups of a conversations JSONL file: evidence reach with and without the earlier turns"
+    " and of the self-contained rewrite, and offline precision when answered.",
+)
 @_friendly
 def eval_(
     dataset: str,
@@ -385,11 +391,12 @@ def eval_(
     as_json: bool,
     corpus: str | None,
     reach: bool,
+    conversations: str | None,
 ) -> None:
     """Measure the pipeline: golden set, evidence reach, threshold sweeps, external benchmarks.
 
     Example: rag eval --sweep min_score; rag eval --reach --set fixtures/holdout8/golden.jsonl
-    --corpus fixtures/holdout8/corpus
+    --corpus fixtures/holdout8/corpus; rag eval --conversations conversations.jsonl
     """
     from rag.cli.evals import run_eval_cli
 
@@ -403,7 +410,37 @@ def eval_(
         as_json=as_json,
         corpus=corpus,
         reach=reach,
+        conversations=conversations,
     )
+
+
+@main.command()
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON line per answer (the `rag ask --json` shape)."
+)
+@click.option("--top-k", type=click.IntRange(1, 50), default=None, help="Chunks retrieved (1..50).")
+@click.option(
+    "--as",
+    "as_principal",
+    default=None,
+    help="Answer as this principal (a name in RAG_PRINCIPALS / RAG_PRINCIPALS_FILE, or 'anonymous').",
+)
+@_friendly
+def chat(as_json: bool, top_k: int | None, as_principal: str | None) -> None:
+    """A conversation: one question per line from standard input, each answered as `rag ask` answers it,
+    follow-ups with the earlier turns ("And part-time staff?"). A line `/new` starts a new conversation;
+    end of input (Ctrl-D) ends. Exit status 1 when any turn failed with an error.
+
+    Example: printf 'How long do deleted projects stay in the trash?\\nCan I restore them?\\n' | rag chat
+    """
+    from rag.cli.ask import principal_named
+    from rag.cli.chat import chat_command
+
+    settings = _settings()
+    principal = principal_named(settings, as_principal) if as_principal is not None else None
+    code = chat_command(settings, as_json=as_json, top_k=top_k, principal=principal)
+    if code:
+        sys.exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

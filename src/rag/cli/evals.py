@@ -31,6 +31,7 @@ def run_eval_cli(
     as_json: bool,
     corpus: str | None = None,
     reach: bool = False,
+    conversations: str | None = None,
 ) -> None:
     """The `rag eval` command: golden set by default, `--reach` its evidence reach, `--sweep` a
     threshold, `--external` a benchmark.
@@ -38,6 +39,11 @@ def run_eval_cli(
     `corpus` (golden runs only) is the directory the set's chunk ids refer to; None: the bundled corpus.
     """
     _check_modes(sweep=sweep, external=external, corpus=corpus, reach=reach)
+    if conversations is not None:
+        if sweep is not None or external is not None or reach:
+            raise ConfigError("--conversations does not combine with --sweep, --external or --reach")
+        _conversations_cli(settings, conversations, corpus=corpus, limit=limit, as_json=as_json)
+        return
     if reach:
         _reach_cli(settings, dataset, corpus=corpus, limit=limit, as_json=as_json)
         return
@@ -69,6 +75,43 @@ def _reach_cli(
 
     found = run_reach(settings, dataset, corpus=corpus, limit=limit)
     click.echo(_json(found.json()) if as_json else reach_text(found.json()))
+
+
+def _conversations_cli(
+    settings: Settings, path: str, *, corpus: str | None, limit: int | None, as_json: bool
+) -> None:
+    """`rag eval --conversations`: the follow-ups' evidence reach and offline precision."""
+    from rag.evals.conversations import run_conversations
+
+    found = run_conversations(settings, path, corpus=corpus, limit=limit).json()
+    click.echo(_json(found) if as_json else conversations_text(found))
+
+
+def conversations_text(report: dict[str, Any]) -> str:
+    """The follow-up report as a short table: reach per variant (with the earlier turns, the follow-up
+    alone, its self-contained rewrite), overall and per kind, and offline precision when answered."""
+    lines = [
+        f"follow-ups: {report['set']} ({'; '.join(report['stores'])})",
+        f"  conversations {report['conversations']}, follow-ups {report['follow_ups']}"
+        f" ({report['answerable_follow_ups']} answerable)",
+        f"  first turns reaching Claude {fmt(report['first_turn_reach_claude'])},"
+        f" offline {fmt(report['first_turn_reach_offline'])}",
+        f"  {'evidence reach':<28} {'with turns':>11} {'alone':>7} {'rewrite':>8}",
+    ]
+    groups = [("all answerable", report["reach"]), *report["reach_by_kind"].items()]
+    for name, reach in groups:
+        for reader in ("claude", "offline"):
+            cells = [fmt(reach[f"{reader}_{v}"]) for v in ("with", "without", "standalone")]
+            lines.append(f"  {name + ' / ' + reader:<28} {cells[0]:>11} {cells[1]:>7} {cells[2]:>8}")
+    lines.append(
+        f"  offline answered {report['offline_answered']},"
+        f" precision when answered {fmt(report['offline_precision_when_answered'])}"
+    )
+    if report["missed_claude_with_history"]:
+        lines.append(
+            f"  not sent to Claude with the earlier turns: {', '.join(report['missed_claude_with_history'])}"
+        )
+    return "\n".join(lines)
 
 
 def _sweep_cli(

@@ -156,6 +156,12 @@ def _rows(path: Path, limit: int | None) -> Iterator[tuple[int, dict[str, Any]]]
             yield lineno, row
 
 
+def jsonl_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) per non-blank line of a JSONL file, at most `limit`; ConfigError (file:line)
+    for a line that is not a JSON object."""
+    return _rows(path, limit)
+
+
 def resolve_dataset(path: str | Path) -> Path:
     """A dataset path as given, else relative to the repo root; ConfigError when neither exists."""
     candidate = Path(path)

@@ -22,7 +22,7 @@ from rag.answer.pipeline import build_pipeline
 from rag.config import Settings
 from rag.evals.datasets import GoldenCase, load_golden
 from rag.evals.runner import DEFAULT_SET, corpus_store
-from rag.types import Answer, Block, Generation, Piece, Usage
+from rag.types import Answer, Block, Generation, Piece, Turn, Usage
 
 
 @dataclass(slots=True)
@@ -32,6 +32,7 @@ class RecordingReader:
     name: str = "claude"
     native_citations: bool = True
     sent: list[tuple[Block, ...]] = field(default_factory=list)
+    histories: list[tuple[Turn, ...]] = field(default_factory=list)  # the earlier turns of each call
 
     def generate(
         self,
@@ -40,12 +41,17 @@ class RecordingReader:
         *,
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
+        history: Sequence[Turn] = (),
     ) -> Generation:
         self.sent.append(tuple(blocks))
+        self.histories.append(tuple(history))
         return Generation(drafts=(), text="", usage=Usage(), stop_reason="end_turn")
 
-    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+    async def stream(
+        self, question: str, blocks: Sequence[Block], *, history: Sequence[Turn] = ()
+    ) -> AsyncIterator[Piece]:
         self.sent.append(tuple(blocks))
+        self.histories.append(tuple(history))
         yield Piece(usage=Usage(), stop_reason="end_turn")
 
 

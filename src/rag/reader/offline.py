@@ -29,7 +29,7 @@ from rag.reader.candidates import (
 )
 from rag.reader.fabricate import fabrication
 from rag.reader.question import EPS, Ask, foreign_names, read_question, unwritten, variants
-from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece
+from rag.types import Block, Claim, Draft, Fabrication, Generation, Piece, Turn
 
 MAX_SENTENCES = 3
 # A further sentence must add a question term, or cover at least this share of what the best one covers.
@@ -102,14 +102,18 @@ class OfflineGenerator:
         *,
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
+        history: Sequence[Turn] = (),
     ) -> Generation:
         """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces); it has
-        no output budget (`max_tokens` is ignored)."""
+        no output budget (`max_tokens` is ignored), and reads a follow-up as its standalone question
+        (`history` is ignored)."""
         drafts = self.drafts(question, blocks, feedback=feedback)
         text = " ".join(cite(d.text, [c.n for c in d.claims]) for d in drafts)
         return Generation(drafts=drafts, text=text)
 
-    async def stream(self, question: str, blocks: Sequence[Block]) -> AsyncIterator[Piece]:
+    async def stream(
+        self, question: str, blocks: Sequence[Block], *, history: Sequence[Turn] = ()
+    ) -> AsyncIterator[Piece]:
         """The same answer as `generate`, in 2-3 pieces per sentence with a yield to the loop between."""
         for i, draft in enumerate(self.drafts(question, blocks)):
             written = cite(draft.text, [c.n for c in draft.claims]) + " "

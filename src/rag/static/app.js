@@ -24,6 +24,11 @@
     empty: $("empty"),
     result: $("result"),
     asked: $("asked"),
+    searchedFor: $("searched-for"),
+    thread: $("thread"),
+    followupForm: $("followup-form"),
+    followup: $("followup"),
+    newConversation: $("new-conversation"),
     status: $("status"),
     refusal: $("refusal"),
     answer: $("answer"),
@@ -65,6 +70,10 @@
 
   /** State of the ask in flight (or last finished). Replaced on every ask. */
   let run = null;
+  /** The conversation on this page: its id and earlier turns ({question, answer}), kept here only
+   * (the service is stateless: every follow-up sends them). */
+  const HISTORY_TURNS = 8;
+  let conversation = newConversation();
   /** Incremented on every panel open, so a slow chunk fetch never overwrites a newer one. */
   let panelSeq = 0;
   let panelOpener = null;
@@ -222,6 +231,9 @@
     ui.result.hidden = false;
     ui.layout.classList.add("has-result");
     ui.asked.textContent = question;
+    ui.searchedFor.hidden = true;
+    ui.searchedFor.textContent = "";
+    ui.followupForm.hidden = true;
     ui.refusal.replaceChildren();
     ui.answer.replaceChildren();
     ui.answer.hidden = true;
@@ -270,22 +282,79 @@
       replayed: false,
       historyId: "",
       feedback: "",
+      searchedFor: "",
     };
   }
 
-  async function ask(question) {
+  function newConversation() {
+    const id = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : String(Date.now());
+    return { id: `page-${id}`, turns: [] };
+  }
+
+  /** Starts over: the earlier turns are forgotten and the page shows no answer. */
+  function startConversation() {
     if (run) run.controller.abort();
+    run = null;
+    conversation = newConversation();
+    ui.thread.replaceChildren();
+    ui.thread.hidden = true;
+    closePanel(false);
+    ui.result.hidden = true;
+    ui.empty.hidden = false;
+    ui.layout.classList.remove("has-result");
+    ui.question.value = "";
+    ui.question.focus();
+  }
+
+  /** Moves the shown turn into the thread above, its chips and sources still working (the same
+   * nodes), and remembers its question and shown answer for the next follow-up. */
+  function archiveTurn(state) {
+    const moved = (node) => [...node.childNodes];
+    const sources = moved(ui.blocks);
+    const turn = h("li", { class: "turn", testid: "thread-turn" },
+      h("h2", { class: "turn-question", testid: "turn-question" }, state.question),
+      state.searchedFor ? h("p", { class: "searched-for", testid: "turn-searched-for" }, `Searched for: ${state.searchedFor}`) : null,
+      h("div", { class: "refusal-slot" }, moved(ui.refusal)),
+      h("div", { class: "answer", testid: "turn-answer" }, moved(ui.answer)),
+      sources.length ? h("details", { class: "turn-sources", testid: "turn-sources" },
+        h("summary", {}, `Sources (${sources.length})`), h("ol", { class: "blocks" }, sources)) : null);
+    ui.thread.append(turn);
+    ui.thread.hidden = false;
+    conversation.turns.push({ question: state.question, answer: state.sentences.map((s) => s.text).join(" ") });
+  }
+
+  /** A follow-up: the shown turn joins the thread, and the question is asked with the earlier turns. */
+  function askFollowUp(question) {
+    if (run) {
+      run.controller.abort();
+      archiveTurn(run);
+    }
+    ask(question, { followUp: true });
+  }
+
+  async function ask(question, { followUp = false } = {}) {
+    if (run) run.controller.abort();
+    if (!followUp && conversation.turns.length) {
+      conversation = newConversation();
+      ui.thread.replaceChildren();
+      ui.thread.hidden = true;
+    }
     const state = newState(question);
     run = state;
     resetResult(question);
     setBusy(true);
+    const body = { question };
+    if (followUp && conversation.turns.length) {
+      body.history = conversation.turns.slice(-HISTORY_TURNS);
+      body.conversation_id = conversation.id;
+    }
 
     let response;
     try {
       response = await fetch("/ask/stream", {
         method: "POST",
         headers: authHeaders({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-        body: JSON.stringify({ question }),
+        body: JSON.stringify(body),
         signal: state.controller.signal,
       });
     } catch (exc) {
@@ -336,6 +405,7 @@
     ui.tools.hidden = !(state.done && (state.emitted || state.reason));
     ui.copyText.closest(".copy-tools").hidden = state.sentences.length === 0;
     ui.feedback.hidden = !state.traceId;
+    ui.followupForm.hidden = state.replayed || !(state.done || state.failed);
     if (state.feedback) showFeedbackSent(state.feedback);
     if (!state.replayed && state.done) remember(state);
     ui.result.dataset.finished = String(Number(ui.result.dataset.finished || 0) + 1);
@@ -358,7 +428,17 @@
     }
   }
 
+  /** "Searched for: ..." when retrieval searched for more than the question as asked (a follow-up). */
+  function showSearchedFor(state, data) {
+    const searched = data.searched_for || "";
+    if (!searched || searched === state.question) return;
+    state.searchedFor = searched;
+    ui.searchedFor.textContent = `Searched for: ${searched}`;
+    ui.searchedFor.hidden = false;
+  }
+
   function onMeta(state, data) {
+    showSearchedFor(state, data);
     const blocks = Array.isArray(data.blocks) ? data.blocks.slice().sort((a, b) => a.n - b.n) : [];
     for (const block of blocks) state.blocks.set(block.n, block);
     if (data.trace_id && !state.traceId) state.traceId = data.trace_id;
@@ -574,6 +654,7 @@
   // ---------------------------------------------------------------- refusals
 
   function onRefusal(state, data) {
+    showSearchedFor(state, data);
     const reason = data.reason || "";
     state.reason = reason;
     let view;
@@ -1001,6 +1082,11 @@
     const entry = readHistory().find((e) => e.id === id);
     if (!entry) return;
     if (run) run.controller.abort();
+    if (conversation.turns.length) {
+      conversation = newConversation();
+      ui.thread.replaceChildren();
+      ui.thread.hidden = true;
+    }
     const state = newState(entry.question);
     state.replayed = true;
     state.traceId = entry.traceId || "";
@@ -1141,6 +1227,24 @@
     }
   });
   ui.question.addEventListener("input", autoGrow);
+
+  ui.followupForm.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const question = ui.followup.value.trim();
+    if (!question) {
+      ui.followup.focus();
+      return;
+    }
+    ui.followup.value = "";
+    askFollowUp(question);
+  });
+  ui.followup.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      ui.followupForm.requestSubmit();
+    }
+  });
+  ui.newConversation.addEventListener("click", startConversation);
 
   ui.apiKey.value = apiKey();
   ui.apiKey.form.addEventListener("submit", (e) => e.preventDefault());

@@ -60,7 +60,7 @@ CHUNK_COLUMNS = (
 DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
-    " usage, timings, retrieval, principal"
+    " usage, timings, retrieval, principal, conversation_id, turn"
 )
 FEEDBACK_COLUMNS = "id, trace_id, created_at, verdict, note, question, principal"
 # The longest feedback note and copied question a store accepts (characters).
@@ -781,7 +781,7 @@ class SqlStore(Generic[C]):
     def _insert_ask(self, conn: C, record: AskRecord, ts: str) -> None:
         self._exec(
             conn,
-            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 14)})",
+            f"INSERT INTO ask_log ({ASK_LOG_COLUMNS}) VALUES ({', '.join('?' * 16)})",
             (
                 record.trace_id,
                 ts,
@@ -803,6 +803,8 @@ class SqlStore(Generic[C]):
                     }
                 ),
                 record.principal,
+                record.conversation_id,
+                record.turn,
             ),
         )
 

@@ -194,6 +194,12 @@ CREATE TABLE embedding_leases (
 );
 """
 
+# A follow-up's conversation: the client's id and the 1-based turn ('' and 0 for a single question).
+M012_ASK_LOG_CONVERSATION = """
+ALTER TABLE ask_log ADD COLUMN conversation_id text NOT NULL DEFAULT '';
+ALTER TABLE ask_log ADD COLUMN turn integer NOT NULL DEFAULT 0;
+"""
+
 MIGRATIONS: tuple[Migration, ...] = (
     ("m001_documents_and_chunks", M001_DOCUMENTS_AND_CHUNKS),
     ("m002_lexical_index", M002_LEXICAL_INDEX),
@@ -206,6 +212,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ("m009_audiences", M009_AUDIENCES),
     ("m010_corpus_counts", M010_CORPUS_COUNTS),
     ("m011_embedding_leases", M011_EMBEDDING_LEASES),
+    ("m012_ask_log_conversation", M012_ASK_LOG_CONVERSATION),
 )
 
 

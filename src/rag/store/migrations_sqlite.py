@@ -220,6 +220,12 @@ def m011_embedding_leases(conn: sqlite3.Connection) -> None:
     )
 
 
+def m012_ask_log_conversation(conn: sqlite3.Connection) -> None:
+    # A follow-up's conversation: the client's id and the 1-based turn ('' and 0 for a single question).
+    conn.execute("ALTER TABLE ask_log ADD COLUMN conversation_id TEXT NOT NULL DEFAULT ''")
+    conn.execute("ALTER TABLE ask_log ADD COLUMN turn INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     m001_documents_and_chunks,
     m002_lexical_index,
@@ -232,6 +238,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     m009_audiences,
     m010_corpus_counts,
     m011_embedding_leases,
+    m012_ask_log_conversation,
 )
 
 

@@ -1,0 +1,277 @@
+"""The standalone question of a follow-up: what retrieval searches for on a later turn of a conversation.
+
+Offline and general (English function words only, no list of subjects): a follow-up is elliptical when
+it opens with a connective ("and", "what about", "how about"), refers back with a pronoun that names
+nothing in it ("does it carry over?"), has no content word of its own ("how long?"), or is a bare
+phrase with no question frame ("part-time staff?"). An elliptical follow-up keeps the earlier
+question's content; a phrase of the follow-up replaces the earlier phrase of the same kind ("part-time
+staff" replaces "full-time employees": a shared word part, the same head word, or, with the local
+encoder, the closest earlier phrase by meaning). A follow-up with its own question frame and no
+reference back is left as it is. Only earlier *questions* are read: an earlier answer is never a
+source of search terms (nor of evidence).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rag.language.lexicon import QUESTION_FILLERS, STOP_WORDS
+from rag.language.meaning import Meaning
+from rag.language.text import stem
+
+# Openings that hand the earlier question on to the rest ("And part-time staff?", "What about X?").
+_CONNECTIVE_RE = re.compile(
+    r"^\W*(?:and\s+what\s+about|and\s+how\s+about|what\s+about|how\s+about|what\s+of|and\s+for|"
+    r"and\s+also|and|also|or|but|plus|then|same\s+for)\b[\s,]*",
+    re.IGNORECASE,
+)
+# The first words of a question with a frame of its own (a wh-word or an auxiliary).
+_FRAME_WORDS = frozenset(
+    """what which who whom whose when where why how is are was were am do does did can could will would
+    should shall may might must has have had""".split()
+)
+# Pronouns that refer back; "it" before "is/'s ADJ to" is a dummy subject ("is it possible to ...").
+_REFERRING = frozenset("it its they them their theirs".split())
+_DEMONSTRATIVES = frozenset("this that these those".split())
+_DUMMY_IT_RE = re.compile(r"\bit(?:\s+is|'s|\s+was)?\s+\w+\s+to\b|\bis\s+it\s+\w+\s+to\b", re.IGNORECASE)
+_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:[-'’][A-Za-z0-9]+)*")
+Number = Literal["singular", "plural"]
+_SINGULAR = frozenset("it its this that".split())
+_PLURAL = frozenset("they them their theirs these those".split())
+_PLURAL_RE = re.compile(r"[^su's]s$|[^s]es$")
+_DETERMINERS = frozenset("a an the my your our their his her its this that these those each every".split())
+_AUXILIARIES = frozenset("do does did can could will would should may might must".split())
+# Encoder cosine at which an earlier phrase counts as the same kind as a follow-up phrase, and its lead
+# over the next closest earlier phrase (set by hand on general word pairs, not on any eval set:
+# "contractors" is 0.37 from "full-time employees" and 0.17 from "annual leave").
+SAME_KIND_SIMILARITY = 0.3
+SAME_KIND_MARGIN = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class _Word:
+    text: str
+    start: int
+    end: int
+
+    @property
+    def lower(self) -> str:
+        return self.text.lower()
+
+    @property
+    def content(self) -> bool:
+        """Not a function word, nor a question-frame filler ("how *many*", "how *long*")."""
+        if self.lower in STOP_WORDS or stem(self.lower) in QUESTION_FILLERS:
+            return False
+        return len(self.text) > 1 or self.text.isdigit()
+
+
+def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meaning | None = None) -> str:
+    """`question` made self-contained from the earlier questions of its conversation (oldest first):
+    each earlier turn is resolved against the one before it, then `question` against the last. A
+    self-contained `question`, or one with no earlier turn, is returned unchanged."""
+    previous = ""
+    for text in earlier:
+        previous = resolve(text, previous, meaning=meaning) if previous else text
+    return resolve(question, previous, meaning=meaning) if previous else question
+
+
+def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:
+    """One follow-up against the (already standalone) question before it."""
+    connective = _CONNECTIVE_RE.match(question)
+    rest = question[connective.end() :] if connective else question
+    words = _words(rest)
+    framed = bool(words) and words[0].lower in _FRAME_WORDS
+    refers = _refers_back(rest, words)
+    own = _phrases(words)
+    if not (connective or refers or not framed or not own):
+        return question
+    before = _words(previous)
+    # a bare phrase stands in for a constituent of the earlier question (its subject when nothing else
+    # is of its kind); a follow-up with its own predicate replaces only a phrase of the same kind
+    # (a phrase that refers back itself, "and its capital?", stands beside the earlier one)
+    replaced = [_replaced_span(phrase, before, meaning, loose=not framed and not refers) for phrase in own]
+    if not framed:
+        return _substituted(previous, rest, own, replaced)
+    return _with_topic(question, previous, before, replaced, _pronoun_number(words))
+
+
+def _words(text: str) -> list[_Word]:
+    return [_Word(m.group(), m.start(), m.end()) for m in _WORD_RE.finditer(text)]
+
+
+def _refers_back(text: str, words: list[_Word]) -> bool:
+    """A referring pronoun, or a demonstrative standing alone ("does that apply"), not a dummy "it"."""
+    if _DUMMY_IT_RE.search(text):
+        words = [w for w in words if w.lower != "it"]
+    for i, word in enumerate(words):
+        if word.lower in _REFERRING:
+            return True
+        if word.lower in _DEMONSTRATIVES:
+            following = words[i + 1] if i + 1 < len(words) else None
+            if following is None or not following.content or (i == 1 and words[0].lower in _FRAME_WORDS):
+                return True
+    return False
+
+
+def _phrases(words: list[_Word]) -> list[list[_Word]]:
+    """Runs of adjacent content words (a question's noun phrases, with the odd verb among them)."""
+    runs: list[list[_Word]] = []
+    current: list[_Word] = []
+    for word in words:
+        if word.content:
+            current.append(word)
+        elif current:
+            runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    return runs
+
+
+def _parts(word: str) -> frozenset[str]:
+    """A word's stems and, for a compound, its parts' ("part-time" -> part-time, part, time)."""
+    pieces = [p for p in re.split(r"[-'’]", word.lower()) if p]
+    return frozenset({stem(word.lower()), *(stem(p) for p in pieces if len(pieces) > 1)})
+
+
+def _replaced_span(
+    phrase: list[_Word], before: list[_Word], meaning: Meaning | None, *, loose: bool
+) -> tuple[int, int] | None:
+    """The character span of the earlier phrase that `phrase` replaces, None when none is of its kind.
+
+    The same kind: a word shares a stem or a compound part with an earlier content word (the earlier
+    phrase's words around it, as far as `phrase` reaches on each side, are replaced with it), else
+    only for a bare phrase (`loose`; a follow-up with a predicate of its own would be compared verb to
+    noun): the earlier phrase closest in meaning, when the encoder finds one at SAME_KIND_SIMILARITY,
+    else (a phrase with a word of letters) the earlier question's subject where do-support marks it."""
+    runs = _phrases(before)
+    for i, word in enumerate(phrase):
+        for run in runs:
+            for j, other in enumerate(run):
+                if _parts(word.text) & _parts(other.text):
+                    head = i == len(phrase) - 1
+                    first = 0 if head else max(0, j - i)
+                    last = min(len(run) - 1, j + (len(phrase) - 1 - i))
+                    return run[first].start, run[last].end
+    if not loose:
+        return None
+    found = _closest_by_meaning(phrase, runs, meaning)
+    if found is None and any(w.text[0].isalpha() for w in phrase):
+        return _subject_span(before)
+    return found
+
+
+def _subject_span(words: list[_Word]) -> tuple[int, int] | None:
+    """The subject of a do-support question ("how many days ... do *full-time employees* get?"): the
+    content words right after a non-initial auxiliary, when a word follows them (the main verb)."""
+    for i, word in enumerate(words):
+        if i == 0 or word.lower not in _AUXILIARIES:
+            continue
+        subject: list[_Word] = []
+        for other in words[i + 1 :]:
+            if not other.content:
+                if not subject and other.lower in _DETERMINERS:
+                    continue
+                break
+            subject.append(other)
+        if subject and words.index(subject[-1]) < len(words) - 1:
+            return subject[0].start, subject[-1].end
+    return None
+
+
+def _closest_by_meaning(
+    phrase: list[_Word], runs: list[list[_Word]], meaning: Meaning | None
+) -> tuple[int, int] | None:
+    if meaning is None or not meaning.available() or not runs:
+        return None
+    scores = meaning.similarities(
+        " ".join(w.text for w in phrase), [" ".join(w.text for w in r) for r in runs]
+    )
+    if scores is None:
+        return None
+    ranked = sorted(zip((float(x) for x in scores), runs, strict=True), key=lambda p: -p[0])
+    best, run = ranked[0]
+    second = ranked[1][0] if len(ranked) > 1 else 0.0
+    if best < SAME_KIND_SIMILARITY or best - second < SAME_KIND_MARGIN:
+        return None
+    return run[0].start, run[-1].end
+
+
+def _substituted(
+    previous: str, rest: str, own: list[list[_Word]], replaced: list[tuple[int, int] | None]
+) -> str:
+    """A bare follow-up phrase put into the earlier question: in place of the phrase of its kind, or
+    after the earlier question when none is (the follow-up's words kept as they are)."""
+    fragment = rest.strip().rstrip("?.!").strip()
+    spans = [(span, phrase) for span, phrase in zip(replaced, own, strict=True) if span is not None]
+    if not spans:
+        return f"{_bare(previous)}, {fragment}?" if fragment else previous
+    out = previous
+    for (start, end), phrase in sorted(spans, key=lambda s: s[0][0], reverse=True):
+        out = out[:start] + " ".join(w.text for w in phrase) + out[end:]
+    return out
+
+
+def _with_topic(
+    question: str,
+    previous: str,
+    before: list[_Word],
+    replaced: list[tuple[int, int] | None],
+    number: Number | None,
+) -> str:
+    """A framed follow-up that refers back ("does it carry over?"): the earlier question's phrases,
+    without those the follow-up replaces and its question frame, added in parentheses; a pronoun of a
+    grammatical number (`number`: "it" singular, "they" plural) keeps the phrases that agree with it,
+    when any does ("does *it* carry over" after "how many days of annual leave do full-time employees
+    get": annual leave)."""
+    gone = [span for span in replaced if span is not None]
+    runs = [
+        [w for w in run if not any(start <= w.start < end for start, end in gone)]
+        for run in _phrases(_without_final_verb(previous, before))
+    ]
+    runs = [run for run in runs if run]
+    agreeing = [run for run in runs if number is not None and _number_of(run) == number]
+    # the subject of the earlier question is who asks about the topic, so a pronoun refers to it only
+    # when nothing else agrees with the pronoun
+    subject = _subject_span(before)
+    topical = [run for run in agreeing if subject is None or run[0].start != subject[0]]
+    kept = [w.text for run in (topical or agreeing or runs) for w in run]
+    if not kept:
+        return question
+    return f"{_bare(question)} ({' '.join(kept)})?"
+
+
+def _pronoun_number(words: list[_Word]) -> Number | None:
+    """The grammatical number of the first pronoun referring back; None when there is none."""
+    for word in words:
+        if word.lower in _SINGULAR:
+            return "singular"
+        if word.lower in _PLURAL:
+            return "plural"
+    return None
+
+
+def _number_of(run: list[_Word]) -> Number:
+    """A phrase is plural when a word of it has a regular plural ending ("projects", "employees")."""
+    plural = any(_PLURAL_RE.search(w.lower) for w in run)
+    return "plural" if plural else "singular"
+
+
+def _without_final_verb(previous: str, words: list[_Word]) -> list[_Word]:
+    """The earlier question's words without its main verb when do-support puts it last ("how many days
+    do full-time employees get?"): the verb belongs to the earlier question's frame, not its subject."""
+    aux = [i for i, w in enumerate(words) if i > 0 and w.lower in _AUXILIARIES]
+    if not aux or not previous.rstrip().endswith("?"):
+        return words
+    subject = words[aux[-1] + 1 : -1]
+    if subject and all(w.content for w in subject):
+        return words[:-1]
+    return words
+
+
+def _bare(text: str) -> str:
+    return text.strip().rstrip("?.!").strip()

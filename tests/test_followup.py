@@ -1,0 +1,64 @@
+"""The standalone question of a follow-up (`rag.answer.followup`), offline, without the encoder."""
+
+from __future__ import annotations
+
+import pytest
+
+from rag.answer.followup import resolve, standalone_question
+
+LEAVE = "How many days of annual leave do full-time employees get?"
+TRASH = "How long do deleted projects stay in the trash?"
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "expected"),
+    [
+        # a bare phrase replaces the earlier phrase of its kind (a shared compound part)
+        ("And part-time staff?", "How many days of annual leave do part-time staff get?"),
+        # ... or, with nothing of its kind, the earlier question's subject
+        ("What about contractors?", "How many days of annual leave do contractors get?"),
+        ("And for remote workers?", "How many days of annual leave do remote workers get?"),
+        # a qualifier with no word of letters is added, the earlier question kept whole
+        ("And in 2027?", "How many days of annual leave do full-time employees get, in 2027?"),
+        # a pronoun with its own predicate: the earlier phrases agreeing with it in number, not the
+        # subject (who asked) while another phrase agrees
+        ("Does it carry over?", "Does it carry over (annual leave)?"),
+        # no content of its own: the earlier question's content, its frame dropped
+        ("How long?", "How long (days annual leave full-time employees)?"),
+    ],
+)
+def test_resolve_carries_the_earlier_subject_into_an_elliptical_follow_up(
+    follow_up: str, expected: str
+) -> None:
+    assert resolve(follow_up, LEAVE) == expected
+
+
+def test_resolve_a_plural_pronoun_refers_to_the_plural_phrase() -> None:
+    assert resolve("Who can restore them?", TRASH) == "Who can restore them (deleted projects stay)?"
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        "What is the capital of Australia?",
+        "How do I reset my password?",
+        "Is it possible to export my data?",  # a dummy "it" refers to nothing
+        "How many days of annual leave do part-time staff get?",
+    ],
+)
+def test_resolve_leaves_a_self_contained_follow_up_alone(follow_up: str) -> None:
+    assert resolve(follow_up, LEAVE) == follow_up
+
+
+def test_standalone_question_resolves_each_earlier_turn_in_order() -> None:
+    # the second turn became "... part-time staff get?", which the third replaces again
+    earlier = [LEAVE, "And part-time staff?"]
+    assert standalone_question("What about contractors?", earlier) == (
+        "How many days of annual leave do contractors get?"
+    )
+    assert standalone_question("And part-time staff?", []) == "And part-time staff?"
+
+
+def test_standalone_question_reads_only_the_earlier_questions() -> None:
+    # the signature takes questions: an earlier answer cannot add a search term
+    assert standalone_question("Does it carry over?", [LEAVE]) == "Does it carry over (annual leave)?"
