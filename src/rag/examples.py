@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from rag.language.lexicon import GENERIC_SOURCE_WORDS, HOW_TO_HEADING_RE, LAYOUT_HEADINGS, STOP_WORDS
@@ -30,8 +30,9 @@ MAX_HEADING_CHARS = 80
 MAX_TITLE_WORDS = 4
 # Words a question heading needs to stand alone ("What went wrong?" needs its document's title).
 MIN_QUESTION_WORDS = 4
-# How often (per word of English) a word must occur to count as the verb a heading's form implies.
-MIN_VERB_FREQUENCY = 1e-6
+# How often (per word of English) a word must occur to count as a common word (the verb a heading's
+# form implies; a title word written in lower case, where a rarer one is kept as a name).
+MIN_WORD_FREQUENCY = 1e-6
 # Share of the corpus's titles a capitalised word must appear in to count as its brand ("Acme ...").
 BRAND_SHARE = 0.1
 # Leading section numbers ("2.", "3.1", "IV.", "A)", "Step 5:") and inline markup left in headings.
@@ -103,7 +104,7 @@ def _best_word(forms: Iterable[str]) -> str:
     """The most frequent English word among `forms`, or "" when none is common enough to be a word."""
     scored = [(english_frequency(f), f) for f in forms if f]
     frequency, word = max(scored, default=(0.0, ""))
-    return word if frequency >= MIN_VERB_FREQUENCY else ""
+    return word if frequency >= MIN_WORD_FREQUENCY else ""
 
 
 def _verb_of_gerund(word: str) -> str:
@@ -155,7 +156,7 @@ def _names(word: str) -> bool:
 
 
 def _how_do_i(leaf: str) -> str:
-    """"How do I ...?" for a "How to", gerund or imperative heading; "" for any other."""
+    """ "How do I ...?" for a "How to", gerund or imperative heading; "" for any other."""
     how_to = HOW_TO_HEADING_RE.match(leaf)
     if how_to and len(how_to.group("rest").split()) >= MIN_QUESTION_WORDS - 2:
         return f"How do I {_first_person(how_to.group('rest').rstrip('?.! ').split())}?"
@@ -195,7 +196,7 @@ def _topic(leaf: str) -> str:
 
 
 def _definition(leaf: str, opening: str) -> str:
-    """"What is/are <topic>?" when the section's first sentence opens by defining its heading's topic."""
+    """ "What is/are <topic>?" when the section's first sentence opens by defining its heading's topic."""
     sentences = split_sentences(opening.strip())
     if not sentences:
         return ""
@@ -222,12 +223,22 @@ def _document_phrase(title: str, brands: frozenset[str] = frozenset()) -> str:
         for word in reversed(words[-3:-1]):
             if word.lower() in _JOINERS or word.lower() in STOP_WORDS or word.casefold() in brands:
                 break
-            before.insert(0, _lower_word(word))
+            before.insert(
+                0, _lower_word(word) if english_frequency(word.lower()) >= MIN_WORD_FREQUENCY else word
+            )
         return f"the {' '.join(before)} {words[-1].lower()}" if before else ""
     plain = " ".join(title.split()).rstrip(".:")
-    if not words or len(plain.split()) > MAX_TITLE_WORDS or not all(_WORD_RE.fullmatch(w) for w in plain.split()):
+    if (
+        not words
+        or len(plain.split()) > MAX_TITLE_WORDS
+        or not all(_WORD_RE.fullmatch(w) for w in plain.split())
+    ):
         return ""
-    if words[0].lower() in _NOT_A_NAME or words[0].lower().endswith("ing") or _JOINERS & {w.lower() for w in words}:
+    if (
+        words[0].lower() in _NOT_A_NAME
+        or words[0].lower().endswith("ing")
+        or _JOINERS & {w.lower() for w in words}
+    ):
         return ""
     return plain if _ARTICLE_RE.match(plain) else f"the {plain}"
 
@@ -266,9 +277,11 @@ def candidate_questions(
     return out
 
 
-def word_question(heading: Heading, opening: str = "") -> tuple[int, str] | None:
+def word_question(
+    heading: Heading, opening: str = "", brands: frozenset[str] = frozenset()
+) -> tuple[int, str] | None:
     """The best (form, question) for one heading; None when the heading is not worth asking about."""
-    found = candidate_questions(heading, opening)
+    found = candidate_questions(heading, opening, brands)
     return found[0] if found else None
 
 
@@ -278,37 +291,40 @@ def _spread(key: str, seed: int) -> str:
 
 
 def candidates(
-    headings: Iterable[Heading], openings: Mapping[tuple[str, str], str] | None = None, *, seed: int = 0
-) -> list[list[Example]]:
-    """Per document (documents in a stable order spread by `seed`), its candidate questions best first
-    (better forms first, then spread): what to ask, one document's candidates until one answers.
-    `openings`: (doc_id, section) -> the start of that section's text. No question appears twice."""
-    openings = openings or {}
-    headings = list(headings)
-    brands = brand_words({h.doc_id: h.title for h in headings}.values())
-    per_doc: dict[str, list[tuple[int, str, Heading]]] = {}
+    headings: Iterable[Heading],
+    openings: Callable[[str], Mapping[str, str]] | None = None,
+    *,
+    seed: int = 0,
+) -> Iterator[list[Example]]:
+    """Per document (in a stable order spread by `seed`), its candidate questions best first (better
+    forms first, then spread): what to ask, one document's candidates until one answers. `openings`:
+    doc_id -> {section: the start of its text}, called once per document reached (lazily, so a
+    caller that stops early reads no more). No question appears twice."""
+    by_doc: dict[str, list[Heading]] = {}
     for heading in headings:
-        opening = openings.get((heading.doc_id, heading.section), "")
-        for form, question in candidate_questions(heading, opening, brands):
-            per_doc.setdefault(heading.doc_id, []).append((form, question, heading))
+        by_doc.setdefault(heading.doc_id, []).append(heading)
+    brands = brand_words(group[0].title for group in by_doc.values())
     seen: set[str] = set()
-    out: list[list[Example]] = []
-    for doc_id in sorted(per_doc, key=lambda d: _spread(d, seed)):
-        ranked = sorted(per_doc[doc_id], key=lambda item: (item[0], _spread(item[1], seed)))
+    for doc_id in sorted(by_doc, key=lambda d: _spread(d, seed)):
+        opening = openings(doc_id) if openings is not None else {}
+        worded = [
+            (form, question, heading)
+            for heading in by_doc[doc_id]
+            for form, question in candidate_questions(heading, opening.get(heading.section, ""), brands)
+        ]
         examples = []
-        for _, question, heading in ranked:
+        for _, question, heading in sorted(worded, key=lambda item: (item[0], _spread(item[1], seed))):
             if (key := normalise(question)) not in seen:
                 seen.add(key)
                 examples.append(
                     Example(question=question, doc_id=doc_id, title=heading.title, section=heading.section)
                 )
         if examples:
-            out.append(examples)
-    return out
+            yield examples
 
 
 def answered(
-    per_doc: Sequence[Sequence[Example]], answers: Callable[[str], bool], *, keep: int, max_asks: int
+    per_doc: Iterable[Sequence[Example]], answers: Callable[[str], bool], *, keep: int, max_asks: int
 ) -> list[Example]:
     """At most `keep` examples that `answers` accepts, at most one per document, asking at most
     `max_asks` questions in all: each document's candidates in order until one is accepted."""

@@ -154,6 +154,7 @@ class Plan:
     timings: dict[str, float] = field(default_factory=dict)
     started: float = 0.0
     principal: Principal | None = None  # who asked; None: the local operator (reads everything)
+    record: bool = True  # written to the ask log and the gap queue (False: a probe, such as an example)
 
 
 @dataclass(kw_only=True)
@@ -200,9 +201,10 @@ class Pipeline:
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        record: bool = True,
     ) -> Plan:
         """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
-        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap).
+        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap, when `record`).
 
         Retrieval sees only the documents `principal` may read (None: the local operator, every
         document), so every later stage, conflicts and closest matches included, sees no other."""
@@ -210,10 +212,11 @@ class Pipeline:
         if not isinstance(question, Question):
             question = validate_question(question, self.settings.max_question_chars)
         plan = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
-        plan.started = started
+        plan.started, plan.record = started, record
         if not retrieval_gate(plan.scored, plan.threshold, plan.question):
             closest = [r.chunk_id for r in plan.closest]
-            self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
+            if record:
+                self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
             plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
             return plan
         with _timed(plan.timings, "assemble"):
@@ -461,14 +464,16 @@ class Pipeline:
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
+        record: bool = True,
     ) -> Answer:
         """A verified answer or a refusal: the same drafts as `answer_stream` (`core.Session`: a second
         draft with sentence-specific feedback when the first withheld a claim, or a longer one when it
         was cut at `max_tokens` and `retry_max_tokens` is larger), folded into an Answer. If the second
         call fails, the first draft stands, with a note. Raises InvalidQuestion, or
         UpstreamUnavailable when the model call fails and no verified sentence exists.
+        `record=False` writes neither the ask log nor the gap queue (a probe, not a person's ask).
         """
-        plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal)
+        plan = self.plan(question, top_k=top_k, trace_id=trace_id, principal=principal, record=record)
         self._gate_answer(plan)
         if plan.refusal is not None:
             return self._finish(plan, fold(self._base(plan), self._pre_refusal(plan)), ())
@@ -518,7 +523,8 @@ class Pipeline:
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
         plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
         answer = replace(answer, timings=_all_stages(plan.timings))
-        self._log(plan, answer, verdicts)
+        if plan.record:
+            self._log(plan, answer, verdicts)
         return answer
 
     def _log(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> None:

@@ -37,6 +37,7 @@ from rag.answer.events import Event
 from rag.answer.generate import tools_for
 from rag.answer.pipeline import Pipeline, build_pipeline, validate_question
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.examples import ExamplePools, ExampleStore, add_example_routes
 from rag.api.feedback import FeedbackStore, add_feedback_routes
 from rag.api.metrics import install_metrics
 from rag.api.middleware import (
@@ -129,7 +130,10 @@ class QAService(Protocol):
         top_k: int | None = None,
         trace_id: str | None = None,
         principal: Principal | None = None,
-    ) -> Answer: ...
+        record: bool = True,
+    ) -> Answer:
+        """`record=False`: a probe (an example question), kept out of the ask log and the gap queue."""
+        ...
 
     def answer_stream(
         self,
@@ -372,6 +376,8 @@ def create_app(
     # has it; a test double without it simply has no such routes.
     if isinstance(qa.store, FeedbackStore):
         add_feedback_routes(app, qa.store)
+    if isinstance(qa.store, ExampleStore):
+        add_example_routes(app, ExamplePools(qa.store, qa, asks=settings.example_asks))
     if isinstance(qa.store, ReviewStore):
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")
