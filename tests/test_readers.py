@@ -38,6 +38,22 @@ def test_store_headings_distinct_sections_with_chunk_counts(store: Store) -> Non
     assert len(store.headings(1)) == 1
 
 
+def test_store_corpus_version_moves_with_every_change_to_the_corpus_only(store: Store) -> None:  # noqa: F811
+    empty = store.corpus_version()
+    assert store.corpus_version() == empty
+    doc, chunks = doc_and_chunks("v1", ["First part.", "Second part."])
+    store.upsert_document(doc, chunks)
+    ingested = store.corpus_version()
+    assert ingested != empty
+    store.add_feedback(Feedback(trace_id="t1", verdict="wrong"))  # not the corpus
+    assert store.corpus_version() == ingested
+    store.upsert_document(doc, [replace(chunks[0], text="First part, changed.")])
+    changed = store.corpus_version()
+    assert changed not in (empty, ingested)
+    store.delete_document("v1")
+    assert store.corpus_version() not in (empty, ingested, changed)
+
+
 def test_store_feedback_round_trip_newest_first_and_filtered(store: Store) -> None:  # noqa: F811
     first = store.add_feedback(Feedback(trace_id="t1", verdict="wrong", note="Outdated.", question="Q?"))
     second = store.add_feedback(Feedback(trace_id="t2", verdict="helpful"))

@@ -21,7 +21,16 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from rag.language.lexicon import GENERIC_SOURCE_WORDS, HOW_TO_HEADING_RE, LAYOUT_HEADINGS, STOP_WORDS
+from rag.language.lexicon import (
+    EXAMPLE_DETERMINERS,
+    EXAMPLE_JOINERS,
+    GENERIC_SOURCE_WORDS,
+    HOW_TO_HEADING_RE,
+    LAYOUT_HEADINGS,
+    NOT_A_NAME_OPENERS,
+    STOP_WORDS,
+    TO_FIRST_PERSON,
+)
 from rag.language.text import english_frequency, normalise, split_sentences
 from rag.types import Heading
 
@@ -45,16 +54,6 @@ _MARKUP_RE = re.compile(r"[*_`]+")
 _LETTERS_RE = re.compile(r"[^\W\d_]")
 _ARTICLE_RE = re.compile(r"^(?:the|a|an)\s", re.IGNORECASE)
 _WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
-# Words that open an object phrase after a verb ("Create *a* project", "Connect *your* tools").
-_DETERMINERS = frozenset(
-    "a an the your my our their this that these those each every all another any some".split()
-)
-# Words that join two topics: a gerund followed by one is a noun ("Billing and invoices").
-_JOINERS = frozenset({"and", "or", "versus", "vs", "&", "nor"})
-# Second-person words turned to the asker's first person ("Connect your tools" -> "... my tools?").
-_TO_FIRST_PERSON = {"your": "my", "yours": "mine", "yourself": "myself", "you": "I"}
-# Words a title starting with does not name a thing ("About us", "Getting started", "How we work").
-_NOT_A_NAME = frozenset("about how what why when where who getting introducing welcome meet".split())
 _KINDS = frozenset(GENERIC_SOURCE_WORDS.split())
 # A definition: "[The|A|An|Our|Your] <topic> is|are ..." at the start of the section's first sentence.
 _DEFINITION_RE = re.compile(r"^(?:(?P<article>the|a|an|our|your)\s+)?(?P<rest>.+)$", re.IGNORECASE)
@@ -127,7 +126,7 @@ def _is_base_verb(word: str) -> bool:
 
 
 def _first_person(words: Sequence[str]) -> str:
-    return " ".join(_TO_FIRST_PERSON.get(w.lower(), w) for w in words)
+    return " ".join(TO_FIRST_PERSON.get(w.lower(), w) for w in words)
 
 
 def _title_case(words: Sequence[str]) -> bool:
@@ -145,9 +144,9 @@ def _has_object(words: Sequence[str]) -> bool:
     """Whether the words after a verb read as its object: a determiner first, a name, or two words or
     more ("Sharing a snapshot", "Connecting Slack", "Importing from a spreadsheet"; not "Working hours")."""
     rest = _rest(words)
-    if not rest or rest[0].lower() in _JOINERS:
+    if not rest or rest[0].lower() in EXAMPLE_JOINERS:
         return False
-    return rest[0].lower() in _DETERMINERS or _names(rest[0]) or len(rest) >= 2
+    return rest[0].lower() in EXAMPLE_DETERMINERS or _names(rest[0]) or len(rest) >= 2
 
 
 def _names(word: str) -> bool:
@@ -174,7 +173,7 @@ def _imperative(words: Sequence[str]) -> bool:
     """A heading that opens with a verb's base form before a determiner or a name ("Create a project",
     "Enforce SSO"; not "Audit log")."""
     rest = _rest(words)
-    if not rest or not (rest[0].lower() in _DETERMINERS or _names(rest[0])):
+    if not rest or not (rest[0].lower() in EXAMPLE_DETERMINERS or _names(rest[0])):
         return False
     return _is_base_verb(words[0])
 
@@ -221,7 +220,7 @@ def _document_phrase(title: str, brands: frozenset[str] = frozenset()) -> str:
     if len(words) >= 2 and words[-1].lower() in _KINDS:
         before: list[str] = []
         for word in reversed(words[-3:-1]):
-            if word.lower() in _JOINERS or word.lower() in STOP_WORDS or word.casefold() in brands:
+            if word.lower() in EXAMPLE_JOINERS or word.lower() in STOP_WORDS or word.casefold() in brands:
                 break
             before.insert(
                 0, _lower_word(word) if english_frequency(word.lower()) >= MIN_WORD_FREQUENCY else word
@@ -235,9 +234,9 @@ def _document_phrase(title: str, brands: frozenset[str] = frozenset()) -> str:
     ):
         return ""
     if (
-        words[0].lower() in _NOT_A_NAME
+        words[0].lower() in NOT_A_NAME_OPENERS
         or words[0].lower().endswith("ing")
-        or _JOINERS & {w.lower() for w in words}
+        or EXAMPLE_JOINERS & {w.lower() for w in words}
     ):
         return ""
     return plain if _ARTICLE_RE.match(plain) else f"the {plain}"
