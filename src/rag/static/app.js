@@ -897,8 +897,8 @@
   }
 
   // The server asks each example before offering it; while it is still asking it answers `pending`,
-  // and the page asks again, a little later each time (about half a minute in all).
-  const EXAMPLES_RETRIES = 20;
+  // and the page asks again, a little later each time (for about two minutes in all).
+  const EXAMPLES_RETRIES = 60;
   let examplesTimer = null;
 
   async function loadExamples(attempt = 0) {
