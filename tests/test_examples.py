@@ -206,6 +206,10 @@ class CountingAsker:
     pipeline: Pipeline
     asked: list[tuple[str, frozenset[str] | None, bool]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    go: threading.Event = field(default_factory=threading.Event)  # cleared: each ask waits for it
+
+    def __post_init__(self) -> None:
+        self.go.set()
 
     @property
     def generator(self) -> Any:
@@ -214,6 +218,7 @@ class CountingAsker:
     def answer(self, question: str, *, principal: Principal | None = None, record: bool = True) -> Answer:
         with self.lock:
             self.asked.append((question, principal.reads if principal else None, record))
+        assert self.go.wait(60)
         return self.pipeline.answer(question, principal=principal, record=record)
 
 
@@ -269,6 +274,27 @@ def test_pool_is_asked_once_per_corpus_version_and_rebuilt_after_an_ingest_chang
     assert store.corpus_version() != version
     _drawn(pools, reader)
     assert len(asker.asked) > asks
+
+
+def test_while_the_next_pool_is_built_the_last_one_is_offered_without_documents_now_hidden(
+    small: tuple[SqliteStore, CountingAsker, Path],
+) -> None:
+    store, asker, folder = small
+    pools = ExamplePools(store, asker, asks=40)
+    reader = Principal.anonymous()
+    assert {e.doc_id for e in _drawn(pools, reader)} == {"rooms", "leave"}
+    leave = (folder / "leave.md").read_text()
+    (folder / "leave.md").write_text("---\naccess: [hr]\n---\n" + leave)
+    ingest_paths(store, [folder], settings=load_settings(db=store.path, mock=True))
+    asker.go.clear()  # the next build waits on its first ask
+    try:
+        stale = pools.draw(reader, limit=POOL_SIZE, seed=0, wait=0.0)
+        assert stale is not None and {e.doc_id for e in stale} == {"rooms"}
+        # a build still running is not started again for the same audience
+        assert pools.draw(reader, limit=POOL_SIZE, seed=0, wait=0.0) == stale
+    finally:
+        asker.go.set()
+    assert {e.doc_id for e in _drawn(pools, reader)} == {"rooms"}
 
 
 def test_pool_probes_are_not_written_to_the_ask_log_or_the_gap_queue(

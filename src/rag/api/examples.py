@@ -6,7 +6,8 @@ principal and without writing the ask log or the gap queue, and only those answe
 are offered. So a chip never shows what the caller could not read, and never one its click refuses.
 
 The answered examples are kept in a pool per (corpus version, reader, the caller's groups): built
-once, in a background thread, and reused until an ingest moves the store's `corpus_version()`.
+once, in a background thread, and reused until an ingest moves the store's `corpus_version()`
+(see `ExamplePools` for what is offered while the next one is built).
 Cost: a pool asks at most `Settings.example_asks` questions (`RAG_EXAMPLES_ASKS` with the offline
 reader; `RAG_EXAMPLES_ASKS_CLAUDE`, small, with Claude, where each is a model call), one document's
 candidates until one answers, and stops once `POOL_SIZE` are answered. A request waits at most
@@ -32,10 +33,10 @@ from starlette.concurrency import run_in_threadpool
 from rag.access import Principal
 from rag.api.middleware import principal_of
 from rag.api.responses import json_response
-from rag.errors import RagError
+from rag.errors import NotFound, RagError
 from rag.examples import Example, answered, candidates, pick
 from rag.serialize import jsonable
-from rag.types import Answer, Chunk, Heading
+from rag.types import Answer, Chunk, Document, Heading
 
 # Answered examples kept per pool: the most one request may ask for.
 POOL_SIZE = 12
@@ -46,7 +47,7 @@ CHUNKS_READ = 200
 # Seconds a request waits for a pool being built, and a cut-short pool is kept before a retry.
 WAIT_SECONDS = 0.5
 RETRY_SECONDS = 60.0
-# Pools kept at most (older corpus versions and audiences are dropped first).
+# Audiences whose last pool is kept at most (the oldest dropped first).
 MAX_POOLS = 64
 
 log = logging.getLogger("rag.api")
@@ -62,6 +63,8 @@ class ExampleStore(Protocol):
     """What the pools read from the store (every backend has it; see `rag.store.base.Store`)."""
 
     def corpus_version(self) -> str: ...
+
+    def get_document(self, doc_id: str, *, groups: frozenset[str] | None = None) -> Document: ...
 
     def headings(self, limit: int = 200, *, groups: frozenset[str] | None = None) -> list[Heading]: ...
 
@@ -111,8 +114,9 @@ class ExamplesOut(BaseModel):
 
 @dataclass
 class Pool:
-    """The answered examples of one (corpus version, reader, groups); `ready` is set once built."""
+    """The answered examples of one corpus version for one audience; `ready` is set once built."""
 
+    version: str
     ready: threading.Event = field(default_factory=threading.Event)
     examples: list[Example] = field(default_factory=list)
     expires: float = math.inf  # monotonic seconds; finite for a build a failure cut short
@@ -132,27 +136,40 @@ def _openings(store: ExampleStore, groups: frozenset[str] | None) -> Callable[[s
 
 
 class ExamplePools:
-    """Pools of answered example questions, built in the background, one per key (see the module)."""
+    """Pools of answered example questions, built in the background (see the module): per audience
+    (reader, groups) the last pool built and at most one being built.
+
+    While the corpus moves (an ingest; vectors stored by the background embedding), the last pool
+    built is offered until the current version's is ready, less any example whose document the
+    caller can no longer read; a build for an older version still running is left to finish first,
+    so a corpus that keeps moving costs one build at a time, never one per version."""
 
     def __init__(self, store: ExampleStore, qa: Asker, *, asks: int) -> None:
         self.store, self.qa, self.asks = store, qa, asks
-        self._pools: dict[tuple[str, str, frozenset[str] | None], Pool] = {}
+        self._built: dict[tuple[str, frozenset[str] | None], Pool] = {}
+        self._building: dict[tuple[str, frozenset[str] | None], Pool] = {}
         self._lock = threading.Lock()
 
-    def pool(self, principal: Principal) -> Pool:
-        """The pool for `principal` now (being built when new: see `Pool.ready`)."""
-        key = (self.store.corpus_version(), self.qa.generator.name, principal.reads)
+    def pool(self, principal: Principal) -> Pool | None:
+        """The pool of the current corpus version for `principal` (being built when new: see
+        `Pool.ready`); None while a build for an older version is still running."""
+        version = self.store.corpus_version()
+        audience = (self.qa.generator.name, principal.reads)
         with self._lock:
-            pool = self._pools.get(key)
-            if pool is not None and pool.expires > time.monotonic():
-                return pool
-            if len(self._pools) >= MAX_POOLS:
-                self._pools = {k: p for k, p in self._pools.items() if k[0] == key[0] and p.ready.is_set()}
-            pool = self._pools[key] = Pool()
-        threading.Thread(target=self._build, args=(pool, principal), name="rag-examples", daemon=True).start()
+            built = self._built.get(audience)
+            if built is not None and built.version == version and built.expires > time.monotonic():
+                return built
+            building = self._building.get(audience)
+            if building is not None:
+                return building if building.version == version else None
+            pool = self._building[audience] = Pool(version=version)
+        thread = threading.Thread(
+            target=self._build, args=(pool, principal, audience), name="rag-examples", daemon=True
+        )
+        thread.start()
         return pool
 
-    def _build(self, pool: Pool, principal: Principal) -> None:
+    def _build(self, pool: Pool, principal: Principal, audience: tuple[str, frozenset[str] | None]) -> None:
         groups = principal.reads
 
         def answers(question: str) -> bool:
@@ -160,9 +177,8 @@ class ExamplePools:
             return not self.qa.answer(question, principal=principal, record=False).abstained
 
         try:
-            per_doc = candidates(
-                self.store.headings(HEADINGS_READ, groups=groups), _openings(self.store, groups)
-            )
+            headings = self.store.headings(HEADINGS_READ, groups=groups)
+            per_doc = candidates(headings, _openings(self.store, groups))
             pool.examples = answered(per_doc, answers, keep=POOL_SIZE, max_asks=self.asks)
         except RagError as exc:  # a provider or the store failed: offer nothing now, try again later
             log.warning("example questions: %s: %s", type(exc).__name__, exc)
@@ -171,17 +187,38 @@ class ExamplePools:
             log.exception("example questions could not be built")
             pool.expires = time.monotonic() + RETRY_SECONDS
         finally:
+            with self._lock:
+                self._built[audience] = pool
+                self._building.pop(audience, None)
+                if len(self._built) > MAX_POOLS:
+                    self._built.pop(next(iter(self._built)))
             pool.ready.set()
+
+    def _readable(self, examples: list[Example], groups: frozenset[str] | None) -> list[Example]:
+        """`examples` whose documents `groups` may still read (for a pool of an older version)."""
+        kept = []
+        for example in examples:
+            try:
+                self.store.get_document(example.doc_id, groups=groups)
+            except NotFound:
+                continue
+            kept.append(example)
+        return kept
 
     def draw(
         self, principal: Principal, *, limit: int, seed: int, wait: float = WAIT_SECONDS
     ) -> list[Example] | None:
-        """At most `limit` answered examples for `principal`, drawn by `seed`; None while the pool is
-        still being built after `wait` seconds."""
+        """At most `limit` answered examples for `principal`, drawn by `seed`; None while none is
+        built yet after `wait` seconds (the last pool built, re-checked for access, while the current
+        version's is being built)."""
         pool = self.pool(principal)
-        if not pool.ready.wait(wait):
+        if pool is not None and pool.ready.wait(wait):
+            return pick(pool.examples, limit=limit, seed=seed)
+        with self._lock:
+            last = self._built.get((self.qa.generator.name, principal.reads))
+        if last is None:
             return None
-        return pick(pool.examples, limit=limit, seed=seed)
+        return pick(self._readable(last.examples, principal.reads), limit=limit, seed=seed)
 
 
 def add_example_routes(app: FastAPI, pools: ExamplePools) -> None:
