@@ -343,9 +343,3 @@ def answered(
 def pick(pool: Sequence[Example], *, limit: int, seed: int = 0) -> list[Example]:
     """At most `limit` of `pool`, in an order that depends on `seed` only (the same seed, the same draw)."""
     return sorted(pool, key=lambda e: _spread(e.doc_id + "\n" + e.question, seed))[: max(0, limit)]
-
-
-def example_questions(headings: Iterable[Heading], *, limit: int = 4, seed: int = 0) -> list[Example]:
-    """At most `limit` example questions, one per document (its best wording), none repeated, without
-    asking them; the same for the same headings and `seed` (another seed draws other documents)."""
-    return [examples[0] for examples in candidates(headings, seed=seed)][: max(0, limit)]
