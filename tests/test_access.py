@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_examples import ready_examples
 
 from rag.access import Principal, audience_text, group_names, load_principals, visible_sql
 from rag.answer.pipeline import build_pipeline
@@ -659,11 +660,8 @@ def test_examples_come_only_from_documents_the_caller_may_read(tmp_path: Path) -
             seen = {}
             # the same (limit, seed) for each caller: the cache is keyed by the caller's groups too
             for key in (PLAIN_KEY, "k-alice", PLAIN_KEY):
-                got = client.get(
-                    "/examples", params={"limit": 12}, headers={"Authorization": f"Bearer {key}"}
-                )
-                assert got.status_code == 200
-                seen[key] = {e["doc_id"] for e in got.json()["examples"]}
+                got = ready_examples(client, {"Authorization": f"Bearer {key}"}, limit=12)
+                seen[key] = {e["doc_id"] for e in got}
     finally:
         store.close()
     assert seen == {PLAIN_KEY: {"rooms"}, "k-alice": {"rooms", "leave"}}

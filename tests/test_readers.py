@@ -1,4 +1,5 @@
-"""Readers' routes: example questions from the corpus's headings, and "helpful / wrong" feedback.
+"""Readers' routes: example questions from the corpus's headings (their wording and asking: see
+tests/test_examples.py), and "helpful / wrong" feedback.
 
 The store methods behind them (`headings`, `add_feedback`, `feedback`) run on SQLite and
 PostgreSQL through the backend fixtures of tests/test_store_backends.py.
@@ -14,83 +15,14 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 from test_api import ANSWERABLE, KEY, OFF_TOPIC, serve_app
+from test_examples import ready_examples
 from test_store_backends import backend, doc_and_chunks, open_new, pg_url, store  # noqa: F401
 
 from rag.config import Settings, load_settings
-from rag.examples import example_questions, word_question
 from rag.store import Store, open_store
 from rag.store.migrations_sqlite import MIGRATIONS, migrate
 from rag.store.sqlite import SqliteStore
-from rag.types import AskRecord, Feedback, Heading, Usage
-
-
-def heading(section: str, *, doc_id: str = "d", title: str = "Team Handbook", chunks: int = 1) -> Heading:
-    return Heading(doc_id=doc_id, title=title, section=section, chunks=chunks)
-
-
-# ---------------------------------------------------------------- wording
-
-
-def test_word_question_keeps_a_question_heading_as_written() -> None:
-    assert word_question(heading("Billing > Can I get a refund after a year?")) == (
-        0,
-        "Can I get a refund after a year?",
-    )
-
-
-def test_word_question_rewrites_how_to_heading() -> None:
-    assert word_question(heading("Accounts > How to reset a password")) == (1, "How do I reset a password?")
-
-
-def test_word_question_topic_heading_names_the_document() -> None:
-    rank, question = word_question(heading("Limits > Maximum upload size", title="Admin Guide")) or (0, "")
-    assert (rank, question) == (2, "What does the Admin Guide say about maximum upload size?")
-
-
-def test_word_question_keeps_acronym_and_strips_numbering_and_markup() -> None:
-    worded = word_question(heading("3.2 **SSO** enforcement:", title="The Security Guide"))
-    assert worded == (2, "What does The Security Guide say about SSO enforcement?")
-
-
-def test_word_question_short_question_heading_gets_its_document_for_context() -> None:
-    worded = word_question(heading("What went wrong?", title="Login outage review"))
-    assert worded == (2, "What does the Login outage review say about what went wrong?")
-
-
-@pytest.mark.parametrize(
-    "section",
-    ["", "Overview", "See also", "Action items", "2024", "Team Handbook", "x" * 81, "Q3"],
-)
-def test_word_question_skips_layout_figures_titles_and_long_headings(section: str) -> None:
-    assert word_question(heading(section)) is None
-
-
-def test_example_questions_one_per_document_preferring_question_headings() -> None:
-    headings = [
-        heading("Limits", doc_id="a", title="Admin Guide"),
-        heading("Billing > Which payment methods do you accept?", doc_id="a", title="Admin Guide"),
-        heading("Sessions", doc_id="b", title="SSO Guide"),
-        heading("Overview", doc_id="c", title="Notes"),
-    ]
-    found = example_questions(headings, limit=5)
-    assert [e.doc_id for e in found] == ["a", "b"]
-    assert found[0].question == "Which payment methods do you accept?"
-    assert found[0].section == "Billing > Which payment methods do you accept?"
-
-
-def test_example_questions_respect_limit_and_repeat_for_the_same_seed() -> None:
-    headings = [heading(f"Topic number {i}", doc_id=f"d{i}", title=f"Guide {i}") for i in range(30)]
-    first = example_questions(headings, limit=4, seed=7)
-    assert len(first) == 4
-    assert example_questions(headings, limit=4, seed=7) == first
-    others = {tuple(e.doc_id for e in example_questions(headings, limit=4, seed=s)) for s in range(6)}
-    assert len(others) > 1
-
-
-def test_example_questions_never_repeat_a_question() -> None:
-    headings = [heading("Can I work from another country?", doc_id=f"d{i}") for i in range(3)]
-    assert [e.question for e in example_questions(headings, limit=3)] == ["Can I work from another country?"]
-
+from rag.types import AskRecord, Feedback, Usage
 
 # ---------------------------------------------------------------- store (both backends)
 
@@ -104,6 +36,22 @@ def test_store_headings_distinct_sections_with_chunk_counts(store: Store) -> Non
     assert found == {("h1", "Intro"): 1, ("h1", "Limits"): 2}
     assert store.headings(0) == [] and store.headings(-3) == []
     assert len(store.headings(1)) == 1
+
+
+def test_store_corpus_version_moves_with_every_change_to_the_corpus_only(store: Store) -> None:  # noqa: F811
+    empty = store.corpus_version()
+    assert store.corpus_version() == empty
+    doc, chunks = doc_and_chunks("v1", ["First part.", "Second part."])
+    store.upsert_document(doc, chunks)
+    ingested = store.corpus_version()
+    assert ingested != empty
+    store.add_feedback(Feedback(trace_id="t1", verdict="wrong"))  # not the corpus
+    assert store.corpus_version() == ingested
+    store.upsert_document(doc, [replace(chunks[0], text="First part, changed.")])
+    changed = store.corpus_version()
+    assert changed not in (empty, ingested)
+    store.delete_document("v1")
+    assert store.corpus_version() not in (empty, ingested, changed)
 
 
 def test_store_feedback_round_trip_newest_first_and_filtered(store: Store) -> None:  # noqa: F811
@@ -207,9 +155,7 @@ def client(corpus_db: str) -> Iterator[TestClient]:
 
 
 def test_examples_route_words_questions_from_indexed_headings(client: TestClient, corpus_db: str) -> None:
-    response = client.get("/examples", params={"limit": 4})
-    assert response.status_code == 200
-    examples = response.json()["examples"]
+    examples = ready_examples(client, limit=4)
     assert len(examples) == 4
     opened = open_store(_settings(corpus_db))
     try:
@@ -219,7 +165,7 @@ def test_examples_route_words_questions_from_indexed_headings(client: TestClient
     assert all((e["doc_id"], e["section"]) in indexed for e in examples)
     assert len({e["doc_id"] for e in examples}) == 4
     assert all(e["question"].endswith("?") for e in examples)
-    assert client.get("/examples", params={"limit": 4}).json() == response.json()
+    assert client.get("/examples", params={"limit": 4}).json() == {"examples": examples, "pending": False}
 
 
 def test_examples_route_rejects_out_of_range_limit(client: TestClient) -> None:
@@ -229,7 +175,7 @@ def test_examples_route_rejects_out_of_range_limit(client: TestClient) -> None:
 
 def test_examples_route_on_empty_store_returns_none(tmp_path: Path) -> None:
     with serve_app(str(tmp_path / "empty.db")) as c:
-        assert c.get("/examples").json() == {"examples": []}
+        assert ready_examples(c) == []
 
 
 def test_feedback_after_ask_stores_verdict_with_the_logged_question(

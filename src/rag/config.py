@@ -209,6 +209,19 @@ class Settings(BaseSettings):
     sse_keepalive: float = Field(
         10.0, gt=0, description="seconds without an event before an SSE keep-alive comment"
     )
+    examples_asks: int = Field(
+        40,
+        ge=0,
+        le=500,
+        description="example questions the offline reader is asked, per corpus version and audience, "
+        "before /examples offers the answered ones",
+    )
+    examples_asks_claude: int = Field(
+        8,
+        ge=0,
+        le=100,
+        description="the same with Claude reading, where each question asked is a model call",
+    )
     log_level: str = "INFO"
 
     # evaluation
@@ -282,6 +295,12 @@ class Settings(BaseSettings):
     @property
     def use_claude(self) -> bool:
         return bool(self.anthropic_api_key) and not self.mock
+
+    @property
+    def example_asks(self) -> int:
+        """How many candidate example questions may be asked per pool (`rag.api.examples`): with
+        Claude each costs a model call, so its own, small, limit."""
+        return self.examples_asks_claude if self.use_claude else self.examples_asks
 
     @property
     def use_voyage(self) -> bool:

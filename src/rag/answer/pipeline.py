@@ -214,6 +214,7 @@ class Plan:
     def turn(self) -> int:
         """This turn's 1-based number in its conversation; 0 for a single question."""
         return len(self.history) + 1 if self.history or self.conversation_id else 0
+    record: bool = True  # written to the ask log and the gap queue (False: a probe, such as an example)
 
 
 @dataclass(kw_only=True)
@@ -262,9 +263,10 @@ class Pipeline:
         principal: Principal | None = None,
         history: Sequence[Turn] = (),
         conversation_id: str = "",
+        record: bool = True,
     ) -> Plan:
         """The front half, up to generation: retrieve, gate, assemble, conflicts, compress. A line-1 or
-        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap).
+        line-2 refusal is set on the plan (and a line-1 refusal queued as a coverage gap, when `record`).
 
         Retrieval sees only the documents `principal` may read (None: the local operator, every
         document), so every later stage, conflicts and closest matches included, sees no other. A
@@ -279,12 +281,13 @@ class Pipeline:
             earlier = [t.question for t in turns]
             searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
-        plan.started = started
+        plan.started, plan.record = started, record
         plan.asked, plan.history = str(question), turns
         plan.conversation_id = validate_conversation_id(conversation_id)
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
-            self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
+            if record:
+                self.store.add_gap(plan.question, plan.top, closest, principal=_name(principal))
             plan.refusal = self._refusal(plan, "low_retrieval_score", LOW_RETRIEVAL_MESSAGE)
             return plan
         with _timed(plan.timings, "assemble"):
@@ -566,12 +569,14 @@ class Pipeline:
         principal: Principal | None = None,
         history: Sequence[Turn] = (),
         conversation_id: str = "",
+        record: bool = True,
     ) -> Answer:
         """A verified answer or a refusal: the same drafts as `answer_stream` (`core.Session`: a second
         draft with sentence-specific feedback when the first withheld a claim, or a longer one when it
         was cut at `max_tokens` and `retry_max_tokens` is larger), folded into an Answer. If the second
         call fails, the first draft stands, with a note. Raises InvalidQuestion, or
         UpstreamUnavailable when the model call fails and no verified sentence exists.
+        `record=False` writes neither the ask log nor the gap queue (a probe, not a person's ask).
         """
         plan = self.plan(
             question,
@@ -580,6 +585,7 @@ class Pipeline:
             principal=principal,
             history=history,
             conversation_id=conversation_id,
+            record=record,
         )
         self._gate_answer(plan)
         if plan.refusal is not None:
@@ -631,7 +637,8 @@ class Pipeline:
     def _finish(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> Answer:
         plan.timings["total"] = round((time.perf_counter() - plan.started) * 1000, 3)
         answer = replace(answer, timings=_all_stages(plan.timings))
-        self._log(plan, answer, verdicts)
+        if plan.record:
+            self._log(plan, answer, verdicts)
         return answer
 
     def _log(self, plan: Plan, answer: Answer, verdicts: tuple[str, ...]) -> None:

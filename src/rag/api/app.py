@@ -43,6 +43,7 @@ from rag.answer.pipeline import (
     validate_question,
 )
 from rag.api.admin import ReviewStore, add_admin_routes, is_admin_path
+from rag.api.examples import ExamplePools, ExampleStore, add_example_routes
 from rag.api.feedback import FeedbackStore, add_feedback_routes
 from rag.api.metrics import install_metrics
 from rag.api.middleware import (
@@ -137,7 +138,10 @@ class QAService(Protocol):
         principal: Principal | None = None,
         history: Sequence[Turn] = (),
         conversation_id: str = "",
-    ) -> Answer: ...
+        record: bool = True,
+    ) -> Answer:
+        """`record=False`: a probe (an example question), kept out of the ask log and the gap queue."""
+        ...
 
     def answer_stream(
         self,
@@ -391,6 +395,8 @@ def create_app(
     # has it; a test double without it simply has no such routes.
     if isinstance(qa.store, FeedbackStore):
         add_feedback_routes(app, qa.store)
+    if isinstance(qa.store, ExampleStore):
+        add_example_routes(app, ExamplePools(qa.store, qa, asks=settings.example_asks))
     if isinstance(qa.store, ReviewStore):
         add_admin_routes(app, qa.store, settings, STATIC_DIR)
     app.mount("/static", StaticFiles(directory=STATIC_DIR, check_dir=False), name="static")

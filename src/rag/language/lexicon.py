@@ -419,6 +419,16 @@ LAYOUT_HEADINGS = frozenset(
 )
 # "How to reset a password" -> "How do I reset a password?"
 HOW_TO_HEADING_RE = re.compile(r"^how\s+to\s+(?P<rest>.+)$", re.IGNORECASE)
+# Words that open an object phrase after a verb ("Create *a* project", "Connect *your* tools").
+EXAMPLE_DETERMINERS = frozenset(
+    "a an the your my our their this that these those each every all another any some".split()
+)
+# Words that join two topics: a gerund followed by one is a noun ("Billing and invoices").
+EXAMPLE_JOINERS = frozenset({"and", "or", "versus", "vs", "&", "nor"})
+# Second-person words turned to the asker's first person ("Connect your tools" -> "... my tools?").
+TO_FIRST_PERSON = {"your": "my", "yours": "mine", "yourself": "myself", "you": "I"}
+# Words a title starting with does not name a thing ("About us", "Getting started", "How we work").
+NOT_A_NAME_OPENERS = frozenset("about how what why when where who getting introducing welcome meet".split())
 
 
 # --- the support check (rag.support.check) ---

@@ -977,13 +977,27 @@
     }
   }
 
-  async function loadExamples() {
+  // The server asks each example before offering it; while it is still asking it answers `pending`,
+  // and the page asks again, a little later each time (for about two minutes in all).
+  const EXAMPLES_RETRIES = 60;
+  let examplesTimer = null;
+
+  async function loadExamples(attempt = 0) {
+    clearTimeout(examplesTimer);
     let examples = [];
+    let pending = false;
     try {
       const response = await fetch(`/examples?limit=4&seed=${encodeURIComponent(examplesSeed())}`,
         { headers: authHeaders({ Accept: "application/json" }) });
-      if (response.ok) examples = (await response.json()).examples || [];
+      if (response.ok) {
+        const body = await response.json();
+        examples = body.examples || [];
+        pending = Boolean(body.pending);
+      }
     } catch { /* no examples: the page works without them */ }
+    if (pending && attempt < EXAMPLES_RETRIES) {
+      examplesTimer = setTimeout(() => loadExamples(attempt + 1), Math.min(300 * (attempt + 1), 2000));
+    }
     ui.exampleList.replaceChildren(...examples.map((ex) => h("li", {},
       h("button", {
         type: "button",

@@ -739,6 +739,12 @@ class SqlStore(Generic[C]):
             )
         return StoreStats(documents=documents, chunks=chunks, embeddings=embeddings, backend=self.backend)
 
+    def corpus_version(self) -> str:
+        # one row kept by the write transactions (`_count_delta`), here or in another process; the
+        # generation tells a replaced database file from the one opened before
+        ((version,),) = self._read("SELECT version FROM corpus_counts WHERE id = 1")
+        return f"{int(version)}.{self._generation}"
+
     # the ask log and the gap queue: queued by requests, written in batches by a background thread
     # (rag.store.asklog) into `_log_target()`, which holds the `ask_log` and `gaps` tables
 

@@ -40,6 +40,12 @@ class StoreReader(Protocol):
         StoreUnavailable when it cannot answer."""
         ...
 
+    def corpus_version(self) -> str:
+        """A token that changes with every committed change to the corpus (a document ingested,
+        replaced or deleted, vectors stored), by this process or another, and when the database is
+        replaced: equal tokens, the same corpus. One row read; for caches of what the corpus answers."""
+        ...
+
     def check_log(self) -> None:
         """Open the database the ask log and gap queue are written to, when not open yet; raises
         StoreUnavailable when it cannot be opened (every ask writes there)."""
