@@ -115,3 +115,16 @@ def test_near_neighbour_cosine_is_the_scorers_own() -> None:
     between = (local + NEAR_NEIGHBOUR) / 2
     assert retrieval_gate([Scored(chunk=chunk, score=0.9, dense=between, scorer="hybrid")], 0.2, question)
     assert not retrieval_gate([Scored(chunk=chunk, score=0.9, dense=between, scorer="voyage")], 0.2, question)
+
+
+def test_retrieval_gate_under_a_hybrid_score_passes_on_words_alone() -> None:
+    chunk = Chunk(
+        chunk_id="a#c01", doc_id="a", title="Trash", section="", text="Deleted projects stay 30 days."
+    )
+    question = "How long do deleted projects stay?"
+    mixed_low = Scored(chunk=chunk, score=0.40, dense=0.2, scorer="hybrid", words=0.60)
+    # the mix is under its threshold, but the words alone reach the lexical one
+    assert retrieval_gate([mixed_low], 0.55, question, words_min=0.47)
+    assert not retrieval_gate([mixed_low], 0.55, question)
+    weak_words = Scored(chunk=chunk, score=0.40, dense=0.2, scorer="hybrid", words=0.30)
+    assert not retrieval_gate([weak_words], 0.55, question, words_min=0.47)

@@ -81,11 +81,20 @@ class Scored:
     lexical: float = 0.0
     scorer: str = ""
     dense: float = 0.0  # cosine similarity to the question when dense retrieval found it, else 0
+    words: float = 0.0  # under a hybrid score: the lexical reranker's score alone, else 0
 
-    def rescored(self, score: float, scorer: str) -> Scored:
+    def rescored(self, score: float, scorer: str, words: float | None = None) -> Scored:
         """This candidate with a reranker's `score` and `scorer` (`dataclasses.replace` without its
-        per-call field introspection, which a reranker would pay once per candidate)."""
-        return Scored(chunk=self.chunk, score=score, lexical=self.lexical, scorer=scorer, dense=self.dense)
+        per-call field introspection, which a reranker would pay once per candidate); `words` kept
+        unless given."""
+        return Scored(
+            chunk=self.chunk,
+            score=score,
+            lexical=self.lexical,
+            scorer=scorer,
+            dense=self.dense,
+            words=self.words if words is None else words,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

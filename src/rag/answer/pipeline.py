@@ -214,6 +214,7 @@ class Plan:
     def turn(self) -> int:
         """This turn's 1-based number in its conversation; 0 for a single question."""
         return len(self.history) + 1 if self.history or self.conversation_id else 0
+
     record: bool = True  # written to the ask log and the gap queue (False: a probe, such as an example)
 
 
@@ -307,7 +308,8 @@ class Pipeline:
     def _passes_gate(self, plan: Plan) -> bool:
         """Line 1 for `plan`: its top score reaches the threshold (past the far-off floor) or, with
         Claude reading, its top chunk holds a rare word of the question (rag.answer.gates)."""
-        if retrieval_gate(plan.scored, plan.threshold, plan.question):
+        words_min = self.threshold("lexical") if plan.scorer == "hybrid" else None
+        if retrieval_gate(plan.scored, plan.threshold, plan.question, words_min=words_min):
             return True
         if self.reader != "claude" or not plan.scored:
             return False

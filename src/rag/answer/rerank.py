@@ -261,6 +261,7 @@ class HybridReranker:
                 c.rescored(
                     min(1.0, max(0.0, (1.0 - w) * c.score + w * max(0.0, c.dense))) if c.dense else c.score,
                     self.name,
+                    words=c.score,
                 )
                 for c in ranked
             ]
