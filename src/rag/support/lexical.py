@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import re
 
-from rag.language.lexicon import OPPOSITES, SCOPE_EQUIVALENTS_ONLY, SCOPE_GROUPS
+from rag.language.lexicon import (
+    BOUND_BEFORE_RE,
+    DEFINITION_RE,
+    EXCLUSIVE_RE,
+    ONLY_BEFORE_FIGURE_RE,
+    ONLY_CONDITION_RE,
+    ONLY_PAIRED_RE,
+    OPPOSITES,
+    SCOPE_EQUIVALENTS_ONLY,
+    SCOPE_GROUPS,
+)
+from rag.language.numbers import Number, find_numbers
 from rag.language.text import STOP_WORDS, english_frequency, stem, term_set, terms
 
-__all__ = ["negation_flip", "new_name", "new_scope", "opposite", "swapped"]
+__all__ = ["negation_flip", "new_name", "new_scope", "only_restated", "opposite", "swapped"]
 
 # Negation is judged per clause: the polarity (odd or even number of cues) of each sentence clause
 # against the span clause that shares most of its terms. "only" restricts as a negation does ("cannot X
@@ -61,6 +72,7 @@ FOREIGN_MAX_FUNCTION_SHARE = 0.15
 FOREIGN_MAX_KNOWN_SHARE = 0.55
 FOREIGN_KNOWN_FREQUENCY = 1e-6
 _NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
+_ONLY_RE = re.compile(r"(?<![\w-])only(?![\w-])", re.IGNORECASE)
 
 # A clause: its content terms and how many negation cues it has.
 _Clause = tuple[frozenset[str], int]
@@ -116,7 +128,7 @@ def new_scope(sentence: str, evidence: str) -> str:
     source_words = _words(evidence)
     source = set(source_words)
     for word in sorted(said & _SCOPE_WORDS):
-        if word in source:
+        if word in source or (word == "only" and only_restated(sentence, evidence)):
             continue
         if any(word in group and group & source for group in SCOPE_GROUPS):
             continue
@@ -124,6 +136,37 @@ def new_scope(sentence: str, evidence: str) -> str:
             continue
         return str(word)
     return ""
+
+
+def only_restated(sentence: str, evidence: str) -> bool:
+    """Whether every "only" of the sentence restates its span instead of adding a claim: the span says
+    itself that the thing is exclusive or limited ("just", "no other", "limited to", "a single"), or this
+    "only" stands before a figure the span bounds ("up to 5 guests" / "only 5 guests"), or before the
+    condition of a definition the span states by its condition ("counts as successful when C" / "only
+    counts as successful when C": a criterion is all the conditions there are). Anywhere else, "only" says
+    that nothing else holds, which the span does not say ("Admins can export" / "Only admins can export")."""
+    found = list(_ONLY_RE.finditer(sentence))
+    if not found or EXCLUSIVE_RE.search(evidence):
+        return bool(found)
+    bounded = {n.value for n in find_numbers(evidence) if BOUND_BEFORE_RE.search(evidence, 0, n.start)}
+    defines = DEFINITION_RE.search(evidence) is not None
+    figures = find_numbers(sentence)
+    for match in found:
+        if _limited_figure(sentence, match.start(), figures) in bounded:
+            continue
+        if defines and ONLY_CONDITION_RE.match(sentence, match.start()):
+            continue
+        return False
+    return True
+
+
+def _limited_figure(sentence: str, at: int, figures: list[Number]) -> float | None:
+    """The value of the figure the "only" at `at` stands before ("only 5", "can only have five"); else
+    None."""
+    after = next((n for n in figures if n.start > at), None)
+    if after is None or not ONLY_BEFORE_FIGURE_RE.fullmatch(sentence, at, after.start):
+        return None
+    return after.value
 
 
 def _distributive_in_span(said: list[str], word: str, source: list[str]) -> bool:
@@ -204,12 +247,21 @@ def negation_flip(sentence: str, evidence: str) -> str:
     (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise.
     A cue the other text states in a clause of no content terms is not counted ("if you do nothing,
     ..." / "if you do nothing at the end of the trial, ...")."""
-    free = _free_cues(sentence) | _free_cues(evidence)
+    free = _free_cues(sentence) | _free_cues(evidence) | _restated_cues(sentence, evidence)
     said, source = _clauses(sentence, free), _clauses(evidence, free)
     for terms_e, cues_e in source:
         if _flips((terms_e, cues_e), said, source):
             return "negates" if cues_e % 2 == 0 else "drops the negation of"
     return ""
+
+
+def _restated_cues(sentence: str, evidence: str) -> frozenset[str]:
+    """ "only" when each of the sentence's restates the span (`only_restated`) and the span has no word
+    the rule pairs it with (`ONLY_PAIRED_RE`): it is then not compared as a negation. Where the span
+    says "cannot X unless Y", "only X if Y" restates it through that very negation."""
+    if ONLY_PAIRED_RE.search(evidence) or not only_restated(sentence, evidence):
+        return frozenset()
+    return frozenset({"only"})
 
 
 def _restates(found: frozenset[str], other: frozenset[str]) -> bool:
