@@ -32,6 +32,16 @@ ABBREVIATIONS = frozenset(
     dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
     e.u a.m p.m ph.d""".split()
 )
+# Month names that may follow a day number written as an ordinal with a full stop ("31. März", "1. maj",
+# "3. Oktober"): the full stop ends no sentence there (`text.sentence_spans`). Lower-case words never
+# start a sentence, so these matter where month names are capitalised (German, English) or start a line
+# of text that capitalises them; the languages that write ordinals "N." (German, the Nordic languages,
+# Dutch dates in running text) and English.
+MONTH_NAMES = frozenset(
+    """januar jänner februar feber märz maerz april mai juni juli august september oktober november
+    dezember marts mars maj desember december januari februari maart mei augustus july june
+    january february march october jan feb mär mrz apr jun jul aug sep sept okt nov dez""".split()
+)
 # Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
 # fee per year, as "monthly" is per month, which Snowball already maps to "month").
 SAME_STEM = {"annual": "year", "annum": "year"}
