@@ -493,7 +493,12 @@ class Pipeline:
             cited = frozenset(c.chunk_id for c in sentence.citations)
             return conflict_about(sentence.text, cited, blocks)
 
-        return Session(first=self._core(plan, label), conflict=plan.conflict, conflict_of=conflict_of)
+        return Session(
+            first=self._core(plan, label),
+            conflict=plan.conflict,
+            conflict_of=conflict_of,
+            question=plan.question,
+        )
 
     def _second_ask(self, session: Session) -> SecondDraft | None:
         return session.second_draft(
