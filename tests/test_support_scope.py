@@ -206,3 +206,14 @@ def test_support_only_that_restates_its_span_is_kept(sentence: str, span: str) -
 )
 def test_support_only_that_adds_a_claim_is_withheld(sentence: str, span: str) -> None:
     assert not _kept(sentence, span)
+
+
+def test_support_a_without_phrase_of_the_span_left_out_is_an_omission_not_a_negation() -> None:
+    span = "Members may borrow up to 12 books per month without a deposit."
+    assert _kept("Members may borrow up to 12 books per month.", span)
+    assert not _kept("Members may not borrow 12 books per month.", span)
+    # a "without" the sentence adds is still compared
+    assert not _kept(
+        "Members may borrow up to 12 books per month without exception.",
+        "Members may borrow up to 12 books per month unless their account is overdue.",
+    )

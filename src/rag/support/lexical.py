@@ -43,6 +43,8 @@ MIN_CLAUSE_SHARE = 0.5
 # Prefixes that negate the word they start ("unavoidable", "non-refundable" once hyphens are gone).
 _NEGATIVE_PREFIXES = ("un", "non")
 MIN_CLAUSE_TERMS = 3
+# How many content terms after a negation cue make up what it negates.
+CUE_SCOPE = 3
 # How many terms either side count as a term's neighbours when looking for swapped roles.
 SWAP_REACH = 2
 
@@ -214,15 +216,32 @@ def _bare_plural(phrase: list[str], source: list[str], at: int) -> bool:
     return False
 
 
-def _clauses(text: str, free: frozenset[str] = frozenset()) -> list[_Clause]:
+def _clauses(
+    text: str, free: frozenset[str] = frozenset(), other: frozenset[str] | None = None
+) -> list[_Clause]:
     """(content terms, negation cues) per clause with at least one content term; cue words in `free`
-    are not counted."""
+    are not counted, nor, when `other` (the other text's terms) is given, a "without" whose phrase the
+    other text leaves out altogether ("... per year without a doctor's note" / "... per year")."""
     out = []
     for part in _CLAUSE_RE.split(_BOUND_RE.sub("at most", text)):
         found = _content(part)
         if found:
-            out.append((found, sum(1 for c in _NEGATION_RE.findall(part) if c.lower() not in free)))
+            cues = [m for m in _NEGATION_RE.finditer(part) if m.group().lower() not in free]
+            out.append((found, sum(1 for m in cues if other is None or _counted(part, m, other))))
     return out
+
+
+def _counted(clause: str, cue: re.Match[str], other: frozenset[str]) -> bool:
+    """Whether a cue is compared: "without" negates only the phrase after it ("without a doctor's
+    note"), so a text that leaves that phrase out says nothing of it; every other cue negates its clause."""
+    return cue.group().lower() != "without" or _scope_named(clause, cue.end(), other)
+
+
+def _scope_named(clause: str, after: int, other: frozenset[str]) -> bool:
+    """Whether the other text names a term of what the cue ending at `after` negates: the first
+    `CUE_SCOPE` content terms after it in its clause (a cue with none after it negates what precedes)."""
+    scope = [t for t in terms(clause[after:]) if not _NEGATION_RE.fullmatch(t)][:CUE_SCOPE]
+    return not scope or bool(set(scope) & other)
 
 
 def _content(clause: str) -> frozenset[str]:
@@ -248,7 +267,8 @@ def negation_flip(sentence: str, evidence: str) -> str:
     A cue the other text states in a clause of no content terms is not counted ("if you do nothing,
     ..." / "if you do nothing at the end of the trial, ...")."""
     free = _free_cues(sentence) | _free_cues(evidence) | _restated_cues(sentence, evidence)
-    said, source = _clauses(sentence, free), _clauses(evidence, free)
+    # a "without" phrase of the span the sentence leaves out is an omission; one the sentence adds is not
+    said, source = _clauses(sentence, free), _clauses(evidence, free, term_set(sentence))
     for terms_e, cues_e in source:
         if _flips((terms_e, cues_e), said, source):
             return "negates" if cues_e % 2 == 0 else "drops the negation of"
