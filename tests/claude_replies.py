@@ -23,7 +23,8 @@ import yaml
 from fake_anthropic import Cite, FakeAnthropic, JudgeRecorder, Part, Reply
 
 from rag.answer.claude import ClaudeGenerator
-from rag.answer.events import DoneEvent, RefusalEvent, SentenceEvent
+from rag.answer.conflicts import ONE_SIDE
+from rag.answer.events import DoneEvent, DroppedEvent, RefusalEvent, SentenceEvent
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import Settings, load_settings
 
@@ -60,6 +61,9 @@ class Outcome:
     # refused as conflicting_sources: the reply states one side of a figure another issued document
     # contradicts (issue 27's rule on the Claude path, newer than this set's expectations)
     conflicted: bool = False
+    # expected shown, withheld as one side of such a figure in an answer to a question that does not
+    # ask for it (the rest of the answer shown): the same rule, counted apart from `missed`
+    contested: list[str] = field(default_factory=list)
 
 
 def _doc_id(name: str) -> str:
@@ -141,6 +145,7 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
     if route == "ask":
         answer = pipeline.answer(case["question"])
         shown = [s.text for s in answer.sentences]
+        one_sided = [d.text for d in answer.dropped if any(ONE_SIDE in r for r in d.detail)]
         outcome.cut = answer.cut
         outcome.conflicted = answer.reason == "conflicting_sources"
     else:
@@ -150,6 +155,11 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
 
         events = anyio.run(collect)
         shown = [e.sentence.text for e in events if isinstance(e, SentenceEvent)]
+        one_sided = [
+            e.dropped.text
+            for e in events
+            if isinstance(e, DroppedEvent) and any(ONE_SIDE in r for r in e.dropped.detail)
+        ]
         outcome.cut = any(isinstance(e, DoneEvent) and e.cut for e in events)
         outcome.conflicted = any(
             isinstance(e, RefusalEvent) and e.reason == "conflicting_sources" for e in events
@@ -157,7 +167,9 @@ def play(case: dict[str, Any], route: Route, pipeline: Pipeline, fake: FakeAnthr
     outcome.reached = len(fake.message_requests()) > before
     outcome.shown = shown
     got = {normal(s) for s in shown}
-    outcome.missed = [s for s in case["expect"]["shown"] if normal(s) not in got]
+    contested = {normal(s) for s in one_sided}
+    outcome.contested = [s for s in case["expect"]["shown"] if normal(s) in contested]
+    outcome.missed = [s for s in case["expect"]["shown"] if normal(s) not in got | contested]
     outcome.leaked = [w for w in case["expect"]["withheld"] if normal(w) in got]
     return outcome
 
@@ -184,10 +196,11 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     cases = {c["id"]: c for c in load_replies()}
     out: dict[str, Any] = {}
     for route in ("ask", "stream"):
-        # a reply refused for a one-sided conflict is counted apart: this set's expectations predate the
-        # Claude-path conflict rule, which refuses it (r015 once the context holds the older FAQ)
+        # a reply refused for a one-sided conflict is counted apart, and so is a sentence withheld as one
+        # side of a figure the issued documents disagree on: this set's expectations predate the
+        # Claude-path conflict rule (r015's price, once the context holds the older FAQ)
         rows = [o for o in outcomes if o.route == route and o.reached and o.mapped and not o.conflicted]
-        expected = sum(len(cases[o.id]["expect"]["shown"]) for o in rows)
+        expected = sum(len(cases[o.id]["expect"]["shown"]) - len(o.contested) for o in rows)
         withheld = sum(len(cases[o.id]["expect"]["withheld"]) for o in rows)
         out[route] = {
             "replies": len(rows),
@@ -196,6 +209,7 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
             "conflict_refused": sum(
                 1 for o in outcomes if o.route == route and o.reached and o.mapped and o.conflicted
             ),
+            "contested": sum(len(o.contested) for o in rows),
             "shown_recall": round(1 - sum(len(o.missed) for o in rows) / expected, 3) if expected else 1.0,
             "expected_shown": expected,
             "withheld_leaked": sum(len(o.leaked) for o in rows),

@@ -41,7 +41,9 @@ def test_claude_replies_summary_counts_every_reply(outcomes: tuple[Outcome, ...]
     for route in ("ask", "stream"):
         row = figures[route]
         assert row["replies"] + row["not_reached"] + row["unmapped"] + row["conflict_refused"] == len(CASES)
-        assert row["conflict_refused"] <= 1  # r015: see claude_replies.summary
+        # r015 asks what a plan includes: its contested price is withheld and the rest shown
+        assert row["conflict_refused"] == 0
+        assert row["contested"] <= 1
 
 
 def test_claude_replies_show_the_right_sentences_and_withhold_the_harmful_ones(
@@ -51,3 +53,12 @@ def test_claude_replies_show_the_right_sentences_and_withhold_the_harmful_ones(
     row = summary(outcomes)["ask"]
     assert row["shown_recall"] >= 0.95
     assert row["withheld_leaked"] <= 1
+
+
+def test_claude_replies_every_faithful_sentence_is_shown_and_no_harmful_one(
+    outcomes: tuple[Outcome, ...],
+) -> None:
+    # issue 27's "done when", on the replies that reach Claude with every document they cite
+    scored = [o for o in outcomes if o.reached and o.mapped]
+    assert {o.id: o.missed for o in scored if o.missed} == {}
+    assert {o.id: o.leaked for o in scored if o.leaked} == {}

@@ -12,8 +12,8 @@ import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.answer.core import Core, carries_claim, fold, is_structure, joined_text, run
-from rag.answer.events import Event, RefusalEvent, SentenceEvent
+from rag.answer.core import Core, Session, carries_claim, fold, is_structure, joined_text, run
+from rag.answer.events import DroppedEvent, Event, RefusalEvent, SentenceEvent
 from rag.answer.parse import SentenceBuffer
 from rag.answer.pipeline import Pipeline, build_pipeline
 from rag.config import load_settings
@@ -240,3 +240,82 @@ def test_core_fold_of_a_refusal_has_no_sentences() -> None:
         [SentenceEvent(sentence=sentence), RefusalEvent(reason="no_citations", message="m")],
     )
     assert answer.abstained and answer.reason == "no_citations" and answer.sentences == ()
+
+
+def _priced_session(question: str) -> Session:
+    """A Claude-path session over two documents that price the Team plan differently (the conflict found
+    before generation)."""
+    from datetime import date
+
+    from rag.answer.conflicts import find_conflicts
+    from rag.types import Chunk
+
+    newer = "The Team plan costs $8 per user per month. The Team plan includes 100 GB of storage."
+    older = "The Team plan costs $7 per user per month."
+    blocks = [
+        Block(
+            n=n,
+            chunk=Chunk(
+                chunk_id=f"{doc}#c01",
+                doc_id=doc,
+                title=title,
+                section="Team plan",
+                text=text,
+                updated_at=when,
+            ),
+            score=0.9,
+            sent_text=text,
+        )
+        for n, doc, title, text, when in (
+            (1, "pricing", "Plans and pricing", newer, date(2026, 3, 1)),
+            (2, "faq", "Billing FAQ", older, date(2025, 6, 1)),
+        )
+    ]
+
+    (conflict,) = find_conflicts(None, blocks)
+    core = Core(blocks=blocks, min_overlap=0.42, buffer=SentenceBuffer(native=True))
+    return Session(first=core, conflict=conflict, question=question)
+
+
+def _priced_reply(session: Session, *, with_storage: bool = True) -> list[Event]:
+    pieces = [
+        Piece(text="The Team plan costs $8 per user per month", index=0, claims=(PRICE,)),
+        Piece(text=". ", index=1),
+    ]
+    if with_storage:
+        pieces += [
+            Piece(text="It includes 100 GB of storage", index=2, claims=(STORAGE,)),
+            Piece(text=".", index=3),
+        ]
+    return session.run(pieces) + session.finish()
+
+
+PRICE = Claim(n=1, cited_text="The Team plan costs $8 per user per month.")
+STORAGE = Claim(n=1, cited_text="The Team plan includes 100 GB of storage.")
+
+
+def test_session_withholds_only_a_contested_figure_when_the_question_asks_for_no_quantity() -> None:
+    session = _priced_session("What does the Team plan include?")
+    events = _priced_reply(session)
+    assert [e.sentence.text for e in events if isinstance(e, SentenceEvent)] == [
+        "It includes 100 GB of storage."
+    ]
+    dropped = [e.dropped for e in events if isinstance(e, DroppedEvent)]
+    assert [d.text for d in dropped] == ["The Team plan costs $8 per user per month."]
+    assert "Billing FAQ (2025-06-01) says $7" in dropped[0].detail[0]
+    assert session.one_sided is None
+
+
+def test_session_refuses_a_one_sided_figure_the_question_asks_for() -> None:
+    for question in ("How much does the Team plan cost?", "What do I pay for the Team plan?"):
+        session = _priced_session(question)
+        events = _priced_reply(session)
+        assert not [e for e in events if isinstance(e, SentenceEvent)], question
+        assert session.one_sided is not None
+
+
+def test_session_refuses_when_the_contested_figure_is_all_a_reply_says() -> None:
+    session = _priced_session("What does the Team plan include?")
+    events = _priced_reply(session, with_storage=False)
+    assert not [e for e in events if isinstance(e, SentenceEvent)]
+    assert session.one_sided is not None

@@ -151,3 +151,69 @@ def test_a_negative_word_restated_in_a_longer_clause_is_no_flip() -> None:
     assert not _kept(
         "At the end of the loan you do not choose a renewal; the book returns to the shelf.", span
     )
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span"),
+    [
+        # a definition states its whole criterion: "only ... when" restates it
+        (
+            "A loan is only treated as overdue when the book is not back by its due date.",
+            "A loan is treated as overdue when the book is not back by its due date.",
+        ),
+        (
+            "A member only counts as active if they borrowed a book in the last 90 days.",
+            "A member counts as active if they borrowed a book in the last 90 days.",
+        ),
+        # the span bounds the figure "only" stands before
+        ("Members can only borrow 4 books at a time.", "Members can borrow up to 4 books at a time."),
+        ("Each member can only reserve three titles.", "Each member can reserve at most three titles."),
+        # the span says itself that the thing is exclusive or limited
+        (
+            "Rare books are only lent to members of the reading room.",
+            "Rare books are lent to members of the reading room and to no other borrowers.",
+        ),
+        ("Late fees are only payable at the front desk.", "Late fees are payable solely at the front desk."),
+        # "cannot ... unless" is "only ... if"
+        (
+            "Guests only borrow books if a member vouches for them.",
+            "Guests cannot borrow books unless a member vouches for them.",
+        ),
+    ],
+)
+def test_support_only_that_restates_its_span_is_kept(sentence: str, span: str) -> None:
+    assert _kept(sentence, span)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "span"),
+    [
+        # "only" says nothing else holds, which the span does not say
+        ("Only librarians can renew a loan.", "Librarians can renew a loan."),
+        (
+            "Rare books are only lent to members of the reading room.",
+            "Rare books are lent to members of the reading room.",
+        ),
+        # a condition that is not a definition is one way among others
+        (
+            "Fees are only waived when the book is returned within a week.",
+            "Fees are waived when the book is returned within a week.",
+        ),
+        # a figure the span states without a bound, or another figure than the bound
+        ("Members can only borrow 4 books at a time.", "Members can borrow 4 books at a time."),
+        ("Members can only borrow 2 books at a time.", "Members can borrow up to 4 books at a time."),
+    ],
+)
+def test_support_only_that_adds_a_claim_is_withheld(sentence: str, span: str) -> None:
+    assert not _kept(sentence, span)
+
+
+def test_support_a_without_phrase_of_the_span_left_out_is_an_omission_not_a_negation() -> None:
+    span = "Members may borrow up to 12 books per month without a deposit."
+    assert _kept("Members may borrow up to 12 books per month.", span)
+    assert not _kept("Members may not borrow 12 books per month.", span)
+    # a "without" the sentence adds is still compared
+    assert not _kept(
+        "Members may borrow up to 12 books per month without exception.",
+        "Members may borrow up to 12 books per month unless their account is overdue.",
+    )

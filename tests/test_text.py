@@ -153,3 +153,39 @@ def test_prose_sentence_spans_leave_out_sentences_that_are_or_hold_code() -> Non
         "Check it:",
         "Shorter lifetimes cost more work.",
     ]
+
+
+def test_split_sentences_keeps_an_ordinal_date_whole_in_any_language_that_writes_n_dot() -> None:
+    # German, Danish, Norwegian and Czech dates, the month capitalised or not: the full stop after the
+    # day number ends no sentence; the one after the date does
+    assert split_sentences("Die Frist endet am 31. März. Danach gilt der neue Tarif.") == [
+        "Die Frist endet am 31. März.",
+        "Danach gilt der neue Tarif.",
+    ]
+    assert split_sentences("Sie kam am 3. Mai 2025 an. Am 4. Juni ging sie.") == [
+        "Sie kam am 3. Mai 2025 an.",
+        "Am 4. Juni ging sie.",
+    ]
+    assert split_sentences("Tilbuddet gælder til 1. maj 2026. Derefter stiger prisen.") == [
+        "Tilbuddet gælder til 1. maj 2026.",
+        "Derefter stiger prisen.",
+    ]
+    assert split_sentences("Fristen er 15. Desember. Søknader etter det avvises.") == [
+        "Fristen er 15. Desember.",
+        "Søknader etter det avvises.",
+    ]
+    assert split_sentences("Termín je do 15. března 2026. Potom platí nové podmínky.") == [
+        "Termín je do 15. března 2026.",
+        "Potom platí nové podmínky.",
+    ]
+
+
+def test_split_sentences_still_ends_a_sentence_at_a_number_before_a_capitalised_word() -> None:
+    assert split_sentences("The limit is 10. After that, requests fail.") == [
+        "The limit is 10.",
+        "After that, requests fail.",
+    ]
+    assert split_sentences("Retries stop after 5. Then the delivery is dropped.") == [
+        "Retries stop after 5.",
+        "Then the delivery is dropped.",
+    ]

@@ -420,3 +420,44 @@ def test_verify_every_issue_has_a_typed_kind() -> None:
     assert kinds[2] == ["nonexistent_block"]
     assert kinds[3] == ["span_not_in_source"]
     assert kinds[4] == ["low_overlap"]
+
+
+def test_verify_a_span_says_nothing_against_a_clause_another_span_of_its_block_states() -> None:
+    text = "Refunds are not paid in cash. Refunds paid to a card arrive within a week."
+    chunk = Chunk(
+        chunk_id="billing#c01", doc_id="billing", title="Billing guide", section="Refunds", text=text
+    )
+    block = Block(n=1, chunk=chunk, score=0.9, sent_text=text)
+    claims = (
+        Claim(n=1, cited_text="Refunds are not paid in cash."),
+        Claim(n=1, cited_text="Refunds paid to a card arrive within a week."),
+    )
+
+    def kept(sentence: str) -> bool:
+        (verdict,) = verify([Draft(text=sentence, claims=claims)], [block], min_overlap=0.42)
+        return verdict.ok
+
+    # each span alone reads the other clause as its negation; each clause is cited to its own span
+    assert kept("Refunds aren't paid in cash, and refunds paid to a card arrive within a week.")
+    # a clause that contradicts the span closest to it still withholds the sentence
+    assert not kept("Refunds are paid in cash, and refunds paid to a card arrive within a week.")
+    assert not kept("Refunds aren't paid in cash; refunds paid to a card don't arrive within a week.")
+
+
+def test_verify_a_contradicting_span_closest_to_a_clause_withholds_it_beside_a_restating_span() -> None:
+    text = "Guests do not use a paid seat. Members use a paid seat."
+    chunk = Chunk(chunk_id="guide#c03", doc_id="guide", title="Admin guide", section="Seats", text=text)
+    block = Block(n=1, chunk=chunk, score=0.9, sent_text=text)
+    claims = (
+        Claim(n=1, cited_text="Guests do not use a paid seat."),
+        Claim(n=1, cited_text="Members use a paid seat."),
+    )
+    for sentence in ("Guests use a paid seat.", "Guests use a paid seat, and members use a paid seat too."):
+        (verdict,) = verify([Draft(text=sentence, claims=claims)], [block], min_overlap=0.42)
+        assert not verdict.ok, sentence
+    (faithful,) = verify(
+        [Draft(text="Guests don't use a paid seat, but members do use a paid seat.", claims=claims)],
+        [block],
+        min_overlap=0.42,
+    )
+    assert faithful.ok

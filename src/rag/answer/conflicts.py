@@ -49,6 +49,7 @@ from functools import lru_cache
 from rag.language.lexicon import ASKS_WHEN_RE, HOW_FORMS, LOWER_BOUND, MONEY_FORMS, UPPER_BOUND, WEAK_KEYS
 from rag.language.quantities import Quantity, find_quantities, same_value
 from rag.language.text import code_spans, is_hypothetical, sentence_spans, term_set, terms
+from rag.reader.answer_types import QUANTITY_KINDS, answer_type
 from rag.types import Block, Conflict, ConflictPolicy, Statement
 
 MIN_SHARED = 2
@@ -58,6 +59,8 @@ WINDOW_BEFORE = 8
 WINDOW_AFTER = 4
 
 _CLAUSE_BREAK_RE = re.compile(r"[;:,()]|\s[–—-]\s")
+# Why a sentence of an answer that does not ask for the disputed quantity is withheld (the rest shown).
+ONE_SIDE = "states one side of a figure the issued documents disagree on"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +121,26 @@ def conflict_about(sentence: str, cited: frozenset[str], blocks: Sequence[Block]
 def presented(conflict: Conflict, cited: frozenset[str]) -> bool:
     """Both sides of `conflict` are among the chunks an answer cites: it shows the disagreement."""
     return all(s.chunk_id in cited for s in conflict.statements)
+
+
+def asks_for(conflict: Conflict, question: str) -> bool:
+    """Whether `question` asks for the disputed quantity: it asks for an amount, a time or a date
+    (`answer_types.answer_type`), or names the quantity's measure (a money word such as "spend" or "pay"
+    for money, a unit word of either side such as "days"). "What does the plan include?" asks for none."""
+    if answer_type(question) in QUANTITY_KINDS:
+        return True
+    measure = MONEY_FORMS if conflict.dimension.startswith("money") else frozenset()
+    units = term_set(" ".join(s.unit for s in conflict.statements)) - WEAK_KEYS
+    return bool(term_set(question) & (measure | units))
+
+
+def one_side(conflict: Conflict, sentence: str) -> str:
+    """Why `sentence` is withheld for stating one side of `conflict`: both sides with their documents."""
+    sides = "; ".join(
+        f"{s.title} ({s.updated_at.isoformat() if s.updated_at else 'undated'}) says {s.quantity}"
+        for s in conflict.statements
+    )
+    return f"{ONE_SIDE}: {sides}"
 
 
 def states_a_side(conflict: Conflict, sentence: str, cited: frozenset[str]) -> bool:

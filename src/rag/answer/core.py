@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rag.answer.conflicts import presented, states_a_side
+from rag.answer.conflicts import asks_for, one_side, presented, states_a_side
 from rag.answer.events import (
     DoneEvent,
     DroppedEvent,
@@ -300,6 +300,7 @@ class Session:
     # a sentence's figure is part of; a conflict shown one-sided turns the answer into line 2.
     conflict: Conflict | None = None
     conflict_of: Callable[[Sentence], Conflict | None] | None = None
+    question: str = ""  # what a conflict is judged against: does it ask for the disputed quantity
     shown: list[Sentence] = field(default_factory=list)
     held: list[Event] = field(default_factory=list)
     waiting: list[Event] = field(default_factory=list)  # sentences held until a conflict is judged
@@ -390,22 +391,38 @@ class Session:
 
     def finish(self) -> list[Event]:
         """After the last draft: the held sentences of the first, unless the second added something;
-        then the sentences that waited for a conflict, unless the answer cites only one side of it
-        (then nothing more is shown, and `one_sided` says which conflict)."""
+        then the sentences that waited for a conflict, unless the answer cites only one side of it. Then,
+        when the question asks for the disputed quantity (`conflicts.asks_for`), nothing more is shown
+        and `one_sided` says which conflict; when it asks for none, only the sentences stating a side are
+        withheld, and the answer is line 2 only when nothing else is left to show."""
         released, self.held = ([] if self.added else self.held), []
         waited, self.waiting = self.waiting, []
         out = [*released, *waited]
         said = [e.sentence for e in out if isinstance(e, SentenceEvent)]
         cited = frozenset(c.chunk_id for s in [*self.shown, *said] for c in s.citations)
         conflict = self.conflict
-        touched = conflict is not None and any(
-            states_a_side(conflict, s.text, frozenset(c.chunk_id for c in s.citations))
-            for s in [*self.shown, *said]
-        )
-        if conflict is not None and touched and not presented(conflict, cited):
+        sides = [] if conflict is None else [s for s in [*self.shown, *said] if _states_a_side(conflict, s)]
+        if conflict is None or not sides or presented(conflict, cited):
+            self.shown.extend(said)
+            return out
+        shown_side = any(s in self.shown for s in sides)  # sent already: only line 2 can qualify it
+        if shown_side or asks_for(conflict, self.question) or len(sides) == len(self.shown) + len(said):
             self.one_sided = conflict
             return []
-        self.shown.extend(said)
+        return self._without_sides(conflict, out)
+
+    def _without_sides(self, conflict: Conflict, events: list[Event]) -> list[Event]:
+        """`events` with each sentence that states a side of `conflict` withheld, saying why."""
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, SentenceEvent) and _states_a_side(conflict, event.sentence):
+                text = event.sentence.text
+                out.append(DroppedEvent(dropped=Dropped(text=text, detail=(one_side(conflict, text),))))
+                self.withheld += 1
+            else:
+                if isinstance(event, SentenceEvent):
+                    self.shown.append(event.sentence)
+                out.append(event)
         return out
 
     @property
@@ -421,6 +438,10 @@ class Session:
     @property
     def history(self) -> tuple[str, ...]:
         return tuple(line for d in self.drafts for line in d.history)
+
+
+def _states_a_side(conflict: Conflict, sentence: Sentence) -> bool:
+    return states_a_side(conflict, sentence.text, frozenset(c.chunk_id for c in sentence.citations))
 
 
 def _span(citation: Citation, by_n: dict[int, Block]) -> Span:

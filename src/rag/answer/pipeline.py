@@ -30,7 +30,7 @@ import anyio
 from rag.access import Principal
 from rag.answer.assemble import assemble, context_tokens
 from rag.answer.compress import Compressor, ExtractiveCompressor
-from rag.answer.conflicts import conflict_about, detect_conflict
+from rag.answer.conflicts import asks_for, conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
 from rag.answer.followup import standalone_question
@@ -59,7 +59,6 @@ from rag.embeddings import Embedder, make_embedder
 from rag.errors import InvalidQuestion, RagError
 from rag.language.text import terms
 from rag.language.tools import Tools, installed
-from rag.reader.answer_types import asks_quantity
 from rag.reader.gate import Ranking, active_model, assess
 from rag.reader.likely import likely_sentence
 from rag.store import Store, open_store
@@ -371,9 +370,9 @@ class Pipeline:
     ) -> tuple[list[Block], Conflict | None, str]:
         """(blocks, conflict, note): note is non-empty when prefer_newest resolved the conflict."""
         policy = self.settings.conflict_policy
-        if not asks_quantity(question):
-            return blocks, None, ""  # a shown sentence's figure is still checked (`_session`)
         conflict = detect_conflict(question, blocks, policy=policy)
+        if conflict is not None and not asks_for(conflict, question):
+            return blocks, None, ""  # not asked for: a shown sentence's figure is still checked (`_session`)
         if conflict is None or policy != "prefer_newest":
             return blocks, conflict, ""
         winner = _newest(conflict)
@@ -614,7 +613,12 @@ class Pipeline:
             return conflict_about(sentence.text, cited, blocks)
 
         found = plan.conflict if self.reader == "claude" else None
-        return Session(first=self._core(plan, label), conflict=found, conflict_of=conflict_of)
+        return Session(
+            first=self._core(plan, label),
+            conflict=found,
+            conflict_of=conflict_of,
+            question=plan.question,
+        )
 
     def _second_ask(self, session: Session) -> SecondDraft | None:
         return session.second_draft(

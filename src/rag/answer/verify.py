@@ -37,7 +37,7 @@ from functools import lru_cache
 from rag.answer.parse import strip_markers
 from rag.language.injection import addressed_spans, overlaps_addressed
 from rag.language.text import sentence_spans, term_set
-from rag.support.check import CheckOptions, Decision, check
+from rag.support.check import CheckOptions, Decision, check, contradicted_alone
 from rag.support.figures import missing_figures
 from rag.types import Block, Citation, Claim, Draft, Issue, Verdict
 
@@ -359,13 +359,12 @@ def _checked(
     sentence: str, texts: Sequence[str], block: Block, common: frozenset[str], support: CheckOptions | None
 ) -> Decision:
     """The support check of the sentence against all the block's spans; when that does not contradict,
-    the first span that contradicts it alone (each span alone may contradict the clause it is cited for,
-    which the other spans hide)."""
+    the verdict of a span that contradicts alone the clause it is cited for (`contradicted_alone`)."""
     decision = check(sentence, texts, [block], common=common, options=support)
     if decision.contradicts or len(texts) <= 1:
         return decision
-    alone = (check(sentence, [t], [block], common=common, options=support) for t in texts)
-    return next((d for d in alone if d.contradicts), decision)
+    alone = contradicted_alone(sentence, texts, [block], common=common, options=support)
+    return alone if alone is not None else decision
 
 
 def _merged(

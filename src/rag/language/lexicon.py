@@ -32,6 +32,16 @@ ABBREVIATIONS = frozenset(
     dept est min max jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri sat sun u.s u.k
     e.u a.m p.m ph.d""".split()
 )
+# Month names that may follow a day number written as an ordinal with a full stop ("31. März", "1. maj",
+# "3. Oktober"): the full stop ends no sentence there (`text.sentence_spans`). Lower-case words never
+# start a sentence, so these matter where month names are capitalised (German, English) or start a line
+# of text that capitalises them; the languages that write ordinals "N." (German, the Nordic languages,
+# Dutch dates in running text) and English.
+MONTH_NAMES = frozenset(
+    """januar jänner februar feber märz maerz april mai juni juli august september oktober november
+    dezember marts mars maj desember december januari februari maart mei augustus july june
+    january february march october jan feb mär mrz apr jun jul aug sep sept okt nov dez""".split()
+)
 # Stems the Snowball stemmer leaves apart although they name the same period ("annual fee" is a
 # fee per year, as "monthly" is per month, which Snowball already maps to "month").
 SAME_STEM = {"annual": "year", "annum": "year"}
@@ -496,6 +506,34 @@ COMPOUND_PREPOSITION_HEADS = frozenset("in on at by for with from".split())
 COMPOUND_PREPOSITION_TAILS = frozenset("of to with".split())
 # Words that only stand in for a scope word of the span ("only" ~ "unless"), never flagged themselves.
 SCOPE_EQUIVALENTS_ONLY = frozenset({"unless", "anything", "whichever"})
+# When "only" in a sentence restates its span rather than adding a claim (`support.lexical.new_scope`):
+# the span says itself that the thing is exclusive or limited (a word of exclusion, a closed count of
+# items), bounds the figure "only" stands before ("up to 5" / "only 5"), or states a definition by its
+# condition ("X counts as Y when C": the condition is the whole criterion, so "X only counts as Y when C").
+# Words and phrases by which a span says itself that a thing is exclusive or limited.
+EXCLUSIVE_RE = re.compile(
+    r"\b(?:only|unless|solely|exclusively|just|alone|no (?:other|one else)|nobody else|nothing else"
+    r"|none other|(?:limited|restricted|confined) to|reserved for|(?:a|one) single|the one)\b",
+    re.IGNORECASE,
+)
+# The span's words the negation rule pairs with the "only" of a sentence: "only" itself, and "unless"
+# after a negation ("cannot X unless Y" = "only X if Y").
+ONLY_PAIRED_RE = re.compile(r"\b(?:only|unless)\b", re.IGNORECASE)
+# A bound just before a figure ("up to 5", "at most five", "limited to 20"), and the words "only" may
+# stand before the figure it limits ("only 5", "can only have 5", "only up to 5").
+BOUND_BEFORE_RE = re.compile(
+    r"\b(?:up to|at most|no more than|(?:a )?maximum of|maximum|max|capped at|limited to)\s+(?:[$€£]\s*)?$",
+    re.IGNORECASE,
+)
+ONLY_BEFORE_FIGURE_RE = re.compile(r"only\s+(?:[a-z'’]+\s+){0,2}(?:up to\s+)?(?:[$€£]\s*)?", re.IGNORECASE)
+DEFINITION_RE = re.compile(
+    r"\b(?:counts?|counted|qualif(?:y|ies)|(?:is|are) (?:considered|deemed|regarded|treated|classed|defined))"
+    r"\s+(?:as|for)?\b[^.;:]*?\b(?:when|if|once|as long as|provided)\b",
+    re.IGNORECASE,
+)
+ONLY_CONDITION_RE = re.compile(
+    r"\bonly\b(?:\s+[\w'’-]+){0,5}?\s+(?:when|if|once|as long as|provided)\b", re.IGNORECASE
+)
 
 # --- text addressed to an assistant (rag.language.injection) ---
 

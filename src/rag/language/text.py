@@ -16,7 +16,7 @@ import snowballstemmer
 
 # re-exported: parse and quantities read these through rag.language.text
 from rag.language.lexicon import ABBREVIATIONS as ABBREVIATIONS
-from rag.language.lexicon import MODAL_RE, PROPOSAL_RE, SAME_STEM
+from rag.language.lexicon import MODAL_RE, MONTH_NAMES, PROPOSAL_RE, SAME_STEM
 from rag.language.lexicon import STOP_WORDS as STOP_WORDS
 
 # Local estimate: one token per 4 characters. Claude's current (5.x) tokenizer averages
@@ -32,6 +32,9 @@ _NON_ALNUM_RE = re.compile(r"[^0-9a-z]+")
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets and citation markers),
 # then whitespace. Markers like "[1]" or "[1, 3]" after the stop belong to the sentence before.
 _END_RE = re.compile(r"""[.!?]+["'”’)\]]*(?:\s*\[\d+(?:\s*[,–-]\s*\d+)*\])*(?=\s+|$)""")
+# A number, its full stop, then the word after it: an ordinal ("31. März", "am 3. oktober") when that
+# word is a month name or in lower case, which no sentence starts with.
+_ORDINAL_RE = re.compile(r"(?<![\w.,])\d{1,4}\.[ \t\u00a0]+([^\W\d_][\w-]*)")
 # Blank lines, list items, headings, doctest prompts, table rows and field-list lines (":Default: 100")
 # start a block.
 _BLOCK_BREAK_RE = re.compile(
@@ -202,18 +205,35 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return len(word) == 1 and word.isalpha() or bool(re.fullmatch(r"(?:[a-z]\.)+[a-z]?", word))
 
 
+def _ordinal(text: str, dot: int) -> bool:
+    """True when the full stop at `dot` closes an ordinal number: digits before it, and after it a month
+    name ("31. März", "1. maj") or a word in lower case ("am 3. oktober", "der 2. stock")."""
+    start = dot
+    while start > 0 and text[start - 1].isdigit():
+        start -= 1
+    match = _ORDINAL_RE.match(text, start)
+    if match is None or match.start() != start or start == dot:
+        return False
+    word = match.group(1)
+    return word[0].islower() or word.lower().rstrip(".") in MONTH_NAMES
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Sentence spans (start, end), end-exclusive, stripped of surrounding whitespace.
 
-    Never cuts inside "e.g.", "v2.3", "$0.67", "U.S." or decimals; blank lines, list
-    items, headings and table rows always start a new sentence.
+    Never cuts inside "e.g.", "v2.3", "$0.67", "U.S.", decimals or an ordinal date ("31. März");
+    blank lines, list items, headings and table rows always start a new sentence.
     """
     spans: list[tuple[int, int]] = []
     for block_start, block_end in _blocks(text):
         start = block_start
         for match in _END_RE.finditer(text, block_start, block_end):
             dot = match.start()
-            if text[dot] == "." and _is_abbreviation(text, dot) and match.end() == dot + 1:
+            if (
+                text[dot] == "."
+                and match.end() == dot + 1
+                and (_is_abbreviation(text, dot) or _ordinal(text, dot))
+            ):
                 continue
             end = match.end()
             if end >= block_end:

@@ -96,11 +96,6 @@ def answer_type(question: str) -> AnswerType:
     return min(found)[2] if found else ""
 
 
-def asks_quantity(question: str) -> bool:
-    """True when `question` asks for a figure: an amount, a duration or a date (QUANTITY_KINDS)."""
-    return answer_type(question) in QUANTITY_KINDS
-
-
 def measured_noun(question: str) -> str:
     """The stem of the noun a "how many / how much" question counts ("threads" in "How many threads
     does ..."), or "" when it names none ("How much does it cost?") or names the kind of answer."""

@@ -43,6 +43,7 @@ the pipeline is built); a caller that passes none gets `default_options()`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -63,6 +64,7 @@ __all__ = [
     "Decision",
     "Signals",
     "check",
+    "contradicted_alone",
     "default_options",
     "misattribution",
     "signals",
@@ -78,6 +80,9 @@ MIN_COVERAGE = 0.5
 # tried traded faithful kept for harmful shown one for one or worse (docs/eval.md, fifth round).
 # `RAG_SUPPORT_WORD_SIMILARITY=0.7` (`CheckOptions.min_word_similarity`) turns it on for a measurement.
 MIN_WORD_SIMILARITY: float | None = None
+# Where a sentence joins clauses of its own ("..., and ...", "...; ...", "..., but ..."): a sentence that
+# cites several spans usually cites one for each such clause.
+_JOINED_RE = re.compile(r"\s*(?:;|,\s*(?:and|but|while|whereas|so|or)\b|\s[—–]\s)\s*", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +122,49 @@ def check(
     options = _or_default(options)
     measured = signals(sentence, spans, blocks, common=common, options=options)
     return decide(measured, blocks[0].n, min_coverage=min_coverage, model=options.model)
+
+
+def contradicted_alone(
+    sentence: str,
+    spans: Sequence[str],
+    blocks: Sequence[Block],
+    *,
+    common: frozenset[str] = frozenset(),
+    options: CheckOptions | None = None,
+) -> Decision | None:
+    """The verdict of the first of several `spans` that, judged alone, contradicts a clause of `sentence`
+    whose closest cited span it is (most content terms in common); None when none does. Each span alone
+    may contradict the clause it is cited for, which the other spans hide ("Guests use a paid seat, and
+    ..." citing "Guests do not use a paid seat." beside a span that restates the rest); a span says nothing
+    against a clause another span states more closely ("Laptops are not bought through the allowance"
+    against "..., and equipment you buy with the allowance belongs to you", cited to a span of its own)."""
+    if len(spans) <= 1:
+        return None
+    options = _or_default(options)
+    parts = clauses(sentence)
+    for span in spans:
+        alone = check(sentence, [span], blocks, common=common, options=options)
+        if not alone.contradicts:
+            continue
+        own = [p for p in parts if span in _closest(p, spans)] if len(parts) > 1 else parts
+        if any(check(p, [span], blocks, common=common, options=options).contradicts for p in own):
+            return alone
+    return None
+
+
+def clauses(sentence: str) -> list[str]:
+    """The clauses `sentence` joins with a comma and a conjunction, a semicolon or a dash, in order (the
+    whole sentence when it joins none)."""
+    return [p for p in _JOINED_RE.split(sentence) if term_set(p)] or [sentence]
+
+
+def _closest(part: str, spans: Sequence[str]) -> list[str]:
+    """The spans sharing most content terms with `part` (every span tied for most; none when no span
+    shares one)."""
+    wanted = term_set(part)
+    shared = [len(wanted & term_set(s)) for s in spans]
+    most = max(shared, default=0)
+    return [s for s, n in zip(spans, shared, strict=True) if most and n == most]
 
 
 def signals(

@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import re
 
-from rag.language.lexicon import OPPOSITES, SCOPE_EQUIVALENTS_ONLY, SCOPE_GROUPS
+from rag.language.lexicon import (
+    BOUND_BEFORE_RE,
+    DEFINITION_RE,
+    EXCLUSIVE_RE,
+    ONLY_BEFORE_FIGURE_RE,
+    ONLY_CONDITION_RE,
+    ONLY_PAIRED_RE,
+    OPPOSITES,
+    SCOPE_EQUIVALENTS_ONLY,
+    SCOPE_GROUPS,
+)
+from rag.language.numbers import Number, find_numbers
 from rag.language.text import STOP_WORDS, english_frequency, stem, term_set, terms
 
-__all__ = ["negation_flip", "new_name", "new_scope", "opposite", "swapped"]
+__all__ = ["negation_flip", "new_name", "new_scope", "only_restated", "opposite", "swapped"]
 
 # Negation is judged per clause: the polarity (odd or even number of cues) of each sentence clause
 # against the span clause that shares most of its terms. "only" restricts as a negation does ("cannot X
@@ -32,6 +43,8 @@ MIN_CLAUSE_SHARE = 0.5
 # Prefixes that negate the word they start ("unavoidable", "non-refundable" once hyphens are gone).
 _NEGATIVE_PREFIXES = ("un", "non")
 MIN_CLAUSE_TERMS = 3
+# How many content terms after a negation cue make up what it negates.
+CUE_SCOPE = 3
 # How many terms either side count as a term's neighbours when looking for swapped roles.
 SWAP_REACH = 2
 
@@ -61,6 +74,7 @@ FOREIGN_MAX_FUNCTION_SHARE = 0.15
 FOREIGN_MAX_KNOWN_SHARE = 0.55
 FOREIGN_KNOWN_FREQUENCY = 1e-6
 _NUMBER_GLUE_RE = re.compile(r"\d{1,3}(?:,\d{3})+|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}")
+_ONLY_RE = re.compile(r"(?<![\w-])only(?![\w-])", re.IGNORECASE)
 
 # A clause: its content terms and how many negation cues it has.
 _Clause = tuple[frozenset[str], int]
@@ -116,7 +130,7 @@ def new_scope(sentence: str, evidence: str) -> str:
     source_words = _words(evidence)
     source = set(source_words)
     for word in sorted(said & _SCOPE_WORDS):
-        if word in source:
+        if word in source or (word == "only" and only_restated(sentence, evidence)):
             continue
         if any(word in group and group & source for group in SCOPE_GROUPS):
             continue
@@ -124,6 +138,37 @@ def new_scope(sentence: str, evidence: str) -> str:
             continue
         return str(word)
     return ""
+
+
+def only_restated(sentence: str, evidence: str) -> bool:
+    """Whether every "only" of the sentence restates its span instead of adding a claim: the span says
+    itself that the thing is exclusive or limited ("just", "no other", "limited to", "a single"), or this
+    "only" stands before a figure the span bounds ("up to 5 guests" / "only 5 guests"), or before the
+    condition of a definition the span states by its condition ("counts as successful when C" / "only
+    counts as successful when C": a criterion is all the conditions there are). Anywhere else, "only" says
+    that nothing else holds, which the span does not say ("Admins can export" / "Only admins can export")."""
+    found = list(_ONLY_RE.finditer(sentence))
+    if not found or EXCLUSIVE_RE.search(evidence):
+        return bool(found)
+    bounded = {n.value for n in find_numbers(evidence) if BOUND_BEFORE_RE.search(evidence, 0, n.start)}
+    defines = DEFINITION_RE.search(evidence) is not None
+    figures = find_numbers(sentence)
+    for match in found:
+        if _limited_figure(sentence, match.start(), figures) in bounded:
+            continue
+        if defines and ONLY_CONDITION_RE.match(sentence, match.start()):
+            continue
+        return False
+    return True
+
+
+def _limited_figure(sentence: str, at: int, figures: list[Number]) -> float | None:
+    """The value of the figure the "only" at `at` stands before ("only 5", "can only have five"); else
+    None."""
+    after = next((n for n in figures if n.start > at), None)
+    if after is None or not ONLY_BEFORE_FIGURE_RE.fullmatch(sentence, at, after.start):
+        return None
+    return after.value
 
 
 def _distributive_in_span(said: list[str], word: str, source: list[str]) -> bool:
@@ -171,15 +216,32 @@ def _bare_plural(phrase: list[str], source: list[str], at: int) -> bool:
     return False
 
 
-def _clauses(text: str, free: frozenset[str] = frozenset()) -> list[_Clause]:
+def _clauses(
+    text: str, free: frozenset[str] = frozenset(), other: frozenset[str] | None = None
+) -> list[_Clause]:
     """(content terms, negation cues) per clause with at least one content term; cue words in `free`
-    are not counted."""
+    are not counted, nor, when `other` (the other text's terms) is given, a "without" whose phrase the
+    other text leaves out altogether ("... per year without a doctor's note" / "... per year")."""
     out = []
     for part in _CLAUSE_RE.split(_BOUND_RE.sub("at most", text)):
         found = _content(part)
         if found:
-            out.append((found, sum(1 for c in _NEGATION_RE.findall(part) if c.lower() not in free)))
+            cues = [m for m in _NEGATION_RE.finditer(part) if m.group().lower() not in free]
+            out.append((found, sum(1 for m in cues if other is None or _counted(part, m, other))))
     return out
+
+
+def _counted(clause: str, cue: re.Match[str], other: frozenset[str]) -> bool:
+    """Whether a cue is compared: "without" negates only the phrase after it ("without a doctor's
+    note"), so a text that leaves that phrase out says nothing of it; every other cue negates its clause."""
+    return cue.group().lower() != "without" or _scope_named(clause, cue.end(), other)
+
+
+def _scope_named(clause: str, after: int, other: frozenset[str]) -> bool:
+    """Whether the other text names a term of what the cue ending at `after` negates: the first
+    `CUE_SCOPE` content terms after it in its clause (a cue with none after it negates what precedes)."""
+    scope = [t for t in terms(clause[after:]) if not _NEGATION_RE.fullmatch(t)][:CUE_SCOPE]
+    return not scope or bool(set(scope) & other)
 
 
 def _content(clause: str) -> frozenset[str]:
@@ -204,12 +266,22 @@ def negation_flip(sentence: str, evidence: str) -> str:
     (sharing most of its terms) differ in polarity ("is not recorded" / "is recorded"); "" otherwise.
     A cue the other text states in a clause of no content terms is not counted ("if you do nothing,
     ..." / "if you do nothing at the end of the trial, ...")."""
-    free = _free_cues(sentence) | _free_cues(evidence)
-    said, source = _clauses(sentence, free), _clauses(evidence, free)
+    free = _free_cues(sentence) | _free_cues(evidence) | _restated_cues(sentence, evidence)
+    # a "without" phrase of the span the sentence leaves out is an omission; one the sentence adds is not
+    said, source = _clauses(sentence, free), _clauses(evidence, free, term_set(sentence))
     for terms_e, cues_e in source:
         if _flips((terms_e, cues_e), said, source):
             return "negates" if cues_e % 2 == 0 else "drops the negation of"
     return ""
+
+
+def _restated_cues(sentence: str, evidence: str) -> frozenset[str]:
+    """ "only" when each of the sentence's restates the span (`only_restated`) and the span has no word
+    the rule pairs it with (`ONLY_PAIRED_RE`): it is then not compared as a negation. Where the span
+    says "cannot X unless Y", "only X if Y" restates it through that very negation."""
+    if ONLY_PAIRED_RE.search(evidence) or not only_restated(sentence, evidence):
+        return frozenset()
+    return frozenset({"only"})
 
 
 def _restates(found: frozenset[str], other: frozenset[str]) -> bool:
