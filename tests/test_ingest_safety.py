@@ -284,7 +284,9 @@ def test_chunk_document_stops_at_its_budget() -> None:
     assert len(chunk_document(doc, max_chunks=6)) == 6
 
 
-def test_ingest_paths_archive_budget_follows_settings(store: SqliteStore, docs: Path, settings: Settings) -> None:
+def test_ingest_paths_archive_budget_follows_settings(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
     _docx_bomb(docs / "bomb.docx", 3_000_000)
     report = ingest_paths(store, [docs], settings=settings.model_copy(update={"ingest_max_expanded_mb": 2}))
     assert "over the 2.0 MB limit" in _reasons(report)["bomb.docx"]

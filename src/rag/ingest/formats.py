@@ -39,7 +39,7 @@ from rag.errors import IngestError
 from rag.ingest.chunking import find_headings
 from rag.ingest.html import parse_html
 from rag.ingest.markdown import parse_markdown
-from rag.ingest.parsed import Layout, Limits, Parsed
+from rag.ingest.parsed import DEFAULT_LIMITS, Layout, Limits, Parsed
 from rag.ingest.pdf import parse_pdf
 from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
@@ -51,7 +51,7 @@ CHUNKER_VERSION = 3
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy
 # 1,000-page manual is ~30 MB). `Limits` carries the bounds in force (RAG_INGEST_MAX_EXPANDED_MB).
-MAX_UNCOMPRESSED_BYTES = Limits().expanded_bytes
+MAX_UNCOMPRESSED_BYTES = DEFAULT_LIMITS.expanded_bytes
 
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -148,12 +148,14 @@ def parse_document(
     root: Path,
     content_hash: str = "",
     access: tuple[str, ...] = (),
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Document:
     """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
 
     `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
-    return read_document(raw, path, root=root, content_hash=content_hash, access=access, limits=limits).document
+    return read_document(
+        raw, path, root=root, content_hash=content_hash, access=access, limits=limits
+    ).document
 
 
 def read_document(
@@ -163,7 +165,7 @@ def read_document(
     root: Path,
     content_hash: str = "",
     access: tuple[str, ...] = (),
-    limits: Limits = Limits(),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ParsedFile:
     """One file -> Document and Layout, by its format (a suffix in no row: plain text); raises
     IngestError with the reason when the file cannot be read or would cost more than `limits`.

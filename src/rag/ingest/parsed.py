@@ -46,3 +46,7 @@ class Limits:
     expanded_bytes: int = 100 * 1024 * 1024
     pdf_pages: int = 5_000
     chunks: int = 20_000
+
+
+DEFAULT_LIMITS = Limits()
+"""The bounds when no setting changes them."""

@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from rag.errors import IngestError
-from rag.ingest.parsed import Layout, Limits, Parsed, Region
+from rag.ingest.parsed import DEFAULT_LIMITS, Layout, Limits, Parsed, Region
 from rag.ingest.pdf_lines import furniture, is_contents_page, join_broken_words
 from rag.language.text import normalise
 
@@ -107,7 +107,7 @@ Page = tuple[str, list[tuple[int, str]]]
 """One page's cleaned text and the (offset, text) of its heading-like lines (`_clean`)."""
 
 
-def parse_pdf(raw: bytes, where: str, limits: Limits = Limits()) -> Parsed:
+def parse_pdf(raw: bytes, where: str, limits: Limits = DEFAULT_LIMITS) -> Parsed:
     """The text, title ("" when the PDF has none) and page regions of a PDF; raises IngestError,
     before any page is read, for more pages than `limits.pdf_pages`, and as soon as the text read
     passes `limits.expanded_bytes` characters."""

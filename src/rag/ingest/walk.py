@@ -85,7 +85,9 @@ class _Walk:
 
     def folder(self, folder: Path, given: Path, root: Path, depth: int) -> None:
         if depth > MAX_DEPTH:
-            self.skip(folder, f"folder nested more than {MAX_DEPTH} deep below {given}: give it to ingest directly")
+            self.skip(
+                folder, f"folder nested more than {MAX_DEPTH} deep below {given}: give it to ingest directly"
+            )
             return
         try:
             entries = sorted(folder.iterdir())
