@@ -16,7 +16,7 @@ from pathlib import Path
 
 import rag
 from rag.config import load_settings
-from rag.errors import NotFound, StoreUnavailable
+from rag.errors import Gone, NotFound, StoreUnavailable
 from rag.ingest.indexer import ingest_paths
 from rag.language.text import terms
 from rag.store.sqlite import SqliteStore
@@ -117,7 +117,7 @@ def test_reingest_in_a_loop_while_threads_read_gives_no_store_error(tmp_path: Pa
                     store.document_chunks(found[0][0].doc_id, limit=50)
                     store.get_chunk(found[0][0].chunk_id)
                 store.stats()
-            except NotFound:
+            except (NotFound, Gone):
                 pass  # an id read a moment ago may have been retired by the re-ingest since
             except StoreUnavailable as exc:
                 errors[str(exc)] += 1
