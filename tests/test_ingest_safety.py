@@ -394,3 +394,12 @@ def test_ingest_paths_folder_nested_too_deep_is_skipped_and_listed(
     (skip,) = report.skipped
     assert f"nested more than {MAX_DEPTH} deep" in skip.reason
     assert Path(skip.path).relative_to(docs).parts == ("d",) * (MAX_DEPTH + 1)
+
+
+def test_get_document_without_text_reads_its_metadata_only(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    ingest_paths(store, [docs], settings=settings)
+    bare = store.get_document("guide", text=False)
+    assert bare.text == "" and bare.title == "Guide" and bare.content_hash
+    assert "hello" in store.get_document("guide").text

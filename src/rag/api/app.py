@@ -493,7 +493,7 @@ def create_app(
         start = int(cursor)
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
+            return qa.store.get_document(doc_id, groups=groups, text=False), qa.store.document_chunks(
                 doc_id, groups=groups, start=start, limit=limit + 1
             )
 
