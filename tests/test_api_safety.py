@@ -254,11 +254,17 @@ def test_ask_too_deeply_nested_body_is_422_saying_so(client: TestClient) -> None
     assert got.status_code == 422 and "nested" in got.json()["error"]["message"]
 
 
-@pytest.mark.parametrize("top_k", ["true", '"8"', "8.0", "false"])
+@pytest.mark.parametrize("top_k", ["true", '"8"', "8.5", "false"])
 def test_ask_top_k_must_be_a_json_integer(client: TestClient, top_k: str) -> None:
     body = f'{{"question": "{ANSWERABLE}", "top_k": {top_k}}}'
     got = client.post("/ask", content=body, headers={"content-type": "application/json"})
     assert got.status_code == 422 and "top_k" in got.json()["error"]["message"]
+
+
+def test_ask_top_k_integral_number_is_an_integer_as_json_schema_counts_it(client: TestClient) -> None:
+    body = f'{{"question": "{ANSWERABLE}", "top_k": 3.0}}'
+    got = client.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert got.status_code == 200, got.text
 
 
 def test_ask_stream_get_with_invalid_utf8_in_the_query_is_422(client: TestClient) -> None:

@@ -15,6 +15,8 @@ from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
 from rag.types import Document
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
 
 @pytest.fixture
 def settings() -> Settings:
@@ -265,11 +267,139 @@ def test_ingest_paths_archive_expanding_past_its_budget_is_skipped_before_parsin
 
 
 def test_ingest_paths_document_over_the_chunk_budget_is_skipped(
-    store: SqliteStore, docs: Path, settings: Settings, monkeypatch: pytest.MonkeyPatch
+    store: SqliteStore, docs: Path, settings: Settings
 ) -> None:
-    from rag.ingest import indexer
-
-    monkeypatch.setattr(indexer, "MAX_CHUNKS_PER_DOCUMENT", 5)
     (docs / "long.md").write_text("\n\n".join(f"# Part {i}\n\nPart {i} has its own text." for i in range(40)))
+    report = ingest_paths(store, [docs], settings=settings.model_copy(update={"ingest_max_chunks": 5}))
+    assert report.added == ("guide",) and "more than 5 chunks" in _reasons(report)["long.md"]
+    assert "long" not in store.document_hashes()
+
+
+def test_chunk_document_stops_at_its_budget() -> None:
+    from rag.ingest.chunking import chunk_document
+
+    text = "\n\n".join(f"# Part {i}\n\nPart {i} has its own text." for i in range(400))
+    doc = Document(doc_id="long", title="Long", text=text, source_path="long.md", content_hash="h")
+    assert len(chunk_document(doc)) == 400
+    assert len(chunk_document(doc, max_chunks=6)) == 6
+
+
+def test_ingest_paths_archive_budget_follows_settings(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    _docx_bomb(docs / "bomb.docx", 3_000_000)
+    report = ingest_paths(store, [docs], settings=settings.model_copy(update={"ingest_max_expanded_mb": 2}))
+    assert "over the 2.0 MB limit" in _reasons(report)["bomb.docx"]
+
+
+def _lying_docx(path: Path, declared: int, actual: int) -> None:
+    """A zip whose directory declares `declared` bytes for a member that inflates to `actual`."""
+    import zipfile
+    import zlib
+
+    payload = b"<w:t>a</w:t>" * (actual // 12)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", payload[:declared])
+    raw = bytearray(path.read_bytes())
+    # swap the member's deflated bytes for the long payload's, keeping the sizes it declares
+    info = zipfile.ZipFile(path).getinfo("word/document.xml")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)
+    big = zlib.compressobj(9, zlib.DEFLATED, -15)
+    body = big.compress(payload) + big.flush()
+    raw[start : start + info.compress_size] = body[: info.compress_size]
+    path.write_bytes(bytes(raw))
+
+
+def test_ingest_paths_archive_inflating_past_what_it_declares_is_unreadable(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    _lying_docx(docs / "liar.docx", declared=1_000, actual=50_000_000)
     report = ingest_paths(store, [docs], settings=settings)
-    assert report.added == ("guide",) and "chunks" in _reasons(report)["long.md"]
+    assert report.added == ("guide",)
+    assert "unreadable DOCX" in _reasons(report)["liar.docx"]
+
+
+def _many_page_pdf(path: Path, pages: int) -> None:
+    from pypdf import PdfWriter
+
+    writer = PdfWriter()
+    for _ in range(pages):
+        writer.add_blank_page(width=200, height=200)
+    with path.open("wb") as f:
+        writer.write(f)
+
+
+def test_ingest_paths_pdf_over_the_page_budget_is_skipped_before_any_page_is_read(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    import time
+
+    _many_page_pdf(docs / "manual.pdf", 3_000)
+    started = time.monotonic()
+    report = ingest_paths(store, [docs], settings=settings.model_copy(update={"ingest_max_pdf_pages": 2_000}))
+    assert time.monotonic() - started < 20
+    assert report.added == ("guide",)
+    assert "3,000 pages, over the limit of 2,000" in _reasons(report)["manual.pdf"]
+
+
+def test_parse_pdf_page_budget_reads_the_declared_count_first(tmp_path: Path) -> None:
+    from pypdf import PdfReader
+
+    from rag.ingest.parsed import Limits
+    from rag.ingest.pdf import _check_pages
+
+    _many_page_pdf(tmp_path / "m.pdf", 30)
+    reader = PdfReader(tmp_path / "m.pdf")
+    with pytest.raises(IngestError, match="30 pages"):
+        _check_pages(reader, "m.pdf", 10)
+    assert reader.flattened_pages is None  # the page tree was not walked
+    _check_pages(reader, "m.pdf", 30)
+    assert Limits().pdf_pages == settings_default("ingest_max_pdf_pages")
+
+
+def test_parse_pdf_text_budget_stops_extraction(tmp_path: Path) -> None:
+    from rag.ingest.parsed import Limits
+    from rag.ingest.pdf import parse_pdf
+
+    sample = (FIXTURES / "formats" / "handbook.pdf").read_bytes()
+    with pytest.raises(IngestError, match="M characters by page 1,"):
+        parse_pdf(sample, "sample.pdf", Limits(expanded_bytes=10))
+    assert parse_pdf(sample, "sample.pdf").text
+
+
+def settings_default(name: str) -> object:
+    return Settings.model_fields[name].default
+
+
+def test_ingest_limits_defaults_match_the_settings() -> None:
+    from rag.ingest.indexer import ingest_limits
+    from rag.ingest.parsed import Limits
+
+    assert ingest_limits(load_settings()) == Limits()
+
+
+def test_ingest_paths_folder_nested_too_deep_is_skipped_and_listed(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    from rag.ingest.walk import MAX_DEPTH
+
+    deep = docs
+    for _ in range(600):  # a walk that recursed per level without a bound hit Python's recursion limit
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (deep / "bottom.md").write_text("# Bottom\n\nThe bottom of the tree.\n")
+    report = ingest_paths(store, [docs], settings=settings)
+    assert report.added == ("guide",)
+    (skip,) = report.skipped
+    assert f"nested more than {MAX_DEPTH} deep" in skip.reason
+    assert Path(skip.path).relative_to(docs).parts == ("d",) * (MAX_DEPTH + 1)
+
+
+def test_get_document_without_text_reads_its_metadata_only(
+    store: SqliteStore, docs: Path, settings: Settings
+) -> None:
+    ingest_paths(store, [docs], settings=settings)
+    bare = store.get_document("guide", text=False)
+    assert bare.text == "" and bare.title == "Guide" and bare.content_hash
+    assert "hello" in store.get_document("guide").text

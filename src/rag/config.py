@@ -69,6 +69,16 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(
         220, ge=20, description="chunker: a chunk never exceeds this, unless one sentence does"
     )
+    # bounds on what one file may cost to read (rag.ingest.parsed.Limits): past one, the file is
+    # skipped with the reason and the run goes on
+    ingest_max_expanded_mb: float = Field(
+        100.0,
+        gt=0,
+        description="a DOCX whose zip members expand past this (MB), or a PDF whose text passes this many"
+        " million characters, is skipped",
+    )
+    ingest_max_pdf_pages: int = Field(5000, ge=1, description="a PDF with more pages is skipped unread")
+    ingest_max_chunks: int = Field(20000, ge=1, description="a document cut into more chunks is skipped")
 
     # retrieval and assembly
     top_k: int = Field(8, ge=1, le=50, description="chunks retrieved and reranked per question")

@@ -59,7 +59,7 @@ from rag.api.middleware import (
 )
 from rag.api.responses import error_response, json_response
 from rag.api.schemas import (
-    SSE_EXAMPLE,
+    QUESTION_SCHEMA,
     AnswerOut,
     AskRequest,
     ChunkOut,
@@ -67,6 +67,8 @@ from rag.api.schemas import (
     ErrorOut,
     HealthOut,
     ReadyOut,
+    sse_media,
+    with_sse_events,
 )
 from rag.api.stream import EventStreamResponse, sse_stream
 from rag.breaker import breaker_states
@@ -437,8 +439,11 @@ def create_app(
 
     stream_doc: dict[int | str, dict[str, Any]] = {
         200: {
-            "description": "Server-sent events: meta, sentence | dropped, refusal, error, done.",
-            "content": {"text/event-stream": {"schema": {"type": "string"}, "example": SSE_EXAMPLE}},
+            "description": "Server-sent events, in order: meta, then sentence and dropped as each is"
+            " verified, or a refusal; error when the provider fails; done, always last. Each `data:` line"
+            " is one JSON object, of the schema the event's name selects; `: keep-alive` comments"
+            " come while the model is silent.",
+            "content": {"text/event-stream": sse_media("One event: its name and its JSON data")},
         },
         **_errors(401, 413, 422, 503),
     }
@@ -474,7 +479,14 @@ def create_app(
     @app.get("/ask/stream", response_model=None, response_class=StreamingResponse, responses=stream_doc)
     async def ask_stream_get(
         request: Request,
-        q: Annotated[str, Query(description="The question.", examples=["How many vacation days do I get?"])],
+        q: Annotated[
+            str,
+            Query(
+                description="The question (not empty, whitespace or control characters only).",
+                examples=["How many vacation days do I get?"],
+                json_schema_extra=QUESTION_SCHEMA,
+            ),
+        ],
         top_k: Annotated[int | None, Query(ge=1, le=50, description="Chunks retrieved (1..50).")] = None,
         key: Annotated[
             str | None, Query(description="API key, for EventSource clients that cannot send headers.")
@@ -520,7 +532,7 @@ def create_app(
         start = int(cursor)
 
         def load() -> tuple[Document, list[Chunk]]:
-            return qa.store.get_document(doc_id, groups=groups), qa.store.document_chunks(
+            return qa.store.get_document(doc_id, groups=groups, text=False), qa.store.document_chunks(
                 doc_id, groups=groups, start=start, limit=limit + 1
             )
 
@@ -614,6 +626,7 @@ def create_app(
                 description=app.description,
                 routes=app.routes,
             )
+            with_sse_events(schema)
             if settings.api_key_list:
                 schema.setdefault("components", {})["securitySchemes"] = {
                     "bearer": {"type": "http", "scheme": "bearer"}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, field_validator
+from pydantic.json_schema import models_json_schema
 
 QUESTION = "How many vacation days do new employees get?"
 CHUNK_ID = "handbook#c03"
@@ -27,12 +28,21 @@ class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A question must hold one character that is neither whitespace (as `str.strip` sees it) nor a
+# control character (which `validate_question` turns into a space): the JSON Schema of that rule.
+QUESTION_PATTERN = "[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+QUESTION_SCHEMA: dict[str, Any] = {"minLength": 1, "pattern": QUESTION_PATTERN}
+
+
 class TurnIn(BaseModel):
     """An earlier turn of a conversation, as the client showed it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(description="The earlier question, as asked (bounded as a question).")
+    question: str = Field(
+        description="The earlier question, as asked (bounded as a question).",
+        json_schema_extra=QUESTION_SCHEMA,
+    )
     answer: str = Field(
         "",
         description="The answer shown for it (at most RAG_MAX_HISTORY_ANSWER_CHARS characters); context"
@@ -56,13 +66,16 @@ class AskRequest(BaseModel):
     )
 
     question: str = Field(
-        description="Not empty or whitespace; at most RAG_MAX_QUESTION_CHARS (2,000) characters."
+        description="Not empty, whitespace or control characters only; at most RAG_MAX_QUESTION_CHARS"
+        " (2,000) characters once surrounding whitespace is stripped.",
+        json_schema_extra=QUESTION_SCHEMA,
     )
     top_k: StrictInt | None = Field(
         None,
         ge=1,
         le=50,
-        description="Chunks retrieved and reranked (1..50): a JSON integer, never a string or bool.",
+        description="Chunks retrieved and reranked (1..50): a JSON integer (8 or 8.0, as JSON Schema"
+        " counts integers), never a string, a bool or a fraction.",
     )
     history: list[TurnIn] = Field(
         default_factory=list,
@@ -76,6 +89,14 @@ class AskRequest(BaseModel):
         description="The client's id for the conversation, recorded in the ask log with the turn number:"
         " 1 to 64 letters, digits or '.', '_', ':', '-'.",
     )
+
+    @field_validator("top_k", mode="before")
+    @classmethod
+    def _integral_number(cls, value: Any) -> Any:
+        """8.0 is the integer 8 in JSON Schema, so it is taken as 8; 8.5 and "8" stay refused."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
 
 class CitationOut(_Out):
@@ -440,6 +461,54 @@ class ErrorOut(_Out):
     error: ErrorDetail
 
 
+# --- the events of `/ask/stream`: each `data:` line is one JSON object of the model its event names
+
+
+class MetaEventOut(_Out):
+    """`event: meta`, first: the blocks issued to the generator and the gate that let them through."""
+
+    blocks: list[BlockOut]
+    context_tokens: int = Field(description="Estimated tokens of the blocks sent.")
+    trace_id: str
+    reranker: str = Field(description="lexical, hybrid or voyage: the scale of the blocks' scores.")
+    min_score: float = Field(description="The retrieval gate's threshold on that scale.")
+
+
+class RefusalEventOut(_Out):
+    """`event: refusal`: the answer is refused with its reason (before generation, or after it)."""
+
+    reason: Literal[
+        "low_retrieval_score", "conflicting_sources", "no_citations", "reply_cut", "reply_declined"
+    ]
+    message: str
+    closest: list[ChunkRefOut]
+    conflict: ConflictOut | None
+
+
+class DoneEventOut(_Out):
+    """`event: done`, always last: counts of the sentences emitted and dropped."""
+
+    status: Literal["answered", "abstained", "error"]
+    emitted: int
+    dropped: int
+    cut: bool = Field(description="The model's reply was cut short; its unfinished sentence is not shown.")
+    usage: UsageOut
+    detail: str = Field("", description="Why the stream ended in error, when it did (absent otherwise).")
+    timings: dict[str, float] = Field(
+        default_factory=dict, description="Milliseconds per stage (absent when none)."
+    )
+
+
+SSE_EVENTS: dict[str, type[BaseModel]] = {
+    "meta": MetaEventOut,
+    "sentence": SentenceOut,
+    "dropped": DroppedOut,
+    "refusal": RefusalEventOut,
+    "error": ErrorDetail,
+    "done": DoneEventOut,
+}
+"""Event name -> the model of its `data:` JSON (`rag.answer.events` writes them, in this order)."""
+
 SSE_EXAMPLE = (
     "event: meta\n"
     'data: {"blocks":[{"n":1,"chunk_id":"handbook#c03","title":"Employee handbook","section":"Time off",'
@@ -452,3 +521,37 @@ SSE_EXAMPLE = (
     "event: done\n"
     'data: {"status":"answered","emitted":1,"dropped":0}\n\n'
 )
+
+
+def sse_media(description: str) -> dict[str, Any]:
+    """The `text/event-stream` media type of a stream route. Before OpenAPI 3.2 its `schema` describes
+    one event: `event` is one of the names, `data` a JSON string whose `contentSchema` is that event's
+    model (a $ref into the components `with_sse_events` adds)."""
+    events = [
+        {
+            "type": "object",
+            "required": ["event", "data"],
+            "properties": {
+                "event": {"const": name},
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": {"$ref": f"#/components/schemas/{model.__name__}"},
+                },
+            },
+        }
+        for name, model in SSE_EVENTS.items()
+    ]
+    return {"schema": {"description": description, "oneOf": events}, "example": SSE_EXAMPLE}
+
+
+def with_sse_events(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` (an OpenAPI document) with the models of every SSE event among its components."""
+    _, defs = models_json_schema(
+        [(model, "serialization") for model in SSE_EVENTS.values()],
+        ref_template="#/components/schemas/{model}",
+    )
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for name, model_schema in defs.get("$defs", {}).items():
+        components.setdefault(name, model_schema)
+    return schema

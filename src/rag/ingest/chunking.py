@@ -253,13 +253,20 @@ def _units(
 
 
 def chunk_document(
-    doc: Document, *, min_tokens: int = 120, max_tokens: int = 220, layout: Layout | None = None
+    doc: Document,
+    *,
+    min_tokens: int = 120,
+    max_tokens: int = 220,
+    layout: Layout | None = None,
+    max_chunks: int | None = None,
 ) -> list[Chunk]:
     """Section-aware chunks of `doc.text` with ids `{doc_id}#cNN` (00, 01, ...) and exact offsets.
 
     Heading lines are not part of any chunk (the section path carries them); every other
     non-whitespace character is in exactly one chunk. Sizes use `estimate_tokens`. `layout`
     (from the format's parser) gives the regions, pages and code ranges; without it they come from the text.
+    `max_chunks`: stop at the first region that starts with that many made (a caller's budget: the
+    document is then cut short, and more than `max_chunks` may be returned).
     """
     text = doc.text
     layout = layout or Layout()
@@ -268,6 +275,8 @@ def chunk_document(
     entries = find_entries(text) if ".. " in text else []
     chunks: list[Chunk] = []
     for region in regions:
+        if max_chunks is not None and len(chunks) >= max_chunks:
+            break
         for s, e in _region_spans(text, region, code, min_tokens, max_tokens):
             chunks.append(
                 Chunk(

@@ -39,7 +39,7 @@ from rag.errors import IngestError
 from rag.ingest.chunking import find_headings
 from rag.ingest.html import parse_html
 from rag.ingest.markdown import parse_markdown
-from rag.ingest.parsed import Layout, Parsed
+from rag.ingest.parsed import DEFAULT_LIMITS, Layout, Limits, Parsed
 from rag.ingest.pdf import parse_pdf
 from rag.ingest.rst import looks_like_rst, parse_rst
 from rag.ingest.word import parse_docx
@@ -48,9 +48,10 @@ from rag.types import Document
 
 # Bump when chunking or a parser changes so the next ingest re-reads unchanged files.
 CHUNKER_VERSION = 3
-# An archive-based file (DOCX) whose members expand to more than this is skipped unread: a 716 KB
-# DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy 1,000-page manual is ~30 MB).
-MAX_UNCOMPRESSED_BYTES = 100 * 1024 * 1024
+# The default bound on an archive-based file (DOCX): one whose members expand to more than this is
+# skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy
+# 1,000-page manual is ~30 MB). `Limits` carries the bounds in force (RAG_INGEST_MAX_EXPANDED_MB).
+MAX_UNCOMPRESSED_BYTES = DEFAULT_LIMITS.expanded_bytes
 
 # libyaml's safe loader when PyYAML was built with it (about 10x faster), else the pure-Python one
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -59,8 +60,8 @@ _SLUG_RE = re.compile(r"[^a-z0-9]+")
 
 TextParser = Callable[[str, str], Parsed]
 """(the body after the front matter, where) -> Parsed; raises IngestError with the reason."""
-BytesParser = Callable[[bytes, str], Parsed]
-"""(the file's bytes, where) -> Parsed; raises IngestError with the reason."""
+BytesParser = Callable[[bytes, str, Limits], Parsed]
+"""(the file's bytes, where, the bounds in force) -> Parsed; raises IngestError with the reason."""
 
 
 def _never(text: str) -> bool:
@@ -92,7 +93,7 @@ class BinaryFormat:
     suffixes: frozenset[str]
     parse: BytesParser
     # a zip archive (DOCX, and any other Office Open XML or OpenDocument format): its members'
-    # uncompressed sizes are checked against `MAX_UNCOMPRESSED_BYTES` before it is parsed
+    # uncompressed sizes are checked against `Limits.expanded_bytes` before it is parsed
     archive: bool = False
 
 
@@ -141,28 +142,42 @@ class ParsedFile:
 
 
 def parse_document(
-    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+    raw: bytes,
+    path: Path,
+    *,
+    root: Path,
+    content_hash: str = "",
+    access: tuple[str, ...] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Document:
     """Decode and parse one file into a Document; raises IngestError with the reason when it cannot.
 
     `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
-    return read_document(raw, path, root=root, content_hash=content_hash, access=access).document
+    return read_document(
+        raw, path, root=root, content_hash=content_hash, access=access, limits=limits
+    ).document
 
 
 def read_document(
-    raw: bytes, path: Path, *, root: Path, content_hash: str = "", access: tuple[str, ...] = ()
+    raw: bytes,
+    path: Path,
+    *,
+    root: Path,
+    content_hash: str = "",
+    access: tuple[str, ...] = (),
+    limits: Limits = DEFAULT_LIMITS,
 ) -> ParsedFile:
     """One file -> Document and Layout, by its format (a suffix in no row: plain text); raises
-    IngestError with the reason when the file cannot be read. `access` is the audience of a file
-    whose front matter has no `access` key (() = everyone)."""
+    IngestError with the reason when the file cannot be read or would cost more than `limits`.
+    `access` is the audience of a file whose front matter has no `access` key (() = everyone)."""
     where = str(path)
     row = format_of(path) or _MARKDOWN
     meta: dict[str, Any] = {}
     encoding = ""
     if row.kind == "binary":
         if row.archive:
-            _check_archive(raw, where)
-        parsed = row.parse(raw, where)
+            _check_archive(raw, where, limits.expanded_bytes)
+        parsed = row.parse(raw, where, limits)
     else:
         meta, parsed, encoding = _read_text(row, raw, path.suffix.lower(), where)
     document = _document(parsed, meta, path, root=root, content_hash=content_hash, access=access)
@@ -295,8 +310,8 @@ def _normalised_keys(meta: dict[Any, Any], where: str) -> dict[str, Any]:
     return out
 
 
-def _check_archive(raw: bytes, where: str) -> None:
-    """Raise IngestError when the zip in `raw` declares members expanding past `MAX_UNCOMPRESSED_BYTES`.
+def _check_archive(raw: bytes, where: str, budget: int) -> None:
+    """Raise IngestError when the zip in `raw` declares members expanding past `budget` bytes.
     Reads only the central directory; a reader that later finds a member longer than declared
     fails on its CRC, so the declared sizes bound what is inflated."""
     try:
@@ -304,11 +319,11 @@ def _check_archive(raw: bytes, where: str) -> None:
             expanded = sum(member.file_size for member in archive.infolist())
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError):
         return  # not a zip at all: the format's parser says how it is broken, in its words
-    if expanded > MAX_UNCOMPRESSED_BYTES:
+    if expanded > budget:
         raise IngestError(
             where,
-            f"expands to {expanded / 2**20:,.0f} MB uncompressed, over the"
-            f" {MAX_UNCOMPRESSED_BYTES / 2**20:,.0f} MB limit for archive-based files",
+            f"expands to {expanded / 2**20:,.1f} MB uncompressed, over the"
+            f" {budget / 2**20:,.1f} MB limit for archive-based files (RAG_INGEST_MAX_EXPANDED_MB)",
         )
 
 

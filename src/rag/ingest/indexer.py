@@ -19,7 +19,7 @@ from rag.embeddings.backfill import Backfill, EmbedProgress
 from rag.errors import IngestError, UpstreamRejected
 from rag.ingest.chunking import chunk_document
 from rag.ingest.formats import content_hash, derive_doc_id, format_of, parse_document, read_document
-from rag.ingest.parsed import Layout
+from rag.ingest.parsed import Layout, Limits
 from rag.ingest.walk import Skipped, discover, read_regular
 from rag.store import Store
 from rag.types import Chunk, Document
@@ -42,9 +42,9 @@ EXIT_EMBEDDINGS_INCOMPLETE = 3
 # `rag ingest` exit status when the run stored nothing and found nothing stored: every file was skipped,
 # or no file of a known format was found.
 EXIT_NOTHING_INGESTED = 4
-# A document cut into more chunks than this is skipped, not stored (a 2,000-page PDF makes about
-# 6,000; one expanded DOCX made 140,667).
-MAX_CHUNKS_PER_DOCUMENT = 20_000
+# The default chunk budget of one document (RAG_INGEST_MAX_CHUNKS): a document cut into more is
+# skipped, not stored (a 2,000-page PDF makes about 6,000; one expanded DOCX made 140,667).
+MAX_CHUNKS_PER_DOCUMENT = Limits().chunks
 
 Progress = Callable[[int, int, str], None]
 """Called after each file with (files done, files total, path)."""
@@ -105,6 +105,15 @@ class IngestReport:
 # --- the ingest run -------------------------------------------------------------------------------
 
 
+def ingest_limits(settings: Settings) -> Limits:
+    """The bounds on one file that `settings` sets (`RAG_INGEST_MAX_*`)."""
+    return Limits(
+        expanded_bytes=int(settings.ingest_max_expanded_mb * 1024 * 1024),
+        pdf_pages=settings.ingest_max_pdf_pages,
+        chunks=settings.ingest_max_chunks,
+    )
+
+
 def _is_under(source: str, roots: Sequence[Path]) -> bool:
     path = Path(source)
     return any(path == root or root in path.parents for root in roots)
@@ -125,6 +134,7 @@ class _Run:
     store: Store
     min_tokens: int
     max_tokens: int
+    limits: Limits
     access: tuple[str, ...]
     replace_ids: bool  # a file may take a stored id whose source file still exists
     stored: dict[str, tuple[str, str]]  # doc_id -> (content hash, source path) at the start
@@ -150,6 +160,7 @@ class _Run:
             store=store,
             min_tokens=settings.chunk_min_tokens,
             max_tokens=settings.chunk_max_tokens,
+            limits=ingest_limits(settings),
             access=access,
             replace_ids=replace_ids,
             stored=stored,
@@ -163,7 +174,9 @@ class _Run:
         source = str(file.resolve())
         if self._unchanged(source, digest, str(file)):
             return
-        parsed = read_document(raw, file, root=root, content_hash=digest, access=self.access)
+        parsed = read_document(
+            raw, file, root=root, content_hash=digest, access=self.access, limits=self.limits
+        )
         doc = self._claim_id(parsed.document, file, root, source)
         self._store(doc, parsed.layout, source)
         if parsed.encoding:
@@ -214,11 +227,14 @@ class _Run:
 
     def _store(self, doc: Document, layout: Layout, source: str) -> None:
         """Write the document and its chunks; delete what `source` held under other ids."""
-        chunks = chunk_document(doc, min_tokens=self.min_tokens, max_tokens=self.max_tokens, layout=layout)
-        if len(chunks) > MAX_CHUNKS_PER_DOCUMENT:
+        budget = self.limits.chunks
+        chunks = chunk_document(
+            doc, min_tokens=self.min_tokens, max_tokens=self.max_tokens, layout=layout, max_chunks=budget + 1
+        )
+        if len(chunks) > budget:
             raise IngestError(  # the id goes back: this file did not take it
                 self.seen.pop(doc.doc_id),
-                f"{len(chunks):,} chunks, over the limit of {MAX_CHUNKS_PER_DOCUMENT:,} per document",
+                f"more than {budget:,} chunks, the limit per document (RAG_INGEST_MAX_CHUNKS)",
             )
         self.store.upsert_document(doc, chunks)
         self.chunks_written += len(chunks)

@@ -33,3 +33,20 @@ class Parsed:
     text: str
     title: str = ""
     layout: Layout = Layout()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Limits:
+    """What reading one file may cost before it is skipped with the reason (`RAG_INGEST_MAX_*`).
+
+    `expanded_bytes`: an archive-based file's (DOCX) members, added up as the zip's directory declares
+    them, and a PDF's extracted text (in characters); `pdf_pages`: a PDF's pages, counted from its page
+    tree before any page is read; `chunks`: the chunks of one document (chunking stops past it)."""
+
+    expanded_bytes: int = 100 * 1024 * 1024
+    pdf_pages: int = 5_000
+    chunks: int = 20_000
+
+
+DEFAULT_LIMITS = Limits()
+"""The bounds when no setting changes them."""

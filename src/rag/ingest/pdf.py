@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from rag.errors import IngestError
-from rag.ingest.parsed import Layout, Parsed, Region
+from rag.ingest.parsed import DEFAULT_LIMITS, Layout, Limits, Parsed, Region
 from rag.ingest.pdf_lines import furniture, is_contents_page, join_broken_words
 from rag.language.text import normalise
 
@@ -107,9 +107,11 @@ Page = tuple[str, list[tuple[int, str]]]
 """One page's cleaned text and the (offset, text) of its heading-like lines (`_clean`)."""
 
 
-def parse_pdf(raw: bytes, where: str) -> Parsed:
-    """The text, title ("" when the PDF has none) and page regions of a PDF."""
-    texts, meta_title = _read_pages(raw, where)
+def parse_pdf(raw: bytes, where: str, limits: Limits = DEFAULT_LIMITS) -> Parsed:
+    """The text, title ("" when the PDF has none) and page regions of a PDF; raises IngestError,
+    before any page is read, for more pages than `limits.pdf_pages`, and as soon as the text read
+    passes `limits.expanded_bytes` characters."""
+    texts, meta_title = _read_pages(raw, where, limits)
     pages = [_clean(lines) for lines in _prose([_lines(text) for text in texts])]
     title = _title(meta_title, pages)
     parts: list[str] = []
@@ -132,9 +134,9 @@ def parse_pdf(raw: bytes, where: str) -> Parsed:
     return Parsed(text=text + "\n", title=title, layout=Layout(regions=tuple(regions)))
 
 
-def _read_pages(raw: bytes, where: str) -> tuple[list[str], str]:
+def _read_pages(raw: bytes, where: str, limits: Limits) -> tuple[list[str], str]:
     """Each page's extracted text, and the metadata title ("" when none); raises IngestError for a
-    damaged PDF or one that needs a password."""
+    damaged PDF, one that needs a password, or one past `limits`."""
     # pypdf logs (not raises) on recoverable damage; keep that out of the ingest output
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     from pypdf import PdfReader
@@ -142,7 +144,8 @@ def _read_pages(raw: bytes, where: str) -> tuple[list[str], str]:
     try:
         reader = PdfReader(io.BytesIO(raw))
         _decrypt(reader, where)
-        texts = [page.extract_text() or "" for page in reader.pages]
+        _check_pages(reader, where, limits.pdf_pages)
+        texts = _page_texts(reader, where, limits.expanded_bytes)
         meta = reader.metadata
         meta_title = str(meta.title or "").strip() if meta is not None else ""
     except IngestError:
@@ -150,6 +153,36 @@ def _read_pages(raw: bytes, where: str) -> tuple[list[str], str]:
     except Exception as exc:  # pypdf raises many types on damaged files; any of them means unreadable
         raise IngestError(where, f"unreadable PDF: {type(exc).__name__}: {exc}") from None
     return texts, meta_title
+
+
+def _check_pages(reader: Any, where: str, budget: int) -> None:
+    """Raise IngestError when the PDF has more than `budget` pages: the count its page tree declares
+    is read first (no page is visited), then the pages the tree really holds (their dictionaries
+    only, no content stream is decoded)."""
+    tree = reader.trailer["/Root"]["/Pages"]
+    declared = tree["/Count"] if "/Count" in tree else 0
+    count = int(declared) if isinstance(declared, int) and declared > budget else len(reader.pages)
+    if count > budget:
+        raise IngestError(
+            where, f"{count:,} pages, over the limit of {budget:,} per PDF (RAG_INGEST_MAX_PDF_PAGES)"
+        )
+
+
+def _page_texts(reader: Any, where: str, budget: int) -> list[str]:
+    """Each page's text, page by page; raises IngestError as soon as they add up to more than
+    `budget` characters (a page whose streams expand without end stops the file, not the run)."""
+    texts: list[str] = []
+    total = 0
+    for page in reader.pages:
+        texts.append(page.extract_text() or "")
+        total += len(texts[-1])
+        if total > budget:
+            raise IngestError(
+                where,
+                f"its text passes {budget / 2**20:,.1f} M characters by page {len(texts):,},"
+                " over the limit per file (RAG_INGEST_MAX_EXPANDED_MB)",
+            )
+    return texts
 
 
 def _decrypt(reader: Any, where: str) -> None:

@@ -4,7 +4,8 @@ A symlink (to a file or a folder) whose target lies outside the folder it was fo
 and listed, unless `follow_links` allows it; a file given directly is judged against its own folder.
 FIFOs, sockets, devices and dangling links are skipped and listed, and `read_regular` opens a
 file without blocking and refuses anything but a regular file, so a FIFO never hangs a run.
-Hidden entries (a name starting with ".") are not walked and not listed.
+Hidden entries (a name starting with ".") are not walked and not listed. A folder nested more than
+`MAX_DEPTH` folders below the path given is skipped and listed, not walked.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from pathlib import Path
 
 from rag.errors import IngestError
 
-__all__ = ["Found", "Skipped", "discover", "read_regular"]
+__all__ = ["MAX_DEPTH", "Found", "Skipped", "discover", "read_regular"]
+
+# Folders below a given path that a walk enters (a documentation tree is rarely 10 deep; a deeper
+# one is more likely a loop of bind mounts or a generated trap, and the walk recurses per level).
+MAX_DEPTH = 64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +65,7 @@ def discover(paths: Sequence[str | Path], *, follow_links: bool = False) -> Foun
         if path.is_dir():
             root = path.resolve()
             walk.visited.add(root)
-            walk.folder(path, path, root)
+            walk.folder(path, path, root, 0)
         else:
             walk.entry(path, path.parent, path.parent.resolve())
     return Found(files=tuple(walk.files), skipped=tuple(walk.skipped))
@@ -78,7 +83,12 @@ class _Walk:
     def skip(self, path: Path, reason: str) -> None:
         self.skipped.append(Skipped(path=str(path), reason=reason))
 
-    def folder(self, folder: Path, given: Path, root: Path) -> None:
+    def folder(self, folder: Path, given: Path, root: Path, depth: int) -> None:
+        if depth > MAX_DEPTH:
+            self.skip(
+                folder, f"folder nested more than {MAX_DEPTH} deep below {given}: give it to ingest directly"
+            )
+            return
         try:
             entries = sorted(folder.iterdir())
         except OSError as exc:
@@ -86,9 +96,9 @@ class _Walk:
             return
         for entry in entries:
             if not entry.name.startswith("."):
-                self.entry(entry, given, root)
+                self.entry(entry, given, root, depth + 1)
 
-    def entry(self, path: Path, given: Path, root: Path) -> None:
+    def entry(self, path: Path, given: Path, root: Path, depth: int = 0) -> None:
         """One path met in the walk (or given directly): a file to read, a folder to walk, or a skip."""
         is_link = path.is_symlink()
         try:
@@ -106,7 +116,7 @@ class _Walk:
         if stat.S_ISDIR(status.st_mode):
             if target not in self.visited:  # a link back into the walk (or a loop) is walked once
                 self.visited.add(target)
-                self.folder(path, given, root)
+                self.folder(path, given, root, depth)
         elif stat.S_ISREG(status.st_mode):
             self.files.append((path, given))
         else:

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from rag.errors import IngestError
-from rag.ingest.parsed import Parsed
+from rag.ingest.parsed import DEFAULT_LIMITS, Limits, Parsed
 from rag.ingest.tables import Cell, table_text
 
 _HEADING_STYLE_RE = re.compile(r"^heading\s*(\d)$", re.IGNORECASE)
@@ -62,8 +62,9 @@ def _cell(text: str) -> str:
     return _SPACES_RE.sub(" ", text).strip()
 
 
-def parse_docx(raw: bytes, where: str) -> Parsed:
-    """The Markdown-like text and title ("" when the document has none) of a .docx file."""
+def parse_docx(raw: bytes, where: str, limits: Limits = DEFAULT_LIMITS) -> Parsed:
+    """The Markdown-like text and title ("" when the document has none) of a .docx file. Its bound is
+    the archive's (`Limits.expanded_bytes`, checked before this is called: see `rag.ingest.formats`)."""
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 

@@ -481,12 +481,13 @@ class SqlStore(Generic[C]):
             delta,
         )
 
-    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
+    def get_document(self, doc_id: str, *, groups: Groups = None, text: bool = True) -> Document:
         if unstorable(doc_id):
             raise NotFound(f"unknown document {doc_id!r}")
         visible, params = visible_sql(groups, "access")
+        columns = DOCUMENT_COLUMNS if text else DOCUMENT_COLUMNS.replace(" text,", " '' AS text,")
         rows = self._read(
-            f"SELECT {DOCUMENT_COLUMNS} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
+            f"SELECT {columns} FROM documents WHERE doc_id = ? AND {visible}", (doc_id, *params)
         )
         if not rows:
             raise NotFound(f"unknown document {doc_id!r}")

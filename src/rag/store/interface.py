@@ -19,8 +19,9 @@ class StoreReader(Protocol):
 
     # Every read takes `groups` (see `Groups`): what the caller may not read does not exist for it.
 
-    def get_document(self, doc_id: str, *, groups: Groups = None) -> Document:
-        """Raises NotFound for an unknown id, or one hidden from `groups`."""
+    def get_document(self, doc_id: str, *, groups: Groups = None, text: bool = True) -> Document:
+        """Raises NotFound for an unknown id, or one hidden from `groups`. `text=False`: its `text` is
+        "" (never read: a route that shows metadata need not hold a 2,000-page PDF's text)."""
         ...
 
     def document_chunks(
