@@ -87,7 +87,8 @@ class AskRequest(BaseModel):
     conversation_id: str | None = Field(
         None,
         description="The client's id for the conversation, recorded in the ask log with the turn number:"
-        " 1 to 64 letters, digits or '.', '_', ':', '-'.",
+        " 1 to 64 letters, digits or '.', '_', ':', '-', starting with a letter or digit.",
+        json_schema_extra={"pattern": "^(?:[A-Za-z0-9][A-Za-z0-9._:-]{0,63})?$"},
     )
 
     @field_validator("top_k", mode="before")
@@ -472,6 +473,9 @@ class MetaEventOut(_Out):
     trace_id: str
     reranker: str = Field(description="lexical, hybrid or voyage: the scale of the blocks' scores.")
     min_score: float = Field(description="The retrieval gate's threshold on that scale.")
+    searched_for: str = Field(
+        "", description="What retrieval searched for: the question, or a follow-up's standalone question."
+    )
 
 
 class RefusalEventOut(_Out):
@@ -483,6 +487,9 @@ class RefusalEventOut(_Out):
     message: str
     closest: list[ChunkRefOut]
     conflict: ConflictOut | None
+    searched_for: str = Field(
+        "", description="What retrieval searched for, on a refusal before generation (no `meta` came first)."
+    )
 
 
 class DoneEventOut(_Out):
