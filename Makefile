@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test install ingest serve lint bench eval clean
+.PHONY: run test install ingest serve lint bench bench-scale eval clean
 
 # Two installs into one .venv: `make run` needs the service's own dependencies and the `lexical`
 # extra (WordNet: the offline generator matches paraphrase through it, the support check of Claude's
@@ -82,6 +82,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PIP) -q -e '.[test,dev,bench]'
 	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks
+
+# Ingest scaling with the 100,000-document point (SQLite; PostgreSQL to 10,000 when .ci/pg.env names a
+# server): about half an hour on a 2-core machine, most of it the 100,000 documents' generation and ingest.
+bench-scale: $(STAMP)
+	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks.bench_scale --large
 
 eval: $(STAMP)
 	$(BIN)/rag eval

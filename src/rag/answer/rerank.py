@@ -44,6 +44,9 @@ CHUNK_WORDS = 130
 DENSE_WEIGHT = 0.55
 # Term sets of recently scored chunk texts: popular chunks recur across questions (about 3 KB each).
 TERM_CACHE_SIZE = 4096
+# Term sets of chunk titles and section headings (a few terms each, under 1 KB): every candidate's
+# two are looked up per question, so the cache holds those of a large store's chunks (issue 29).
+TITLE_CACHE_SIZE = 65_536
 
 
 class Reranker(Protocol):
@@ -100,7 +103,7 @@ def term_weights(question: str, df: Mapping[str, int], n_chunks: int) -> dict[st
     }
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=TITLE_CACHE_SIZE)
 def _term_set(text: str) -> frozenset[str]:
     """`frozenset(terms(text))`, stemming each distinct word once (titles and sections, and tests).
 
@@ -132,9 +135,14 @@ class ChunkTerms:
 
     def remember(self, text: str, stems: frozenset[str]) -> None:
         """Record `stems` (which must equal `frozenset(terms(text))`) for `text`."""
+        self.remember_all([(text, stems)])
+
+    def remember_all(self, items: Sequence[tuple[str, frozenset[str]]]) -> None:
+        """`remember` of each (text, stems) pair, under one lock."""
         with self._lock:
-            self._sets[text] = stems
-            self._sets.move_to_end(text)
+            for text, stems in items:
+                self._sets[text] = stems
+                self._sets.move_to_end(text)
             while len(self._sets) > self.size:
                 self._sets.popitem(last=False)
 
@@ -171,10 +179,8 @@ def reuse_stored_terms(
     missing = {s.chunk.chunk_id: s.chunk.text for s in pool if s.chunk.text not in CHUNK_TERMS}
     if not missing:
         return
-    for chunk_id, stems in stored(list(missing)).items():
-        text = missing.get(chunk_id)
-        if text is not None:
-            CHUNK_TERMS.remember(text, stems)
+    found = stored(list(missing))
+    CHUNK_TERMS.remember_all([(missing[cid], stems) for cid, stems in found.items() if cid in missing])
 
 
 def _sorted(scored: list[Scored]) -> list[Scored]:

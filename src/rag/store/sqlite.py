@@ -499,35 +499,36 @@ class SqliteStore(SqlStore[_Connection]):
     # writes: the FTS index and embeddings beside the chunk rows
 
     def _delete_rows(self, conn: _Connection, doc_id: str) -> None:
-        rows = conn.execute(
-            "SELECT terms, title, section, access FROM chunks WHERE doc_id = ? AND access != ''", (doc_id,)
-        ).fetchall()
-        if rows:
-            counts = _term_counts((body, title, section) for body, title, section, _ in rows)
-            audience = rows[0][3]
-            conn.executemany(
-                "UPDATE restricted_terms SET df = df - ? WHERE term = ? AND access = ?",
-                [(n, term, audience) for term, n in counts.items()],
-            )
-            conn.executemany(
-                "DELETE FROM restricted_terms WHERE term = ? AND access = ? AND df <= 0",
-                [(term, audience) for term in counts],
-            )
-        conn.execute(
-            "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE doc_id = ? AND access = '')",
-            (doc_id,),
-        )
-        conn.execute(
-            "DELETE FROM restricted_fts WHERE rowid IN"
-            " (SELECT id FROM chunks WHERE doc_id = ? AND access != '')",
-            (doc_id,),
-        )
+        # The document's chunks are found by doc_id alone (index chunks_doc) and told apart by audience
+        # here: with `access = ''` beside doc_id the planner took the chunks_access index, whose ''
+        # entry lists every public chunk, so each write read the whole table (issue 29).
+        rows = conn.execute("SELECT id, access FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+        public = [(pk,) for pk, access in rows if not access]
+        restricted = [(pk,) for pk, access in rows if access]
+        if restricted:
+            self._forget_restricted_terms(conn, doc_id, rows[0][1])
+        conn.executemany("DELETE FROM chunks_fts WHERE rowid = ?", public)
+        conn.executemany("DELETE FROM restricted_fts WHERE rowid = ?", restricted)
         conn.execute(
             "DELETE FROM embeddings WHERE chunk_id IN (SELECT chunk_id FROM chunks WHERE doc_id = ?)",
             (doc_id,),
         )
         conn.execute("DELETE FROM chunks WHERE doc_id = ?", (doc_id,))
         conn.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+
+    @staticmethod
+    def _forget_restricted_terms(conn: _Connection, doc_id: str, audience: str) -> None:
+        """Take a restricted document's chunks out of its audience's term counts."""
+        rows = conn.execute("SELECT terms, title, section FROM chunks WHERE doc_id = ?", (doc_id,)).fetchall()
+        counts = _term_counts(rows)
+        conn.executemany(
+            "UPDATE restricted_terms SET df = df - ? WHERE term = ? AND access = ?",
+            [(n, term, audience) for term, n in counts.items()],
+        )
+        conn.executemany(
+            "DELETE FROM restricted_terms WHERE term = ? AND access = ? AND df <= 0",
+            [(term, audience) for term in counts],
+        )
 
     def _insert_chunks(
         self,

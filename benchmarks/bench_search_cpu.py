@@ -1,0 +1,80 @@
+"""Search on the CPU clock (issue 29): `retrieve()` (BM25 top 40 + the lexical reranker, top 8) and the
+bare store search (top 10) beside bm25s (top 10) over the same stemmed texts, in one process.
+
+Each query is timed on its thread's CPU clock (`time.thread_time`), not the wall clock: on a shared
+machine another job's load stretches wall time but not the CPU a query spends, so the ratio to
+bm25s holds under load. Dense retrieval is off here (RAG_DENSE=off's path: no embedder). Target:
+median `retrieve()` within 4x of bm25s. Uses the bench store of bench_ingest (10,000 documents), or
+the store named by `--db PATH`. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from benchmarks.bench_engine import Bm25s, percentile
+from benchmarks.bench_ingest import DB_PATH, build_store
+from benchmarks.corpus_gen import questions
+from rag.answer.rerank import LexicalReranker
+from rag.answer.retrieve import retrieve
+from rag.language.text import terms
+from rag.store.sqlite import SqliteStore
+
+QUESTIONS = 200
+TARGET_RATIO = 4.0
+
+
+def cpu_ms(run: Callable[[Any], Any], inputs: Sequence[Any]) -> list[float]:
+    out = []
+    for item in inputs:
+        started = time.thread_time()
+        run(item)
+        out.append((time.thread_time() - started) * 1000)
+    return out
+
+
+def measure(store: SqliteStore) -> None:
+    with store._connection() as conn:
+        rows = conn.execute("SELECT terms, title, section FROM chunks ORDER BY id").fetchall()
+    texts = [" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for body, t, s in rows]
+    raw = questions(QUESTIONS)
+    asked = [list(dict.fromkeys(terms(q))) for q in raw]
+    peer = Bm25s(texts)
+    reranker = LexicalReranker()
+    for _ in range(2):  # warm: postings, chunk and term caches, bm25s's first calls
+        cpu_ms(peer.query, asked)
+        cpu_ms(lambda q: retrieve(q, store=store, reranker=reranker, top_k=8), raw)
+    figures = {
+        "bm25s top 10": cpu_ms(peer.query, asked),
+        "store.search top 10": cpu_ms(lambda q: store.search(q, 10), asked),
+        "retrieve() top 8": cpu_ms(lambda q: retrieve(q, store=store, reranker=reranker, top_k=8), raw),
+    }
+    base = statistics.median(figures["bm25s top 10"])
+    print(f"search on the CPU clock, {len(rows)} chunks, {len(raw)} questions, warm, dense off")
+    for name, values in figures.items():
+        median = statistics.median(values)
+        print(
+            f"  {name:<20} median {median:6.3f} ms  p95 {percentile(values, 0.95):6.3f} ms"
+            f"  {median / base:5.2f}x bm25s"
+        )
+    ratio = statistics.median(figures["retrieve() top 8"]) / base
+    print(f"  retrieve() / bm25s: {ratio:.1f}x (target <= {TARGET_RATIO:.0f}x)")
+
+
+def main() -> None:
+    path = sys.argv[sys.argv.index("--db") + 1] if "--db" in sys.argv else str(DB_PATH)
+    if path == str(DB_PATH) and not DB_PATH.exists():
+        build_store()
+    store = SqliteStore(path)
+    try:
+        measure(store)
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
