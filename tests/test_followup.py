@@ -25,6 +25,11 @@ TRASH = "How long do deleted projects stay in the trash?"
         ("Does it carry over?", "Does it carry over (annual leave)?"),
         # no content of its own: the earlier question's content, its frame dropped
         ("How long?", "How long (days annual leave full-time employees)?"),
+        # a count whose noun is left out counts the earlier question's
+        (
+            "And how many do contractors get?",
+            "And how many do contractors get (days annual leave full-time employees)?",
+        ),
     ],
 )
 def test_resolve_carries_the_earlier_subject_into_an_elliptical_follow_up(
@@ -44,6 +49,11 @@ def test_resolve_a_plural_pronoun_refers_to_the_plural_phrase() -> None:
         "How do I reset my password?",
         "Is it possible to export my data?",  # a dummy "it" refers to nothing
         "How many days of annual leave do part-time staff get?",
+        # a connective before a complete question only joins it on
+        "And how do I cancel my subscription?",
+        # a pronoun whose noun comes before it in the same question refers to nothing earlier
+        "What happens to my files when they expire?",
+        "How do I reset my password if I forget it?",
     ],
 )
 def test_resolve_leaves_a_self_contained_follow_up_alone(follow_up: str) -> None:

@@ -87,7 +87,10 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     framed = bool(words) and words[0].lower in _FRAME_WORDS
     refers = _refers_back(rest, words)
     own = _phrases(words)
-    if not (connective or refers or not framed or not own):
+    complete = framed and own and not refers and not _counts_nothing(words)
+    # a connective before a question complete in itself only joins it on ("And how do I cancel my
+    # subscription?"): the connective alone does not make it elliptical
+    if complete:
         return question
     before = _words(previous)
     # a bare phrase stands in for a constituent of the earlier question (its subject when nothing else
@@ -103,12 +106,37 @@ def _words(text: str) -> list[_Word]:
     return [_Word(m.group(), m.start(), m.end()) for m in _WORD_RE.finditer(text)]
 
 
+def _counts_nothing(words: list[_Word]) -> bool:
+    """A "how many / how much" frame whose counted noun is left out ("and how many do contractors
+    get?"): the thing counted is the earlier question's."""
+    return (
+        len(words) > 2
+        and words[0].lower == "how"
+        and words[1].lower in ("many", "much")
+        and words[2].lower in _AUXILIARIES | {"is", "are", "was", "were", "has", "have"}
+    )
+
+
+def _has_antecedent(words: list[_Word], i: int) -> bool:
+    """The pronoun at `i` refers to a noun phrase before it in the same question that agrees with it
+    in number ("what happens to my files when they expire?"), not back to an earlier turn."""
+    number: Number = "plural" if words[i].lower in _PLURAL else "singular"
+    before = [w for w in words[:i] if w.lower not in _FRAME_WORDS]
+    for j, word in enumerate(before):
+        if j > 0 and before[j - 1].lower in _DETERMINERS - _DEMONSTRATIVES and word.content:
+            run = [w for w in before[j:] if w.content][:3]
+            if _number_of(run[:1] if number == "singular" else run) == number:
+                return True
+    return False
+
+
 def _refers_back(text: str, words: list[_Word]) -> bool:
-    """A referring pronoun, or a demonstrative standing alone ("does that apply"), not a dummy "it"."""
+    """A referring pronoun with no antecedent in the question, or a demonstrative standing alone
+    ("does that apply"), not a dummy "it"."""
     if _DUMMY_IT_RE.search(text):
         words = [w for w in words if w.lower != "it"]
     for i, word in enumerate(words):
-        if word.lower in _REFERRING:
+        if word.lower in _REFERRING and not _has_antecedent(words, i):
             return True
         if word.lower in _DEMONSTRATIVES:
             following = words[i + 1] if i + 1 < len(words) else None
