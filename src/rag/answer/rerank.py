@@ -12,6 +12,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 
@@ -49,14 +50,31 @@ TERM_CACHE_SIZE = 4096
 TITLE_CACHE_SIZE = 65_536
 
 
+@dataclass(frozen=True, slots=True)
+class Held:
+    """Which of the terms `asked` each candidate's text, title or section holds (chunk id -> those
+    terms), as the store's lexical index tells (`Store.held_terms`); candidates left out are not known."""
+
+    asked: frozenset[str]
+    by_chunk: Mapping[str, frozenset[str]]
+
+
 class Reranker(Protocol):
     name: str
 
     def rerank(
-        self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
+        self,
+        question: str,
+        candidates: Sequence[Scored],
+        *,
+        df: Mapping[str, int],
+        n_chunks: int,
+        held: Held | None = None,
     ) -> list[Scored]:
         """Candidates rescored into [0, 1], sorted by score desc, then chunk_id, each naming its `scorer`.
-        `df`: chunks per term. The retrieval gate's threshold is chosen per scorer (rag.answer.gates)."""
+        `df`: chunks per term; `held`: the question's terms each candidate holds, where the store knows
+        (a shortcut: the scores are the same without it). The retrieval gate's threshold is chosen per
+        scorer (rag.answer.gates)."""
         ...
 
 
@@ -207,19 +225,43 @@ class LexicalReranker:
         self.bm25_weight = bm25_weight
 
     def rerank(
-        self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
+        self,
+        question: str,
+        candidates: Sequence[Scored],
+        *,
+        df: Mapping[str, int],
+        n_chunks: int,
+        held: Held | None = None,
     ) -> list[Scored]:
         weights = [(forms(t), w) for t, w in term_weights(question, df, n_chunks).items()]
         total = sum(w for _, w in weights)
         best = max((c.lexical for c in candidates), default=0.0)
         out = []
-        bodies = CHUNK_TERMS.get_all([cand.chunk.text for cand in candidates])
-        for cand, body in zip(candidates, bodies, strict=True):
-            coverage = _covered(weights, body, cand.chunk) / total if total else 0.0
+        for cand, covered in zip(candidates, _coverages(weights, candidates, held), strict=True):
+            coverage = covered / total if total else 0.0
             density = cand.lexical / best if best > 0 else 0.0
             score = coverage * (1.0 - self.bm25_weight + self.bm25_weight * max(0.0, density))
             out.append(cand.rescored(min(1.0, max(0.0, score)), self.name))
         return _sorted(out)
+
+
+def _coverages(
+    weights: Sequence[tuple[frozenset[str], float]], candidates: Sequence[Scored], held: Held | None
+) -> list[float]:
+    """`_covered` of each candidate: from the terms `held` says it holds when it knows the candidate and
+    every form of every weighted term was asked (the same sum, in the same order), else from the
+    candidate's term sets."""
+    known = held.by_chunk if held is not None and all(fs <= held.asked for fs, _ in weights) else {}
+    unknown = [cand.chunk.text for cand in candidates if cand.chunk.chunk_id not in known]
+    bodies = iter(CHUNK_TERMS.get_all(unknown))
+    out = []
+    for cand in candidates:
+        have = known.get(cand.chunk.chunk_id)
+        if have is None:
+            out.append(_covered(weights, next(bodies), cand.chunk))
+        else:
+            out.append(sum([w for fs, w in weights if not fs.isdisjoint(have)]))
+    return out
 
 
 def _covered(weights: Sequence[tuple[frozenset[str], float]], body: frozenset[str], chunk: Chunk) -> float:
@@ -256,9 +298,15 @@ class HybridReranker:
         self.dense_weight = dense_weight
 
     def rerank(
-        self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
+        self,
+        question: str,
+        candidates: Sequence[Scored],
+        *,
+        df: Mapping[str, int],
+        n_chunks: int,
+        held: Held | None = None,
     ) -> list[Scored]:
-        ranked = self.lexical.rerank(question, candidates, df=df, n_chunks=n_chunks)
+        ranked = self.lexical.rerank(question, candidates, df=df, n_chunks=n_chunks, held=held)
         if not any(c.dense for c in ranked):
             return ranked
         w = self.dense_weight
@@ -325,7 +373,13 @@ class VoyageReranker:
         return min(len(documents), RERANK_MAX_DOCUMENTS)
 
     def rerank(
-        self, question: str, candidates: Sequence[Scored], *, df: Mapping[str, int], n_chunks: int
+        self,
+        question: str,
+        candidates: Sequence[Scored],
+        *,
+        df: Mapping[str, int],
+        n_chunks: int,
+        held: Held | None = None,
     ) -> list[Scored]:
         if not candidates:
             return []
@@ -346,7 +400,7 @@ class VoyageReranker:
         except Exception as exc:  # any provider failure falls back to the offline scores
             self.fallbacks += 1
             logger.warning("Voyage rerank failed (%s); using the %s reranker", exc, self.fallback.name)
-            return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks)
+            return self.fallback.rerank(question, candidates, df=df, n_chunks=n_chunks, held=held)
         return _sorted(
             [c.rescored(min(1.0, max(0.0, scores.get(i, 0.0))), self.name) for i, c in enumerate(candidates)]
         )

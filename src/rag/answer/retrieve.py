@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rag.answer.rerank import Reranker, reuse_stored_terms
+from rag.answer.rerank import Held, Reranker, reuse_stored_terms
 from rag.embeddings import Embedder
 from rag.errors import ConfigError
 from rag.language.inflection import forms
@@ -59,7 +59,12 @@ def _warn_model_mismatch(store: Store, model: str) -> None:
 def search_terms(question: str) -> list[str]:
     """The question's distinct terms in order, each followed by the other forms of an irregular verb
     ("wrote" also searches "write" and "written": `rag.language.inflection`)."""
-    return list(dict.fromkeys(form for term in terms(question) for form in (term, *sorted(forms(term)))))
+    return _with_forms(terms(question))
+
+
+def _with_forms(query_terms: Sequence[str]) -> list[str]:
+    """`query_terms` each followed by the other forms of an irregular verb, each once, in order."""
+    return list(dict.fromkeys(form for term in query_terms for form in (term, *sorted(forms(term)))))
 
 
 def candidates_for(
@@ -69,13 +74,15 @@ def candidates_for(
     embedder: Embedder | None = None,
     candidates: int = 40,
     groups: Groups = None,
+    searched: Sequence[str] | None = None,
 ) -> list[Scored]:
     """Up to `candidates` chunks for the reranker, best first, with `score` 0 and `lexical` = BM25.
 
     Only chunks `groups` may read are candidates (None: every chunk). Every question term takes part
-    in the BM25 match, however common (the store's search is exhaustive, issue 18).
+    in the BM25 match, however common (the store's search is exhaustive, issue 18). `searched`: the
+    question's `search_terms` when the caller has them.
     """
-    query_terms = search_terms(question)
+    query_terms = search_terms(question) if searched is None else searched
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
     words = [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
     if embedder is None:
@@ -157,10 +164,14 @@ def retrieve(
     """
     query_terms = list(dict.fromkeys(terms(question)))
     df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
-    pool = candidates_for(question, store=store, embedder=embedder, candidates=candidates, groups=groups)
+    asked = _with_forms(query_terms)
+    pool = candidates_for(
+        question, store=store, embedder=embedder, candidates=candidates, groups=groups, searched=asked
+    )
     if not pool:
         return []
     n_chunks = store.chunk_count(groups=groups)
-    reuse_stored_terms(pool, store.chunk_terms)
-    ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks)
+    held = Held(asked=frozenset(asked), by_chunk=store.held_terms([s.chunk for s in pool], asked))
+    reuse_stored_terms([s for s in pool if s.chunk.chunk_id not in held.by_chunk], store.chunk_terms)
+    ranked = reranker.rerank(question, pool, df=df, n_chunks=n_chunks, held=held)
     return sorted(ranked, key=lambda s: (-s.score, s.chunk.chunk_id))[:top_k]

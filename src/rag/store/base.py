@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from rag.access import EVERYONE, audience_groups, audience_text, visible_sql
@@ -163,6 +164,9 @@ def document_from_row(row: Sequence[Any]) -> Document:
     )
 
 
+_PLAIN_JOINED_RE = re.compile(r"[0-9a-z ]*")
+
+
 def fts_tokens(text: str) -> list[str]:
     """`text` cut into tokens as FTS5's unicode61 tokenizer cuts it (lowercase alphanumeric runs)."""
     return _FTS_TOKEN_RE.findall(text.lower())
@@ -175,6 +179,22 @@ def fts_vocabulary(body_terms: str, title: str, section: str) -> set[str]:
         | set(fts_tokens(" ".join(terms(title))))
         | set(fts_tokens(" ".join(terms(section))))
     )
+
+
+def plain_joined(joined_terms: str) -> bool:
+    """True when every space-separated term of `joined_terms` is plain (`rag.store.lexical.is_plain`)."""
+    return _PLAIN_JOINED_RE.fullmatch(joined_terms) is not None
+
+
+def plain_text(text: str) -> bool:
+    """True when every term of `text` (`terms`) is plain, a run of [0-9a-z] that both lexical indexes
+    hold as one token equal to itself. ASCII text without an apostrophe always is (its tokens,
+    identifier forms and stems are such runs), so only other text is tokenised to tell."""
+    return (text.isascii() and "'" not in text) or plain_joined(" ".join(terms(text)))
+
+
+# `plain_text` of titles and section headings, which every chunk of a document repeats.
+plain_heading = lru_cache(maxsize=65_536)(plain_text)
 
 
 def fts_length(body_terms: str, title: str, section: str) -> int:
@@ -556,6 +576,9 @@ class SqlStore(Generic[C]):
         return [found[cid] for cid in chunk_ids if cid in found]
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        return {}
+
+    def held_terms(self, chunks: Sequence[Chunk], query_terms: Sequence[str]) -> dict[str, frozenset[str]]:
         return {}
 
     # embeddings

@@ -100,6 +100,13 @@ class Store(StoreReader, Protocol):
         the caller already holds (retrieved for its groups), so it filters nothing itself."""
         ...
 
+    def held_terms(self, chunks: Sequence[Chunk], query_terms: Sequence[str]) -> dict[str, frozenset[str]]:
+        """chunk id -> the terms of `query_terms` (stemmed) that the chunk's text, title or section
+        holds, equal to `query_terms & (terms(text) | terms(title) | terms(section))`, read from the
+        lexical index the search just used; chunks the backend cannot answer for exactly are left out
+        (the caller computes those). Takes chunks the caller already holds, so it filters nothing."""
+        ...
+
     def chunk_count(self, *, groups: Groups = None) -> int:
         """Number of chunks `groups` may read (the corpus size IDF is computed for); backends may
         cache it until the next write, as they cache document frequencies."""

@@ -28,6 +28,7 @@ calibrated on, and equal `bm25(chunks_fts, 1.0, 1.5, 2.0)` for the public chunks
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -50,6 +51,8 @@ MAX_CACHED_POSTINGS = 32_000_000
 # The most `Chunk` values one store keeps per corpus version (least recently returned dropped first):
 # a chunk is about 2-3 KB with its text, so at most about 50 MB.
 MAX_CACHED_CHUNKS = 20_000
+
+_PLAIN_RE = re.compile(r"[0-9a-z]+")
 
 Floats = npt.NDArray[np.float64]
 Keys = npt.NDArray[np.int64]
@@ -85,6 +88,8 @@ class Snapshot:
     hidden: dict[frozenset[str], Keys] = field(default_factory=dict)
     cached: int = 0
     chunks: OrderedDict[int, Chunk] = field(default_factory=OrderedDict)  # chunk key -> Chunk, LRU
+    # chunk id -> key of the cached chunks whose every term the index holds as itself (`held`)
+    plain: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def build(cls, version: tuple[int, ...], rows: Sequence[tuple[int, int, str]]) -> Snapshot:
@@ -160,6 +165,11 @@ class Snapshot:
         return list(zip(hit[order].tolist(), values[order].tolist(), strict=True))
 
 
+def is_plain(term: str) -> bool:
+    """True for a term both lexical indexes hold as one token equal to itself (a run of [0-9a-z])."""
+    return _PLAIN_RE.fullmatch(term) is not None
+
+
 def best_keys(scores: npt.NDArray[Any], best: float, limit: int) -> Keys:
     """The keys (ascending) of every chunk scoring at least the `limit`-th best of `scores`, ties
     included; `best` is the highest score (above 0)."""
@@ -222,11 +232,13 @@ class LexicalCache:
         self,
         snapshot: Snapshot,
         keys: Sequence[int],
-        load: Callable[[list[int]], Iterable[tuple[int, Chunk]]],
+        load: Callable[[list[int]], Iterable[tuple[int, Chunk, bool]]],
     ) -> dict[int, Chunk]:
         """The chunks of `keys` under `snapshot` (key -> Chunk; a key no chunk has is left out), those
-        not cached read with `load(missing keys)` as (key, Chunk) pairs. `load` must read the same
-        committed state `snapshot` describes (inside the transaction that read its version)."""
+        not cached read with `load(missing keys)` as (key, Chunk, plain) triples, `plain` true when
+        every term of the chunk's text, title and section is one the index holds as itself (a run of
+        [0-9a-z], `rag.store.base.plain_terms`). `load` must read the same committed state `snapshot`
+        describes (inside the transaction that read its version)."""
         found: dict[int, Chunk] = {}
         missing: list[int] = []
         with self._lock:
@@ -239,13 +251,53 @@ class LexicalCache:
                     cached.move_to_end(key)
                     found[key] = chunk
         if missing:
-            loaded = dict(load(missing))
+            rows = list(load(missing))
+            loaded = {key: chunk for key, chunk, _ in rows}
             found.update(loaded)
             with self._lock:
                 cached.update(loaded)
+                snapshot.plain.update((chunk.chunk_id, key) for key, chunk, plain in rows if plain)
                 while len(cached) > MAX_CACHED_CHUNKS:
-                    cached.popitem(last=False)
+                    key, chunk = cached.popitem(last=False)
+                    if snapshot.plain.get(chunk.chunk_id) == key:
+                        del snapshot.plain[chunk.chunk_id]
         return found
+
+    def held(
+        self,
+        snapshot: Snapshot,
+        chunks: Sequence[Chunk],
+        query_terms: Sequence[str],
+        load: Callable[[str], Callable[[], tuple[list[int], list[float]]]],
+    ) -> dict[str, frozenset[str]]:
+        """chunk id -> the terms of `query_terms` its text, title or section holds, for each of `chunks`
+        this snapshot can answer for exactly; the others are left out.
+
+        Exact for a chunk cached under `snapshot` with that very content whose terms are all plain
+        (runs of [0-9a-z]): each of its terms is then one index token equal to itself, so it holds a
+        plain term exactly when its key is among the term's postings, and no term that is not plain.
+        `load(term)` reads a term's postings (keys, frequencies) the first time, as for `search`.
+        """
+        with self._lock:
+            known = {}
+            for chunk in chunks:
+                key = snapshot.plain.get(chunk.chunk_id)
+                cached = snapshot.chunks.get(key) if key is not None else None
+                if cached is not None and (cached is chunk or cached == chunk):
+                    known[chunk.chunk_id] = key
+        if not known:
+            return {}
+        keys = np.fromiter(known.values(), dtype=np.int64, count=len(known))
+        holding: list[list[str]] = [[] for _ in known]
+        for term in dict.fromkeys(query_terms):
+            if not is_plain(term):
+                continue
+            posted = self.term(snapshot, (term,), load(term)).keys
+            if posted.size:
+                where = np.minimum(np.searchsorted(posted, keys), posted.size - 1)
+                for i in np.flatnonzero(posted[where] == keys).tolist():
+                    holding[i].append(term)
+        return {chunk_id: frozenset(found) for chunk_id, found in zip(known, holding, strict=True)}
 
     def clear(self) -> None:
         with self._lock:

@@ -47,7 +47,7 @@ from rag.errors import ConfigError, StoreUnavailable
 from rag.language.text import terms
 from rag.store import base  # the module, not the package
 from rag.store.interface import Groups
-from rag.store.lexical import LexicalCache
+from rag.store.lexical import LexicalCache, Snapshot
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
 from rag.types import Chunk, Document
 
@@ -138,6 +138,30 @@ def _write_postings(copy: Any, postings: _Postings, ids: dict[str, int], audienc
         pk = ids[chunk_id]
         for lex, f, dl in items:
             copy.write_row((lex, pk, f, dl, audience))
+
+
+def _postings(conn: Any, lex: str) -> tuple[list[int], list[float]]:
+    """(chunk keys, column-weighted frequencies) of one lexeme, from `chunk_terms`."""
+    rows = conn.execute("SELECT chunk_pk, tf FROM chunk_terms WHERE lexeme = %s", (lex,)).fetchall()
+    return [int(pk) for pk, _ in rows], [float(tf) for _, tf in rows]
+
+
+def _load_chunks(conn: Any, keys: list[int]) -> list[tuple[int, Chunk, bool]]:
+    """(key, Chunk, plain) of each key (`LexicalCache.chunks`); the stored terms are lexemes, which
+    lose a term's apostrophe, so whether the terms are plain is read from the chunk's own text."""
+    rows = conn.execute(
+        f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (keys,)
+    ).fetchall()
+    out = []
+    for row in rows:
+        chunk = base.chunk_from_row(row)
+        plain = (
+            base.plain_text(chunk.text)
+            and base.plain_heading(chunk.title)
+            and base.plain_heading(chunk.section)
+        )
+        out.append((int(row[10]), chunk, plain))
+    return out
 
 
 def visible_pg(groups: Groups, column: str) -> tuple[str, dict[str, Any]]:
@@ -384,35 +408,38 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             return []
         with self._connection() as conn, conn.transaction():
             # one snapshot for the version and every array read under it
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchall()[0]
-
-            def chunks() -> list[tuple[int, int, str]]:
-                return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
-
-            def postings(lex: str) -> tuple[list[int], list[float]]:
-                rows = conn.execute(
-                    "SELECT chunk_pk, tf FROM chunk_terms WHERE lexeme = %s", (lex,)
-                ).fetchall()
-                return [int(pk) for pk, _ in rows], [float(tf) for _, tf in rows]
-
-            snapshot = self._lexical.snapshot((int(version), self._generation), chunks)
-            found = [self._lexical.term(snapshot, (lex,), partial(postings, lex)) for lex in lexemes]
+            snapshot = self._lexical_snapshot(conn)
+            found = [self._lexical.term(snapshot, (lex,), partial(_postings, conn, lex)) for lex in lexemes]
             scored = snapshot.top(found, limit, groups)
             if not scored:
                 return []
-
-            def load(keys: list[int]) -> list[tuple[int, Chunk]]:
-                rows = conn.execute(
-                    f"SELECT {_CHUNK_COLUMNS}, id FROM chunks WHERE id = ANY(%s::bigint[])", (keys,)
-                ).fetchall()
-                return [(int(row[10]), base.chunk_from_row(row)) for row in rows]
-
             # the chunks from this version's cache, read by key (in this snapshot) the first time
-            by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], load)
+            by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], partial(_load_chunks, conn))
         out = [(by_key[key], score) for key, score in scored if key in by_key]
         out.sort(key=lambda item: (-item[1], item[0].chunk_id))
         return out[:limit]
+
+    def _lexical_snapshot(self, conn: psycopg.Connection[Any]) -> Snapshot:
+        """The lexical engine's arrays for the corpus version `conn`'s transaction reads (made
+        REPEATABLE READ here, so every array read under it describes one snapshot)."""
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchall()[0]
+
+        def chunks() -> list[tuple[int, int, str]]:
+            return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
+
+        return self._lexical.snapshot((int(version), self._generation), chunks)
+
+    def held_terms(self, chunks: Sequence[Chunk], query_terms: Sequence[str]) -> dict[str, frozenset[str]]:
+        """From the postings (`LexicalCache.held`): a plain term is its own lexeme, and its postings
+        list every chunk whose body, title or section lexemes hold it."""
+        if not chunks or not query_terms:
+            return {}
+        with self._connection() as conn, conn.transaction():
+            snapshot = self._lexical_snapshot(conn)
+            return self._lexical.held(
+                snapshot, chunks, query_terms, lambda lex: partial(_postings, conn, lex)
+            )
 
     def _corpus(self, conn: Any) -> tuple[float, float]:
         """(chunk count, mean chunk length in tokens) over the chunks everyone may read (BM25's

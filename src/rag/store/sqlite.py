@@ -49,6 +49,8 @@ from rag.store.base import (
     fts_length,
     fts_tokens,
     fts_vocabulary,
+    plain_heading,
+    plain_joined,
 )
 from rag.store.interface import Groups
 from rag.store.lexical import LexicalCache, Snapshot
@@ -667,15 +669,33 @@ class SqliteStore(SqlStore[_Connection]):
         return [(chunks[key], score) for key, score in scored if key in chunks]
 
     @staticmethod
-    def _load_chunks(conn: _Connection, keys: Sequence[int]) -> list[tuple[int, Chunk]]:
-        out: list[tuple[int, Chunk]] = []
+    def _load_chunks(conn: _Connection, keys: Sequence[int]) -> list[tuple[int, Chunk, bool]]:
+        """(key, Chunk, plain) of each key: plain when all its terms are (the stored body terms, the
+        title and the section; `LexicalCache.chunks`)."""
+        out: list[tuple[int, Chunk, bool]] = []
         for i in range(0, len(keys), ID_BATCH):
             batch = keys[i : i + ID_BATCH]
-            rows = conn.execute(
-                f"SELECT {chunk_columns()}, id FROM chunks WHERE id IN ({', '.join('?' * len(batch))})", batch
-            ).fetchall()
-            out += [(row[10], chunk_from_row(row)) for row in rows]
+            marks = ", ".join("?" * len(batch))
+            sql = f"SELECT {chunk_columns()}, id, terms FROM chunks WHERE id IN ({marks})"
+            for row in conn.execute(sql, batch):
+                chunk = chunk_from_row(row)
+                plain = plain_joined(row[11]) and plain_heading(chunk.title) and plain_heading(chunk.section)
+                out.append((row[10], chunk, plain))
         return out
+
+    def held_terms(self, chunks: Sequence[Chunk], query_terms: Sequence[str]) -> dict[str, frozenset[str]]:
+        """From the postings of FTS5's index (`LexicalCache.held`): a plain term's postings list every
+        chunk whose stored body terms, title or section terms hold it, the columns FTS5 indexes."""
+        if not chunks or not query_terms:
+            return {}
+        with self._connection() as conn:
+            conn.execute("BEGIN")
+            snapshot = self._lexical_snapshot(conn)
+            found = self._lexical.held(
+                snapshot, chunks, query_terms, lambda term: partial(self._load_postings, conn, (term,))
+            )
+            conn.execute("COMMIT")
+        return found
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds " ".join(terms(text)), written at ingest beside the FTS row."""
