@@ -237,7 +237,7 @@ class LexicalCache:
         """The chunks of `keys` under `snapshot` (key -> Chunk; a key no chunk has is left out), those
         not cached read with `load(missing keys)` as (key, Chunk, plain) triples, `plain` true when
         every term of the chunk's text, title and section is one the index holds as itself (a run of
-        [0-9a-z], `rag.store.base.plain_terms`). `load` must read the same committed state `snapshot`
+        [0-9a-z], `rag.store.base.plain_text`). `load` must read the same committed state `snapshot`
         describes (inside the transaction that read its version)."""
         found: dict[int, Chunk] = {}
         missing: list[int] = []
