@@ -105,6 +105,16 @@ class Question(str):
     __slots__ = ()
 
 
+def _clean_text(text: object) -> str:
+    """`text` (a non-str as "") stripped, control characters made spaces; raises UnicodeEncodeError
+    when it is not valid Unicode text (a lone surrogate)."""
+    value = text if isinstance(text, str) else ""
+    value.encode("utf-8")
+    # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
+    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
+    return value.translate(_CONTROL_TO_SPACE).strip()
+
+
 def validate_question(question: str, max_chars: int) -> Question:
     """The question stripped of surrounding whitespace, control characters made spaces.
 
@@ -112,17 +122,12 @@ def validate_question(question: str, max_chars: int) -> Question:
     surrogate, which JSON can carry and `\\xff` in a command-line argument becomes). The edge
     (a route) calls it once; a plain str handed to the pipeline is validated there instead.
     """
-    text = question if isinstance(question, str) else ""
     try:
-        text.encode("utf-8")
+        text = _clean_text(question)
     except UnicodeEncodeError as exc:
         raise InvalidQuestion(
             f"question is not valid Unicode text: a lone surrogate at character {exc.start}"
         ) from None
-    # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
-    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
-    text = text.translate(_CONTROL_TO_SPACE)
-    text = text.strip()
     if not text:
         raise InvalidQuestion("question is empty")
     if len(text) > max_chars:
@@ -148,12 +153,10 @@ def validate_history(history: Sequence[Turn], settings: Settings) -> tuple[Turn,
             question = validate_question(turn.question, settings.max_question_chars)
         except InvalidQuestion as exc:
             raise InvalidQuestion(f"history turn {i}: {exc}") from None
-        answer = turn.answer if isinstance(turn.answer, str) else ""
         try:
-            answer.encode("utf-8")
+            answer = _clean_text(turn.answer)
         except UnicodeEncodeError:
             raise InvalidQuestion(f"history turn {i}: the answer is not valid Unicode text") from None
-        answer = answer.translate(_CONTROL_TO_SPACE).strip()
         if len(answer) > settings.max_history_answer_chars:
             raise InvalidQuestion(
                 f"history turn {i}: the answer is {len(answer)} characters long;"
@@ -276,6 +279,7 @@ class Pipeline:
         if not isinstance(question, Question):
             question = validate_question(question, self.settings.max_question_chars)
         turns = validate_history(history, self.settings)
+        conversation = validate_conversation_id(conversation_id)  # before any work is done for it
         searched = question
         if turns:
             earlier = [t.question for t in turns]
@@ -283,7 +287,7 @@ class Pipeline:
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
         plan.asked, plan.history = str(question), turns
-        plan.conversation_id = validate_conversation_id(conversation_id)
+        plan.conversation_id = conversation
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
             if record:
