@@ -7,8 +7,10 @@ phrase with no question frame ("part-time staff?"). An elliptical follow-up keep
 question's content; a phrase of the follow-up replaces the earlier phrase of the same kind ("part-time
 staff" replaces "full-time employees": a shared word part, the same head word, or, with the local
 encoder, the closest earlier phrase by meaning). A follow-up with its own question frame and no
-reference back is left as it is. Only earlier *questions* are read: an earlier answer is never a
-source of search terms (nor of evidence).
+reference back is left as it is; a frame opens with a wh-word or an auxiliary ("what's": a clitic is
+read off), or with a wh-word after a leading preposition or clause when a predicate follows ("Above
+what amount does ...", "If I don't set it, what does ..."). Only earlier *questions* are read: an
+earlier answer is never a source of search terms (nor of evidence).
 """
 
 from __future__ import annotations
