@@ -72,3 +72,38 @@ def test_standalone_question_resolves_each_earlier_turn_in_order() -> None:
 def test_standalone_question_reads_only_the_earlier_questions() -> None:
     # the signature takes questions: an earlier answer cannot add a search term
     assert standalone_question("Does it carry over?", [LEAVE]) == "Does it carry over (annual leave)?"
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        # a clitic on the frame word ("what's") still opens a question frame
+        "What's the refund policy for annual plans?",
+        # a wh-word after a leading preposition, with a predicate of its own
+        "In which country is the head office located?",
+        # ... or after a leading clause ended by a comma
+        "If my laptop breaks, who do I contact?",
+    ],
+)
+def test_resolve_finds_a_question_frame_after_a_clitic_a_preposition_or_a_clause(follow_up: str) -> None:
+    assert resolve(follow_up, LEAVE) == follow_up
+
+
+def test_a_leading_preposition_frames_a_predicate_and_leaves_a_bare_phrase_elliptical() -> None:
+    # framed, and its pronoun refers back: the earlier topic is added as for any framed follow-up
+    assert resolve("In which office is it kept?", LEAVE) == "In which office is it kept (annual leave)?"
+    # no auxiliary or copula after the wh-word: a bare phrase, never returned as self-contained
+    assert resolve("Since which version?", LEAVE) != "Since which version?"
+
+
+def test_a_pronoun_with_a_clitic_refers_back_unless_its_noun_comes_first() -> None:
+    assert resolve("What happens if it's not used?", LEAVE) == "What happens if it's not used (annual leave)?"
+    own = "How long do you keep backups before they're deleted?"
+    assert resolve(own, LEAVE) == own
+
+
+def test_a_demonstrative_before_a_noun_keeps_every_earlier_phrase() -> None:
+    # "that limit" names its own kind: the earlier question's number does not pick among its phrases
+    assert resolve("What's that limit based on?", LEAVE) == (
+        "What's that limit based on (days annual leave full-time employees)?"
+    )

@@ -7,8 +7,10 @@ phrase with no question frame ("part-time staff?"). An elliptical follow-up keep
 question's content; a phrase of the follow-up replaces the earlier phrase of the same kind ("part-time
 staff" replaces "full-time employees": a shared word part, the same head word, or, with the local
 encoder, the closest earlier phrase by meaning). A follow-up with its own question frame and no
-reference back is left as it is. Only earlier *questions* are read: an earlier answer is never a
-source of search terms (nor of evidence).
+reference back is left as it is; a frame opens with a wh-word or an auxiliary ("what's": a clitic is
+read off), or with a wh-word after a leading preposition or clause when a predicate follows ("Above
+what amount does ...", "If I don't set it, what does ..."). Only earlier *questions* are read: an
+earlier answer is never a source of search terms (nor of evidence).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ _FRAME_WORDS = frozenset(
 _REFERRING = frozenset("it its they them their theirs".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
 _DUMMY_IT_RE = re.compile(r"\bit(?:\s+is|'s|\s+was)?\s+\w+\s+to\b|\bis\s+it\s+\w+\s+to\b", re.IGNORECASE)
+# A clitic on a frame word or pronoun ("what's", "it's", "they're"): the word is read without it.
+_CLITIC_RE = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
+# Wh-words that open a question after a leading preposition ("Above what amount does ...").
+_WH_WORDS = frozenset("what which who whom whose when where how".split())
 _WORD_RE = re.compile(r"[A-Za-z0-9]+(?:[-'’][A-Za-z0-9]+)*")
 Number = Literal["singular", "plural"]
 _SINGULAR = frozenset("it its this that".split())
@@ -44,6 +50,7 @@ _PLURAL = frozenset("they them their theirs these those".split())
 _PLURAL_RE = re.compile(r"[^su's]s$|[^s]es$")
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those each every".split())
 _AUXILIARIES = frozenset("do does did can could will would should may might must".split())
+_COPULAS = frozenset("is are was were has have had".split())
 # Encoder cosine at which an earlier phrase counts as the same kind as a follow-up phrase, and its lead
 # over the next closest earlier phrase (set by hand on general word pairs, not on any eval set:
 # "contractors" is 0.37 from "full-time employees" and 0.17 from "annual leave").
@@ -60,6 +67,11 @@ class _Word:
     @property
     def lower(self) -> str:
         return self.text.lower()
+
+    @property
+    def base(self) -> str:
+        """The lower-cased word without a clitic ("what's" -> what, "it's" -> it)."""
+        return _CLITIC_RE.sub("", self.lower)
 
     @property
     def content(self) -> bool:
@@ -84,7 +96,7 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     connective = _CONNECTIVE_RE.match(question)
     rest = question[connective.end() :] if connective else question
     words = _words(rest)
-    framed = bool(words) and words[0].lower in _FRAME_WORDS
+    framed = _framed(rest, words)
     refers = _refers_back(rest, words)
     own = _phrases(words)
     complete = framed and own and not refers and not _counts_nothing(words)
@@ -100,6 +112,25 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     if not framed:
         return _substituted(previous, rest, own, replaced)
     return _with_topic(question, previous, before, replaced, _pronoun_number(words))
+
+
+def _framed(text: str, words: list[_Word]) -> bool:
+    """The follow-up opens with a question frame of its own: a wh-word or an auxiliary first (a
+    clitic read off: "what's"), or a wh-word after a leading preposition or a leading clause ended by a
+    comma ("Above what amount does ...", "If I don't set it, what does ... use?") when an auxiliary or
+    copula follows it (a predicate: "since which version?" has none, and stays a bare phrase)."""
+    if not words:
+        return False
+    if words[0].base in _FRAME_WORDS:
+        return True
+    starts = [1] if words[0].lower in STOP_WORDS else []
+    starts += [i for i, w in enumerate(words) if i > 0 and "," in text[words[i - 1].end : w.start]][:1]
+    for i in starts:
+        if i < len(words) and words[i].base in _WH_WORDS:
+            later = words[i + 1 :]
+            if any(w.base in _AUXILIARIES or w.base in _COPULAS for w in later):
+                return True
+    return False
 
 
 def _words(text: str) -> list[_Word]:
@@ -120,8 +151,10 @@ def _counts_nothing(words: list[_Word]) -> bool:
 def _has_antecedent(words: list[_Word], i: int) -> bool:
     """The pronoun at `i` refers to a noun phrase before it in the same question that agrees with it
     in number ("what happens to my files when they expire?"), not back to an earlier turn."""
-    number: Number = "plural" if words[i].lower in _PLURAL else "singular"
-    before = [w for w in words[:i] if w.lower not in _FRAME_WORDS]
+    number: Number = "plural" if words[i].base in _PLURAL else "singular"
+    before = [w for w in words[:i] if w.base not in _FRAME_WORDS]
+    if number == "plural" and any(w.content and _number_of([w]) == "plural" for w in before[1:]):
+        return True  # a plural noun before a plural pronoun needs no determiner ("keep backups ... they")
     for j, word in enumerate(before):
         if j > 0 and before[j - 1].lower in _DETERMINERS - _DEMONSTRATIVES and word.content:
             run = [w for w in before[j:] if w.content][:3]
@@ -136,11 +169,11 @@ def _refers_back(text: str, words: list[_Word]) -> bool:
     if _DUMMY_IT_RE.search(text):
         words = [w for w in words if w.lower != "it"]
     for i, word in enumerate(words):
-        if word.lower in _REFERRING and not _has_antecedent(words, i):
+        if word.base in _REFERRING and not _has_antecedent(words, i):
             return True
-        if word.lower in _DEMONSTRATIVES:
+        if word.base in _DEMONSTRATIVES:
             following = words[i + 1] if i + 1 < len(words) else None
-            if following is None or not following.content or (i == 1 and words[0].lower in _FRAME_WORDS):
+            if following is None or not following.content or (i == 1 and words[0].base in _FRAME_WORDS):
                 return True
     return False
 
@@ -274,11 +307,15 @@ def _with_topic(
 
 
 def _pronoun_number(words: list[_Word]) -> Number | None:
-    """The grammatical number of the first pronoun referring back; None when there is none."""
-    for word in words:
-        if word.lower in _SINGULAR:
+    """The grammatical number of the first pronoun referring back; None when there is none, or when it
+    is a demonstrative before a noun of its own ("that limit": the noun, not the earlier question's
+    number, says what it refers to, so every earlier phrase is kept)."""
+    for i, word in enumerate(words):
+        if word.base in _DEMONSTRATIVES and i + 1 < len(words) and words[i + 1].content:
+            return None
+        if word.base in _SINGULAR:
             return "singular"
-        if word.lower in _PLURAL:
+        if word.base in _PLURAL:
             return "plural"
     return None
 
