@@ -5,7 +5,10 @@ Each query is timed on its thread's CPU clock (`time.thread_time`), not the wall
 machine another job's load stretches wall time but not the CPU a query spends, so the ratio to
 bm25s holds under load. Dense retrieval is off here (RAG_DENSE=off's path: no embedder). Target:
 median `retrieve()` within 4x of bm25s. Uses the bench store of bench_ingest (10,000 documents), or
-the store named by `--db PATH`. Prints figures; asserts nothing.
+the store named by `--db PATH`. `--agree N`: then the store's top 5 against the exhaustive reference
+(benchmarks/bm25_reference.py, plain Python over every chunk; target: identical ids and scores on
+>= 0.98 of the questions) for the first N questions, and the share of the reference's top 5 that
+bm25s's top 5 holds (its recall of the same ranking). Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchmarks import bm25_reference
 from benchmarks.bench_engine import Bm25s, percentile
 from benchmarks.bench_ingest import DB_PATH, build_store
 from benchmarks.corpus_gen import questions
@@ -37,10 +41,31 @@ def cpu_ms(run: Callable[[Any], Any], inputs: Sequence[Any]) -> list[float]:
     return out
 
 
-def measure(store: SqliteStore) -> None:
+def agreement(store: SqliteStore, peer: Bm25s, ids: list[str], asked: list[list[str]]) -> None:
+    started = time.perf_counter()
+    reference = bm25_reference.load(store)
+    loaded = time.perf_counter() - started
+    same = held = 0
+    for q in asked:
+        expected = bm25_reference.search(reference, q, 5)
+        found = store.search(q, 5)
+        same += [(c, round(s, 9)) for c, s in expected] == [(c.chunk_id, round(s, 9)) for c, s in found]
+        known = [w for w in q if w in peer.retriever.vocab_dict]
+        docs = peer.retriever.retrieve([known], k=5, show_progress=False, n_threads=1)[0] if known else [[]]
+        theirs = {ids[int(i)] for i in docs[0]}
+        held += sum(c in theirs for c, _ in expected)
+        held += 5 - len(expected)  # nothing to find counts as found
+    n = len(asked)
+    print(
+        f"  top 5 identical to the exhaustive reference: {same}/{n} = {same / n:.3f} (target >= 0.98);"
+        f" bm25s's top 5 holds {held / (5 * n):.3f} of the reference's (reference loaded in {loaded:.0f} s)"
+    )
+
+
+def measure(store: SqliteStore, agree: int = 0) -> None:
     with store._connection() as conn:
-        rows = conn.execute("SELECT terms, title, section FROM chunks ORDER BY id").fetchall()
-    texts = [" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for body, t, s in rows]
+        rows = conn.execute("SELECT chunk_id, terms, title, section FROM chunks ORDER BY id").fetchall()
+    texts = [" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for _, body, t, s in rows]
     raw = questions(QUESTIONS)
     asked = [list(dict.fromkeys(terms(q))) for q in raw]
     peer = Bm25s(texts)
@@ -63,6 +88,8 @@ def measure(store: SqliteStore) -> None:
         )
     ratio = statistics.median(figures["retrieve() top 8"]) / base
     print(f"  retrieve() / bm25s: {ratio:.1f}x (target <= {TARGET_RATIO:.0f}x)")
+    if agree:
+        agreement(store, peer, [r[0] for r in rows], asked[:agree])
 
 
 def main() -> None:
@@ -71,7 +98,8 @@ def main() -> None:
         build_store()
     store = SqliteStore(path)
     try:
-        measure(store)
+        agree = int(sys.argv[sys.argv.index("--agree") + 1]) if "--agree" in sys.argv else 0
+        measure(store, agree)
     finally:
         store.close()
 
