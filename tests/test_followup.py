@@ -107,3 +107,25 @@ def test_a_demonstrative_before_a_noun_keeps_every_earlier_phrase() -> None:
     assert resolve("What's that limit based on?", LEAVE) == (
         "What's that limit based on (days annual leave full-time employees)?"
     )
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "earlier", "expected"),
+    [
+        # do-support's subject ends before the main verb that a preposition follows
+        (
+            "And for tablets?",
+            "What font size does the reader app open with when nothing is set?",
+            "What font size does the tablets open with when nothing is set?",
+        ),
+        (
+            "What about invoices?",
+            "How long do receipts stay in the archive?",
+            "How long do invoices stay in the archive?",
+        ),
+    ],
+)
+def test_a_bare_phrase_replaces_the_subject_not_the_verb_after_it(
+    follow_up: str, earlier: str, expected: str
+) -> None:
+    assert resolve(follow_up, earlier) == expected

@@ -49,6 +49,12 @@ _SINGULAR = frozenset("it its this that".split())
 _PLURAL = frozenset("they them their theirs these those".split())
 _PLURAL_RE = re.compile(r"[^su's]s$|[^s]es$")
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those each every".split())
+# Prepositions and subordinators: after do-support's subject and verb ("does Pillow save *with*",
+# "do reminders arrive *before* ..."), one of them shows the run before it ends with the verb.
+_PREPOSITIONS = frozenset(
+    """with without to for from in into on onto at by of about after before over under through if when
+    while unless until""".split()
+)
 _AUXILIARIES = frozenset("do does did can could will would should may might must".split())
 _COPULAS = frozenset("is are was were has have had".split())
 # Encoder cosine at which an earlier phrase counts as the same kind as a follow-up phrase, and its lead
@@ -239,7 +245,10 @@ def _subject_span(words: list[_Word]) -> tuple[int, int] | None:
                     continue
                 break
             subject.append(other)
-        if subject and words.index(subject[-1]) < len(words) - 1:
+        after = words.index(subject[-1]) + 1 if subject else len(words)
+        if after < len(words) and words[after].lower in _PREPOSITIONS and len(subject) > 1:
+            subject.pop()  # "does Pillow save with ...": the run's last word is the main verb
+        if subject and after < len(words):
             return subject[0].start, subject[-1].end
     return None
 
