@@ -38,6 +38,9 @@ _FRAME_WORDS = frozenset(
 # Pronouns that refer back; "it" before "is/'s ADJ to" is a dummy subject ("is it possible to ...").
 _REFERRING = frozenset("it its they them their theirs".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
+# Words standing in for a phrase said earlier ("it", "that", "the deleted *ones*"): never a word of
+# the follow-up's own.
+_PRO_FORMS = _REFERRING | _DEMONSTRATIVES | frozenset({"one", "ones"})
 _DUMMY_IT_RE = re.compile(r"\bit(?:\s+is|'s|\s+was)?\s+\w+\s+to\b|\bis\s+it\s+\w+\s+to\b", re.IGNORECASE)
 # A clitic on a frame word or pronoun ("what's", "it's", "they're"): the word is read without it.
 _CLITIC_RE = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
@@ -97,6 +100,15 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
     return resolve(question, previous, meaning=meaning) if previous else question
 
 
+def follow_up_focus(question: str, earlier: Sequence[str]) -> tuple[str, ...]:
+    """The words `question` adds to its conversation's earlier questions (`own_words` against their
+    standalone form); empty for a single or self-contained question."""
+    previous = ""
+    for text in earlier:
+        previous = resolve(text, previous) if previous else text
+    return own_words(question, previous)
+
+
 def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:
     """One follow-up against the (already standalone) question before it."""
     connective = _CONNECTIVE_RE.match(question)
@@ -118,6 +130,19 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     if not framed:
         return _substituted(previous, rest, own, replaced)
     return _with_topic(question, previous, before, replaced, _pronoun_number(words))
+
+
+def own_words(question: str, previous: str) -> tuple[str, ...]:
+    """The words an elliptical follow-up adds to the earlier question (its content words: "enterprise
+    customers" in "and for enterprise customers?"): what its answer must be about. Empty when the
+    follow-up stands alone (`resolve` leaves it as it is) or adds no word of its own ("does it carry
+    over?" adds "carry"; "how long?" adds nothing)."""
+    if not previous or resolve(question, previous) == question:
+        return ()
+    connective = _CONNECTIVE_RE.match(question)
+    rest = question[connective.end() :] if connective else question
+    words = _words(rest)
+    return tuple(w.text for w in words if w.content and w.base not in _PRO_FORMS)
 
 
 def _framed(text: str, words: list[_Word]) -> bool:
