@@ -10,7 +10,9 @@ encoder, the closest earlier phrase by meaning). A follow-up with its own questi
 reference back is left as it is; a frame opens with a wh-word or an auxiliary ("what's": a clitic is
 read off), or with a wh-word after a leading preposition or clause when a predicate follows ("Above
 what amount does ...", "If I don't set it, what does ..."). Only earlier *questions* are read: an
-earlier answer is never a source of search terms (nor of evidence).
+earlier answer is never a source of search terms (nor of evidence). `follow_up_focus` names the words
+an elliptical follow-up adds ("premium customers" in "and for premium customers?"), which the offline
+reader's answer must say.
 """
 
 from __future__ import annotations
