@@ -425,18 +425,26 @@ def _with_topic(
         for run in _phrases(_without_final_verb(previous, before))
     ]
     runs = [run for run in runs if run]
-    agreeing = [run for run in runs if number is not None and _number_of(run) == number]
-    # when an agreeing phrase is fronted before do-support's subject (the asked thing: "how many days
-    # of annual leave does an employee get?"), the pronoun refers to the phrases other than the subject
-    # (who asks about it); with none fronted, the subject is the topic ("what does pipefail do in
-    # bash?" -> pipefail, bash)
-    subject = _subject_span(before)
-    if subject is not None and any(run[0].start < subject[0] for run in agreeing):
-        agreeing = [run for run in agreeing if run[0].start != subject[0]]
+    agreeing = _agreeing(runs, number, _subject_span(before))
     kept = [w.text for run in (agreeing or runs) for w in run]
     if not kept:
         return question
     return f"{_bare(question)} ({' '.join(kept)})?"
+
+
+def _agreeing(
+    runs: list[list[_Word]], number: Number | None, subject: tuple[int, int] | None
+) -> list[list[_Word]]:
+    """The earlier phrases a pronoun of `number` can refer to. When an agreeing phrase is fronted
+    before do-support's subject (the asked thing: "how many days of annual leave does an employee
+    get?"), the phrases other than the subject (who asks about it); with none fronted, the subject is
+    the topic too ("what does pipefail do in bash?" -> pipefail, bash)."""
+    if number is None:
+        return []
+    agreeing = [run for run in runs if _number_of(run) == number]
+    if subject is not None and any(run[0].start < subject[0] for run in agreeing):
+        return [run for run in agreeing if run[0].start != subject[0]]
+    return agreeing
 
 
 def _pronoun_number(words: list[_Word]) -> Number | None:
