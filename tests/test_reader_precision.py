@@ -99,3 +99,81 @@ def test_an_offline_refusal_says_no_model_read_the_passages_and_marks_what_may_a
     assert any("Wi-Fi" in m.text for m in marked)
     shown = answer_json(answer)["closest"]
     assert any(c["may_answer"] and c["may_answer"]["start"] >= 0 for c in shown)
+
+
+# A default question is answered by a sentence stating the default's value, not by one that only
+# says "default" (a storage service's help pages).
+PLAN = block(
+    11,
+    "Snapshots copy every volume to the vault. "
+    "The default snapshot interval is chosen by the storage plan you buy.",
+    title="Snapshots",
+)
+SCHEDULE = block(12, "By default, the snapshot interval is 6 hours.", title="Schedule")
+VAULT = block(13, "Restores are free. The vault keeps copies in two regions.", title="Vault")
+
+
+def test_a_default_mentioned_without_its_value_is_no_answer():
+    assert answer("What is the default snapshot interval?", [PLAN, VAULT]) == []
+
+
+def test_the_sentence_stating_the_default_value_answers_over_one_that_only_mentions_it():
+    assert answer("What is the default snapshot interval?", [PLAN, SCHEDULE]) == [
+        "By default, the snapshot interval is 6 hours."
+    ]
+
+
+def test_the_asked_identifier_written_back_near_default_is_no_value():
+    named = block(
+        14,
+        "When ``vault_retention`` runs out, the vault marks the copy as ``retention`` by default.",
+        title="Vault",
+    )
+    assert answer("What is the default value of vault_retention?", [named, VAULT]) == []
+
+
+def test_a_value_set_against_the_default_is_not_the_default():
+    contrast = block(
+        15, "For instance, you may keep copies for 30 days instead of the default retention.", title="Vault"
+    )
+    assert answer("How long is the default retention of vault copies?", [contrast, VAULT]) == []
+
+
+def test_the_kinds_of_value_that_state_a_default():
+    from rag.reader.defaults import states_default_value
+
+    stated = [
+        ("What is the default port?", "Defaults to ``8125``."),
+        ("Which codec is used by default?", "The codec is ``zstd`` by default."),
+        ("Where does the log go by default?", "Default is /srv/app/log/app.log."),
+        ("What level is used by default?", "The level is WARNING by default."),
+        ("Is tracing on or off by default?", "Tracing is off by default."),
+        ("Which mode does it start in by default?", "The default is lazy."),
+        ("Which flag is passed by default?", "It passes --dry-run by default."),
+        ("How many copies does it keep by default?", "It keeps three copies by default."),
+    ]
+    for question, sentence in stated:
+        assert states_default_value(sentence, question), sentence
+    unstated = [
+        ("What is the default port?", "The default port depends on the transport you pick."),
+        ("What is the default of max_depth?", "The default limit is set by the :confval:`max_depth` option."),
+        ("Which codec is used by default?", "By default the codec is chosen at run time."),
+        ("What is the default port?", "Ports are assigned by default when the service starts."),
+    ]
+    for question, sentence in unstated:
+        assert not states_default_value(sentence, question), sentence
+
+
+def test_a_lead_in_ending_in_a_colon_states_nothing_by_itself():
+    lead = block(
+        16,
+        "The backup tool reports one of three statuses when a run ends:\n\n```\nok\nfailed\npartial\n```\n",
+        title="Backup tool",
+    )
+    assert answer("What status does the backup tool report when a run ends?", [lead, VAULT]) == []
+
+
+def test_a_why_question_mentioning_a_default_asks_for_a_reason_not_a_default():
+    encryption = block(17, "Copies are not encrypted by default.", title="Vault encryption")
+    ask = read_question("Why are copies not encrypted by default?", [encryption], None)
+    assert ask is not None and ask.kind == "cause" and not ask.default

@@ -24,7 +24,6 @@ from rag.language.lexicon import (
     BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     COUNTED_RE,
-    DEFAULT_STATEMENT_RE,
     FIGURE_RE,
     INLINE_CODE_RE,
     NUMBER_OF_RE,
@@ -37,6 +36,7 @@ from rag.language.lexicon import (
 from rag.language.text import normalise, stem, term_set, terms
 from rag.reader.answer_types import states_default
 from rag.reader.binding import bound_values, named_things, names_only_asked
+from rag.reader.defaults import default_mentions
 from rag.reader.prose import Prose, prose
 from rag.reader.question import EPS, Ask, share
 from rag.reader.words import (
@@ -97,10 +97,13 @@ class Reading:
 
 
 def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
-    """Whether a sentence may answer at all: not a pointer or words to an assistant, not the
-    question's words back, of the asked kind when a kind is required, a field line only for its field."""
+    """Whether a sentence may answer at all: not a pointer or words to an assistant, not a lead-in
+    to what follows it, not the question's words back, of the asked kind when a kind is required, a
+    field line only for its field."""
     if _never_an_answer(p.text):
         return False  # a pointer elsewhere or words to an assistant: never an answer on its own
+    if leads_in(p.text) and not (ask.required and fit >= 1.0):
+        return False  # "... can result in seven exit codes:" introduces what states the answer
     if term_set(p.text) <= ask.asked:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
     return _of_asked_kind(ask, p, fit) and _answers_for_its_field(ask, p)
@@ -143,6 +146,14 @@ def _names_asked_noun(ask: Ask, p: Prose) -> bool:
         return True
     named = code_literals(p.text) | identifiers(p.text)
     return bool(named - code_literals(ask.question) - identifiers(ask.question))
+
+
+def leads_in(sentence: str) -> bool:
+    """A sentence ending in a colon introduces a list, table or code that follows it: by itself it
+    states nothing ("The following options are available:") unless it states the asked kind of
+    value itself ("As of version 2.1, it ships two packages:" for "since which version ...?"; see
+    `answer_worthy`). A field line ("Default: 4") ends in its value, not in its colon."""
+    return sentence.rstrip().rstrip("*_").endswith(":")
 
 
 @lru_cache(maxsize=50_000)
@@ -235,12 +246,10 @@ def _value_positions(ask: Ask, text: str) -> list[tuple[int, bool]]:
     """Where the sentence states the asked kind of value, each with whether the names before it in
     its clause are for certain its subject: a default statement for a default question ("X defaults
     to V", "the default is V": certain; "X is V by default", "named ``V`` by default": the name may
-    be the value), else the figures the question does not already contain (certain)."""
+    be the value), else the figures the question does not already contain (certain). Only the
+    mentions of a default that state a value count (`defaults.default_mentions`)."""
     if ask.default:
-        return [
-            (m.start(), not BY_DEFAULT_RE.search(text, 0, m.start()))
-            for m in DEFAULT_STATEMENT_RE.finditer(text)
-        ]
+        return [(at, not BY_DEFAULT_RE.search(text, 0, at)) for at in default_mentions(text, ask.question)]
     said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
     return [
         (m.start(), True)

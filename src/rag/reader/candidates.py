@@ -17,7 +17,7 @@ from functools import lru_cache
 from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
-from rag.reader.answer_types import QUANTITY_KINDS, price_match, states_default, type_match
+from rag.reader.answer_types import QUANTITY_KINDS, price_match, type_match
 from rag.reader.answerable import (
     Reading,
     answer_worthy,
@@ -26,6 +26,7 @@ from rag.reader.answerable import (
     named_entry,
     tells_something,
 )
+from rag.reader.defaults import states_default_value
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
 from rag.reader.words import joined_terms, sentence_key, sentence_terms, without_code
@@ -189,12 +190,13 @@ def _topic_terms(ask: Ask, text: str) -> frozenset[str]:
 
 def _fit(ask: Ask, sentence: str) -> float:
     """How well the sentence carries the asked kind of answer, in [0, 1] (see `type_match`); for a
-    default question it must state a default, and then counts as typed when no other kind is asked."""
+    default question it must state a default's value (`defaults.states_default_value`: "default"
+    alone states none), and then counts as typed when no other kind is asked."""
     fit = type_match(sentence, ask.kind, ask.question)
     if ask.price:
         fit = price_match(sentence, fit)
     if ask.default:
-        if not states_default(sentence):
+        if not states_default_value(sentence, ask.question):
             return 0.0
         return fit if ask.kind in QUANTITY_KINDS else 1.0
     return fit

@@ -200,7 +200,8 @@ def _weights(
     weights = idf_weights(q_terms, blocks)
     kind = answer_type(asking) or answer_type(question)
     wording = _default_wording(question, asking)
-    default = asks_default(wording)
+    # "Why doesn't it escape by default?" asks for a reason: the default is the situation, not the answer
+    default = kind != "cause" and asks_default(wording)
     asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
     typed = (type_terms(asking, kind) | asked_default) & weights.keys()
     for t in typed:
