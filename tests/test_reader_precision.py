@@ -177,3 +177,71 @@ def test_a_why_question_mentioning_a_default_asks_for_a_reason_not_a_default():
     encryption = block(17, "Copies are not encrypted by default.", title="Vault encryption")
     ask = read_question("Why are copies not encrypted by default?", [encryption], None)
     assert ask is not None and ask.kind == "cause" and not ask.default
+
+
+# "How can I ...?" asks for a means (a photo site's and a static-site tool's help pages).
+PREVIEW = block(
+    21,
+    "The preview server watches the source folder. "
+    "It rebuilds the site and refreshes the browser whenever you save a page.",
+    title="Live preview",
+)
+RUN_WATCH = block(
+    22,
+    "Run ``make watch`` to rebuild the site and refresh the browser whenever you save a page.",
+    title="Live preview",
+)
+REFRESH = "How can I get the site to refresh the browser whenever I save a page?"
+
+
+def test_a_description_of_what_happens_does_not_tell_how_to_do_it_an_instruction_does():
+    assert answer(REFRESH, [PREVIEW, VAULT]) == []
+    assert answer(REFRESH, [RUN_WATCH, VAULT]) == [
+        "Run ``make watch`` to rebuild the site and refresh the browser whenever you save a page."
+    ]
+
+
+def test_the_forms_of_a_means():
+    from rag.reader.procedure import gives_procedure
+
+    question = "How can I rotate the logs every night?"
+    means = [
+        "Add a ``rotate`` entry to the scheduler file.",
+        "You can rotate them with the maintenance task.",
+        "To rotate them nightly, set the interval to one day.",
+        "Logs are rotated by scheduling the cleanup job.",
+        "1. Open the settings page and pick a time.",
+        "Pass --rotate when the service starts.",
+    ]
+    for sentence in means:
+        assert gives_procedure(sentence, question), sentence
+    described = [
+        "Rotating the logs every night keeps the disk from filling up.",
+        "The logs grow quickly when tracing is on.",
+        "Generally the logs are small.",
+        "It rotates the logs and compresses the old ones whenever you restart.",
+    ]
+    for sentence in described:
+        assert not gives_procedure(sentence, question), sentence
+
+
+ALBUMS = block(
+    23,
+    "Exporting the whole library is only for owners. Open the album, then choose Album menu > Export.",
+    title="Exporting albums",
+)
+ONE_ALBUM = block(24, "Open the album, then choose Album menu > Export.", title="Exporting albums")
+
+
+def test_only_the_instruction_answers_a_how_to_question():
+    assert answer("How can I export one album instead of the whole library?", [ALBUMS, VAULT]) == [
+        "Open the album, then choose Album menu > Export."
+    ]
+
+
+def test_the_alternative_the_asker_sets_aside_need_not_be_named():
+    for question in (
+        "How can I export one album instead of the whole library?",
+        "How can I export one album rather than the whole library?",
+    ):
+        assert answer(question, [ONE_ALBUM, VAULT]) == ["Open the album, then choose Album menu > Export."]

@@ -37,6 +37,7 @@ from rag.language.text import normalise, stem, term_set, terms
 from rag.reader.answer_types import states_default
 from rag.reader.binding import bound_values, named_things, names_only_asked
 from rag.reader.defaults import default_mentions
+from rag.reader.procedure import asks_procedure, gives_procedure
 from rag.reader.prose import Prose, prose
 from rag.reader.question import EPS, Ask, share
 from rag.reader.words import (
@@ -98,14 +99,17 @@ class Reading:
 
 def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
     """Whether a sentence may answer at all: not a pointer or words to an assistant, not a lead-in
-    to what follows it, not the question's words back, of the asked kind when a kind is required, a
-    field line only for its field."""
+    to what follows it, not the question's words back, a means where a "how do I ...?" asks for
+    one (`procedure.gives_procedure`), of the asked kind when a kind is required, a field line only
+    for its field."""
     if _never_an_answer(p.text):
         return False  # a pointer elsewhere or words to an assistant: never an answer on its own
     if leads_in(p.text) and not (ask.required and fit >= 1.0):
         return False  # "... can result in seven exit codes:" introduces what states the answer
     if term_set(p.text) <= ask.asked:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
+    if asks_procedure(ask.question) and not gives_procedure(p.text, ask.question):
+        return False  # "How can I ...?": a description of what happens gives no means
     return _of_asked_kind(ask, p, fit) and _answers_for_its_field(ask, p)
 
 

@@ -313,7 +313,8 @@ def unbound_terms(ask: Ask, r: Reading) -> frozenset[str]:
     """The question's subject words the reading leaves unsaid: topic terms that neither the sentence,
     its label, field entry, neighbours, nor its block's title and section say (by the word or a
     WordNet neighbour of it), leaving out words general English uses often (`Ask.generic`: "use",
-    "include") and the words of a situation the asker describes. A sentence that leaves one unsaid
+    "include"), the words of a situation the asker describes and of the alternative they set aside
+    ("instead of the whole workspace"). A sentence that leaves one unsaid
     may be about another subject that shares the rest of the words ("Free Wi-Fi is available at all
     branches" for "Is there free Wi-Fi on the buses?"): it is shown, never given as the answer. An
     asked identifier's own entry stating the asked kind of value (`answerable.named_entry`) leaves
@@ -321,7 +322,7 @@ def unbound_terms(ask: Ask, r: Reading) -> frozenset[str]:
     if named_entry(ask, r):
         return frozenset()
     said = r.own | r.label | r.entry | r.near | r.title | r.broad
-    return frozenset(ask.weights.keys() - ask.typed - ask.generic - ask.stated - said)
+    return frozenset(ask.weights.keys() - ask.typed - ask.generic - ask.stated - ask.contrasted - said)
 
 
 def _label_match(ask: Ask, r: Reading) -> float:

@@ -7,7 +7,8 @@ near it (within AFTER_WORDS pieces after it or BEFORE_WORDS before it): a figure
 literal or quoted string, a --flag or other code identifier, a path, a boolean or none word, a
 capitalised name, or the word a copula ties to it ("the default is fast"). The question's own words
 and identifiers are no value: "the ``timeout`` by default" for "the default of ``read_timeout``"
-names the asked thing back. Boolean words are values even when the question writes them ("Is it on
+names the asked thing back, and a value set against the default ("parameter 1 instead of the
+default") is not its value. Boolean words are values even when the question writes them ("Is it on
 or off by default?" / "It is off by default").
 """
 

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from rag.language.lexicon import (
     CODE_USE_RE,
+    CONTRAST_PHRASE_RE,
     COUNT_QUESTION_RE,
     DEFAULT_SETUP_RE,
     DEFAULT_TERMS,
@@ -56,6 +57,8 @@ ANSWER_TYPE_WEIGHT = 0.3
 # make it follow the redirect?") asks in its last sentence: the words only the statements before it
 # use weigh this share of their IDF (documentation states facts, not the reader's situation).
 SCENARIO_WEIGHT = 0.3
+# The words only an "instead of ..." phrase names ("one project instead of the whole workspace")
+# weigh the same share: the asker sets that alternative aside, an answer need not name it.
 # A question word no block contains weighs nothing for a sentence that carries the asked kind of
 # answer when general English uses it at least this often (per word of running text: 2e-4 is
 # "single", "though", "every"; "timeout", "refund", "fine" are rarer): the asker's own wording.
@@ -125,6 +128,9 @@ class Ask:
     # the topic terms of words general English uses often (see GENERIC_FREQUENCY): what is asked
     # about the subject, which an answer may leave unsaid
     generic: frozenset[str] = frozenset()
+    # the topic terms only an "instead of ..." / "rather than ..." phrase names: what the asker
+    # does not want, which an answer need not say ("just one project instead of the whole workspace")
+    contrasted: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -158,6 +164,9 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         return None
     asking, situation = split_question(question)
     weights, kind, typed, default = _weights(question, asking, q_terms, blocks)
+    contrasted = _contrasted(question, weights.keys() - typed)
+    for t in contrasted:
+        weights[t] *= SCENARIO_WEIGHT  # the alternative set aside weighs as a situation does
     total = sum(weights.values())
     if total <= 0:
         return None
@@ -189,7 +198,18 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         condition=_condition_terms(asking, weights.keys() - typed),
         aligned=_alignments(wn, question, unwritten(weights.keys(), blocks)),
         generic=_generic(question, weights.keys() - typed),
+        contrasted=contrasted,
     )
+
+
+def _contrasted(question: str, topic: Set[str]) -> frozenset[str]:
+    """The topic terms that only a contrast phrase of the question names (see `Ask.contrasted`)."""
+    phrases = list(CONTRAST_PHRASE_RE.finditer(question))
+    if not phrases:
+        return frozenset()
+    inside = term_set(" ".join(m.group(0) for m in phrases))  # "rather" with its phrase
+    outside = term_set(CONTRAST_PHRASE_RE.sub(" ", question))
+    return frozenset((inside - outside) & topic)
 
 
 def _weights(
