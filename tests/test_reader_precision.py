@@ -245,3 +245,49 @@ def test_the_alternative_the_asker_sets_aside_need_not_be_named():
         "How can I export one album rather than the whole library?",
     ):
         assert answer(question, [ONE_ALBUM, VAULT]) == ["Open the album, then choose Album menu > Export."]
+
+
+# "What does X do?" asks for X's own description (a sync tool's option reference).
+SYNC_NOTES = block(
+    33,
+    "To copy every volume again, use ``--full-copy`` instead. Add ``--full-copy`` long option.",
+    title="vault-sync options",
+)
+FULL_COPY = "What does vault-sync's --full-copy option do?"
+
+
+def test_a_sentence_naming_the_option_as_an_object_is_not_its_description():
+    assert answer(FULL_COPY, [SYNC_NOTES, VAULT]) == []
+
+
+def test_the_description_under_the_option_or_opening_with_it_answers():
+    under_label = block(
+        34,
+        ".. option:: --full-copy\n\n   Ignore the saved index and copy every volume again.\n",
+        title="vault-sync options",
+    )
+    opening = block(
+        35,
+        "``--full-copy`` ignores the saved index and copies every volume again.",
+        title="vault-sync options",
+    )
+    assert answer(FULL_COPY, [SYNC_NOTES, under_label]) == [
+        "Ignore the saved index and copy every volume again."
+    ]
+    assert answer(FULL_COPY, [SYNC_NOTES, opening]) == [
+        "``--full-copy`` ignores the saved index and copies every volume again."
+    ]
+
+
+def test_what_a_definition_question_is_about():
+    from rag.reader.definition import describes
+    from rag.reader.prose import Prose
+
+    question = "What does the snapshot-skipped warning mean?"
+    assert describes(question, Prose(text="Snapshot-skipped means the volume was unreachable.", label=""))
+    assert describes(question, Prose(text="The volume was unreachable.", label="snapshot-skipped"))
+    assert describes(question, Prose(text="It means the volume was unreachable.", label=""))
+    assert not describes(
+        question, Prose(text="Experimental: support for skipped snapshots.", label="Changes")
+    )
+    assert describes("How do I skip a snapshot?", Prose(text="Snapshots are cheap.", label=""))

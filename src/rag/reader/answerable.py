@@ -37,6 +37,7 @@ from rag.language.text import normalise, stem, term_set, terms
 from rag.reader.answer_types import states_default
 from rag.reader.binding import bound_values, named_things, names_only_asked
 from rag.reader.defaults import default_mentions
+from rag.reader.definition import describes
 from rag.reader.procedure import asks_procedure, gives_procedure
 from rag.reader.prose import Prose, prose
 from rag.reader.question import EPS, Ask, share
@@ -100,7 +101,8 @@ class Reading:
 def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
     """Whether a sentence may answer at all: not a pointer or words to an assistant, not a lead-in
     to what follows it, not the question's words back, a means where a "how do I ...?" asks for
-    one (`procedure.gives_procedure`), of the asked kind when a kind is required, a field line only
+    one (`procedure.gives_procedure`), about X where "What does X do?" asks (`definition.describes`),
+    of the asked kind when a kind is required, a field line only
     for its field."""
     if _never_an_answer(p.text):
         return False  # a pointer elsewhere or words to an assistant: never an answer on its own
@@ -110,6 +112,8 @@ def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
     if asks_procedure(ask.question) and not gives_procedure(p.text, ask.question):
         return False  # "How can I ...?": a description of what happens gives no means
+    if not describes(ask.question, p):
+        return False  # "What does X do?": a sentence whose subject is not X says what else does
     return _of_asked_kind(ask, p, fit) and _answers_for_its_field(ask, p)
 
 

@@ -62,6 +62,12 @@ def gives_procedure(sentence: str, question: str) -> bool:
     return any(_imperative(m.group(1), m.group(2)) for m in _OPENING_RE.finditer(sentence))
 
 
+def opens_with_instruction(sentence: str) -> bool:
+    """True when the sentence itself opens with an instruction ("Add ``--fresh`` long option.")."""
+    match = _OPENING_RE.match(sentence)
+    return match is not None and _imperative(match.group(1), match.group(2))
+
+
 def _imperative(first: str, following: str) -> bool:
     """An opening word followed by a determiner, pronoun or a name in code reads as an instruction:
     a content word, not an adverb ("Generally the ..."), a gerund ("Exporting the ...") nor a
