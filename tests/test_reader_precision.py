@@ -291,3 +291,15 @@ def test_what_a_definition_question_is_about():
         question, Prose(text="Experimental: support for skipped snapshots.", label="Changes")
     )
     assert describes("How do I skip a snapshot?", Prose(text="Snapshots are cheap.", label=""))
+
+
+def test_a_figure_the_question_writes_must_be_written_by_the_answer():
+    history = block(
+        41,
+        "The first vault client was released in 2019, and version 2 of the vault client in 2021.",
+        title="Vault client history",
+    )
+    release = block(42, "Vault client 2.4.1 was released on 3 March 2024.", title="Vault client history")
+    question = "On what date was vault client 2.4.1 released?"
+    assert answer(question, [history, VAULT]) == []
+    assert answer(question, [history, release]) == ["Vault client 2.4.1 was released on 3 March 2024."]

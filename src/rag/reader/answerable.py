@@ -40,7 +40,7 @@ from rag.reader.defaults import default_mentions
 from rag.reader.definition import describes
 from rag.reader.procedure import asks_procedure, gives_procedure
 from rag.reader.prose import Prose, prose
-from rag.reader.question import EPS, Ask, share
+from rag.reader.question import EPS, Ask, share, written_figures
 from rag.reader.words import (
     CODE_LITERAL_RE,
     block_key,
@@ -168,6 +168,17 @@ def leads_in(sentence: str) -> bool:
 def _never_an_answer(sentence: str) -> bool:
     """A pointer elsewhere ("See the documentation of X for details.") or text addressing an assistant."""
     return bool(SEE_ALSO_RE.search(sentence)) or is_addressed(sentence)
+
+
+def names_figures(ask: Ask, context: str) -> bool:
+    """Every figure the asking sentence writes is written in `context` (the sentence with its label,
+    entry, the sentence before it and its block's title and section), as itself or as a release
+    within it ("5.7.0" for "5.7"): "version 3 ... in 2003" is not "3.2.7", nor is a signature's
+    "= 4" about "3**3**3"."""
+    if not ask.figures:
+        return True
+    written = written_figures(context)
+    return all(f in written or any(w.startswith(f"{f}.") for w in written) for f in ask.figures)
 
 
 def label_restates(ask: Ask, label: str) -> bool:

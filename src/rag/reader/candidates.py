@@ -24,6 +24,7 @@ from rag.reader.answerable import (
     eligible,
     label_restates,
     named_entry,
+    names_figures,
     tells_something,
 )
 from rag.reader.defaults import states_default_value
@@ -121,10 +122,19 @@ def readings(ask: Ask, block: Block, lead: str = "") -> Iterator[Reading]:
     sentences = prose(block.sent_text, block.chunk.section, lead)
     topic_terms = [_topic_terms(ask, p.text) for p in sentences]
     place = _place(ask, block, lead)
+    where = f"{block.chunk.title} {block.chunk.section} {lead}"
     for pos, p in enumerate(sentences):
         fit = _fit(ask, p.text)
-        if answer_worthy(ask, p, fit):
+        if answer_worthy(ask, p, fit) and names_figures(ask, _context(sentences, pos, where)):
             yield _reading(ask, sentences, topic_terms, pos, fit, place)
+
+
+def _context(sentences: Sequence[Prose], pos: int, where: str) -> str:
+    """Sentence `pos` with its label, field entry, the sentence before it in its unit and `where`
+    (its block's title, section and open label)."""
+    p = sentences[pos]
+    before = sentences[pos - 1].text if pos and sentences[pos - 1].unit == p.unit else ""
+    return f"{where} {p.label} {p.entry} {before} {p.text}"
 
 
 def _place(ask: Ask, block: Block, lead: str) -> _Place:

@@ -8,6 +8,7 @@ the question's weight a set of covered terms carries.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -22,6 +23,7 @@ from rag.language.lexicon import (
     LEAD_CLAUSE_RE,
     QUESTION_FILLERS,
     TRAILING_CONDITION_RE,
+    WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
 from rag.language.numbers import find_numbers
@@ -131,6 +133,9 @@ class Ask:
     # the topic terms only an "instead of ..." / "rather than ..." phrase names: what the asker
     # does not want, which an answer need not say ("just one project instead of the whole workspace")
     contrasted: frozenset[str] = frozenset()
+    # the figures the asking sentence writes ("3.2.7" in "When was 3.2.7 released?"): they name
+    # the subject, and an answer's context must write each of them (see `answerable.names_figures`)
+    figures: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -199,7 +204,18 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         aligned=_alignments(wn, question, unwritten(weights.keys(), blocks)),
         generic=_generic(question, weights.keys() - typed),
         contrasted=contrasted,
+        figures=written_figures(asking),
     )
+
+
+def written_figures(text: str) -> frozenset[str]:
+    """The digit-bearing words of `text`, trailing punctuation dropped and dashes read as hyphens
+    ("3.2.7", "8", "R300", "2026-27" for "2026–27")."""
+    words = WORD_TOKEN_RE.findall(_DASH_RE.sub("-", text))
+    return frozenset(w.rstrip(".,:'-").lower() for w in words if any(c.isdigit() for c in w))
+
+
+_DASH_RE = re.compile(r"[‐‑‒–—]")
 
 
 def _contrasted(question: str, topic: Set[str]) -> frozenset[str]:
