@@ -102,8 +102,7 @@ def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
     """Whether a sentence may answer at all: not a pointer or words to an assistant, not a lead-in
     to what follows it, not the question's words back, a means where a "how do I ...?" asks for
     one (`procedure.gives_procedure`), about X where "What does X do?" asks (`definition.describes`),
-    of the asked kind when a kind is required, a field line only
-    for its field."""
+    of the asked kind when a kind is required, a field line only for its field."""
     if _never_an_answer(p.text):
         return False  # a pointer elsewhere or words to an assistant: never an answer on its own
     if leads_in(p.text) and not (ask.required and fit >= 1.0):
