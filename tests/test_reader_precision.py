@@ -159,6 +159,10 @@ def test_the_kinds_of_value_that_state_a_default():
         ("What is the default of max_depth?", "The default limit is set by the :confval:`max_depth` option."),
         ("Which codec is used by default?", "By default the codec is chosen at run time."),
         ("What is the default port?", "Ports are assigned by default when the service starts."),
+        (
+            "Which shell does it use by default?",
+            "What the installer does by default is different on Windows and Linux.",
+        ),
     ]
     for question, sentence in unstated:
         assert not states_default_value(sentence, question), sentence

@@ -8,7 +8,8 @@ literal or quoted string, a --flag or other code identifier, a path, a boolean o
 capitalised name, or the word a copula ties to it ("the default is fast"). The question's own words
 and identifiers are no value: "the ``timeout`` by default" for "the default of ``read_timeout``"
 names the asked thing back, and a value set against the default ("parameter 1 instead of the
-default") is not its value. Boolean words are values even when the question writes them ("Is it on
+default") is not its value, nor does a default said to vary ("depends on", "is different on") state
+one. Boolean words are values even when the question writes them ("Is it on
 or off by default?" / "It is off by default").
 """
 
@@ -34,6 +35,9 @@ BEFORE_ONLY_WORDS = frozenset({"on", "off"})
 # Words setting a value against the default ("parameter 1 instead of the default"): a value
 # before one of them is not the default's.
 CONTRAST_WORDS = frozenset("instead rather than unlike except override overrides overriding".split())
+# Words saying the default varies ("the default depends on the platform", "what it does by default
+# is different on Windows"): the mention states no one value, whatever names stand near it.
+VARYING_WORDS = frozenset("depends depend depending varies vary differs differ different".split())
 # A copula or preposition tying the mention to its value ("the default is fast", "defaults to
 # fast", "default: fast", "a default of fast", "default value is fast").
 _TIED_RE = re.compile(r"^(?:\s+value)?(?:\s+(?:is|are|was|to|of|being)\b|\s*[:=])", re.IGNORECASE)
@@ -73,6 +77,8 @@ def default_mentions(sentence: str, question: str) -> tuple[int, ...]:
         if at is None or pieces[at][2] != "word":
             continue  # "default" inside a literal ("``doctest_default_flags``") is a name
         after = pieces[at + 1 : at + 1 + AFTER_WORDS]
+        if any(_TRAILING_RE.sub("", p[3]).lower() in VARYING_WORDS for p in after[:3]):
+            continue  # "... by default is different on ...": no one value is stated
         start = max(0, at - BEFORE_WORDS)
         for i in range(start, at):
             if _TRAILING_RE.sub("", pieces[i][3]).lower() in CONTRAST_WORDS:
