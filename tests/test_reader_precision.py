@@ -99,3 +99,211 @@ def test_an_offline_refusal_says_no_model_read_the_passages_and_marks_what_may_a
     assert any("Wi-Fi" in m.text for m in marked)
     shown = answer_json(answer)["closest"]
     assert any(c["may_answer"] and c["may_answer"]["start"] >= 0 for c in shown)
+
+
+# A default question is answered by a sentence stating the default's value, not by one that only
+# says "default" (a storage service's help pages).
+PLAN = block(
+    11,
+    "Snapshots copy every volume to the vault. "
+    "The default snapshot interval is chosen by the storage plan you buy.",
+    title="Snapshots",
+)
+SCHEDULE = block(12, "By default, the snapshot interval is 6 hours.", title="Schedule")
+VAULT = block(13, "Restores are free. The vault keeps copies in two regions.", title="Vault")
+
+
+def test_a_default_mentioned_without_its_value_is_no_answer():
+    assert answer("What is the default snapshot interval?", [PLAN, VAULT]) == []
+
+
+def test_the_sentence_stating_the_default_value_answers_over_one_that_only_mentions_it():
+    assert answer("What is the default snapshot interval?", [PLAN, SCHEDULE]) == [
+        "By default, the snapshot interval is 6 hours."
+    ]
+
+
+def test_the_asked_identifier_written_back_near_default_is_no_value():
+    named = block(
+        14,
+        "When ``vault_retention`` runs out, the vault marks the copy as ``retention`` by default.",
+        title="Vault",
+    )
+    assert answer("What is the default value of vault_retention?", [named, VAULT]) == []
+
+
+def test_a_value_set_against_the_default_is_not_the_default():
+    contrast = block(
+        15, "For instance, you may keep copies for 30 days instead of the default retention.", title="Vault"
+    )
+    assert answer("How long is the default retention of vault copies?", [contrast, VAULT]) == []
+
+
+def test_the_kinds_of_value_that_state_a_default():
+    from rag.reader.defaults import states_default_value
+
+    stated = [
+        ("What is the default port?", "Defaults to ``8125``."),
+        ("Which codec is used by default?", "The codec is ``zstd`` by default."),
+        ("Where does the log go by default?", "Default is /srv/app/log/app.log."),
+        ("What level is used by default?", "The level is WARNING by default."),
+        ("Is tracing on or off by default?", "Tracing is off by default."),
+        ("Which mode does it start in by default?", "The default is lazy."),
+        ("Which flag is passed by default?", "It passes --dry-run by default."),
+        ("How many copies does it keep by default?", "It keeps three copies by default."),
+    ]
+    for question, sentence in stated:
+        assert states_default_value(sentence, question), sentence
+    unstated = [
+        ("What is the default port?", "The default port depends on the transport you pick."),
+        ("What is the default of max_depth?", "The default limit is set by the :confval:`max_depth` option."),
+        ("Which codec is used by default?", "By default the codec is chosen at run time."),
+        ("What is the default port?", "Ports are assigned by default when the service starts."),
+        (
+            "Which shell does it use by default?",
+            "What the installer does by default is different on Windows and Linux.",
+        ),
+    ]
+    for question, sentence in unstated:
+        assert not states_default_value(sentence, question), sentence
+
+
+def test_a_lead_in_ending_in_a_colon_states_nothing_by_itself():
+    lead = block(
+        16,
+        "The backup tool reports one of three statuses when a run ends:\n\n```\nok\nfailed\npartial\n```\n",
+        title="Backup tool",
+    )
+    assert answer("What status does the backup tool report when a run ends?", [lead, VAULT]) == []
+
+
+def test_a_why_question_mentioning_a_default_asks_for_a_reason_not_a_default():
+    encryption = block(17, "Copies are not encrypted by default.", title="Vault encryption")
+    ask = read_question("Why are copies not encrypted by default?", [encryption], None)
+    assert ask is not None and ask.kind == "cause" and not ask.default
+
+
+# "How can I ...?" asks for a means (a photo site's and a static-site tool's help pages).
+PREVIEW = block(
+    21,
+    "The preview server watches the source folder. "
+    "It rebuilds the site and refreshes the browser whenever you save a page.",
+    title="Live preview",
+)
+RUN_WATCH = block(
+    22,
+    "Run ``make watch`` to rebuild the site and refresh the browser whenever you save a page.",
+    title="Live preview",
+)
+REFRESH = "How can I get the site to refresh the browser whenever I save a page?"
+
+
+def test_a_description_of_what_happens_does_not_tell_how_to_do_it_an_instruction_does():
+    assert answer(REFRESH, [PREVIEW, VAULT]) == []
+    assert answer(REFRESH, [RUN_WATCH, VAULT]) == [
+        "Run ``make watch`` to rebuild the site and refresh the browser whenever you save a page."
+    ]
+
+
+def test_the_forms_of_a_means():
+    from rag.reader.procedure import gives_procedure
+
+    question = "How can I rotate the logs every night?"
+    means = [
+        "Add a ``rotate`` entry to the scheduler file.",
+        "You can rotate them with the maintenance task.",
+        "To rotate them nightly, set the interval to one day.",
+        "Logs are rotated by scheduling the cleanup job.",
+        "1. Open the settings page and pick a time.",
+        "Pass --rotate when the service starts.",
+    ]
+    for sentence in means:
+        assert gives_procedure(sentence, question), sentence
+    described = [
+        "Rotating the logs every night keeps the disk from filling up.",
+        "The logs grow quickly when tracing is on.",
+        "Generally the logs are small.",
+        "It rotates the logs and compresses the old ones whenever you restart.",
+    ]
+    for sentence in described:
+        assert not gives_procedure(sentence, question), sentence
+
+
+ALBUMS = block(
+    23,
+    "Exporting the whole library is only for owners. Open the album, then choose Album menu > Export.",
+    title="Exporting albums",
+)
+ONE_ALBUM = block(24, "Open the album, then choose Album menu > Export.", title="Exporting albums")
+
+
+def test_only_the_instruction_answers_a_how_to_question():
+    assert answer("How can I export one album instead of the whole library?", [ALBUMS, VAULT]) == [
+        "Open the album, then choose Album menu > Export."
+    ]
+
+
+def test_the_alternative_the_asker_sets_aside_need_not_be_named():
+    for question in (
+        "How can I export one album instead of the whole library?",
+        "How can I export one album rather than the whole library?",
+    ):
+        assert answer(question, [ONE_ALBUM, VAULT]) == ["Open the album, then choose Album menu > Export."]
+
+
+# "What does X do?" asks for X's own description (a sync tool's option reference).
+SYNC_NOTES = block(
+    33,
+    "To copy every volume again, use ``--full-copy`` instead. Add ``--full-copy`` long option.",
+    title="vault-sync options",
+)
+FULL_COPY = "What does vault-sync's --full-copy option do?"
+
+
+def test_a_sentence_naming_the_option_as_an_object_is_not_its_description():
+    assert answer(FULL_COPY, [SYNC_NOTES, VAULT]) == []
+
+
+def test_the_description_under_the_option_or_opening_with_it_answers():
+    under_label = block(
+        34,
+        ".. option:: --full-copy\n\n   Ignore the saved index and copy every volume again.\n",
+        title="vault-sync options",
+    )
+    opening = block(
+        35,
+        "``--full-copy`` ignores the saved index and copies every volume again.",
+        title="vault-sync options",
+    )
+    assert answer(FULL_COPY, [SYNC_NOTES, under_label]) == [
+        "Ignore the saved index and copy every volume again."
+    ]
+    assert answer(FULL_COPY, [SYNC_NOTES, opening]) == [
+        "``--full-copy`` ignores the saved index and copies every volume again."
+    ]
+
+
+def test_what_a_definition_question_is_about():
+    from rag.reader.definition import describes
+    from rag.reader.prose import Prose
+
+    question = "What does the snapshot-skipped warning mean?"
+    assert describes(question, Prose(text="Snapshot-skipped means the volume was unreachable.", label=""))
+    assert describes(question, Prose(text="The volume was unreachable.", label="snapshot-skipped"))
+    assert describes(question, Prose(text="It means the volume was unreachable.", label=""))
+    assert not describes(
+        question, Prose(text="Experimental: support for skipped snapshots.", label="Changes")
+    )
+    assert describes("How do I skip a snapshot?", Prose(text="Snapshots are cheap.", label=""))
+
+
+def test_a_figure_the_question_writes_must_be_written_by_the_answer():
+    history = block(
+        41,
+        "The first vault client was released in 2019, and version 2 of the vault client in 2021.",
+        title="Vault client history",
+    )
+    release = block(42, "Vault client 2.4.1 was released on 3 March 2024.", title="Vault client history")
+    question = "On what date was vault client 2.4.1 released?"
+    assert answer(question, [history, VAULT]) == []
+    assert answer(question, [history, release]) == ["Vault client 2.4.1 was released on 3 March 2024."]

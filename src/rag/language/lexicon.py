@@ -317,6 +317,11 @@ NOT_ASKED_NOUNS = frozenset(
     {"do", "does", "did", "is", "are", "was", "were", "will", "would", "should", "can", "could", "else"}
     | {"i", "we", "you", "it", "they", "else", "exactly", "then"}
 )
+# "instead of / rather than / other than ..." up to the clause's end: the alternative an asker sets
+# aside ("How can I export one project instead of the whole workspace?").
+CONTRAST_PHRASE_RE = re.compile(
+    r"\b(?:instead\s+of|rather\s+than|other\s+than)\s+([^,;:?!.]+)", re.IGNORECASE
+)
 # A default stated in prose ("by default", "defaults to", "the default is"): answers a default question.
 DEFAULT_STATEMENT_RE = re.compile(r"\bdefault(?:s|ed)?\b", re.IGNORECASE)
 # The "by " of "... by default" (searched up to "default"): the value may stand before it.

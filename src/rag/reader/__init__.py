@@ -7,6 +7,9 @@ Its modules, in import order (each imports only modules listed before it):
 - `prose`: a block's text as prose sentences under their labels; code and markup left out, tables
   rendered as statements.
 - `answer_types`: the kind of fact a question asks for, and whether a sentence states one.
+- `defaults`: whether a sentence mentioning a default states its value.
+- `procedure`: whether a sentence tells a means, for a "how do I ...?" question.
+- `definition`: whether a sentence has X for its subject, for a "What does X do / mean?" question.
 - `binding`: whether the value a sentence states belongs to the asked subject.
 - `question`: what the question asks (`Ask`): weighted terms, the asking sentence and its
   situation, identifiers, the asked kind, WordNet-aligned and unwritten words, `share`.

@@ -24,7 +24,6 @@ from rag.language.lexicon import (
     BY_DEFAULT_RE,
     BYTE_AMOUNT_RE,
     COUNTED_RE,
-    DEFAULT_STATEMENT_RE,
     FIGURE_RE,
     INLINE_CODE_RE,
     NUMBER_OF_RE,
@@ -37,8 +36,11 @@ from rag.language.lexicon import (
 from rag.language.text import normalise, stem, term_set, terms
 from rag.reader.answer_types import states_default
 from rag.reader.binding import bound_values, named_things, names_only_asked
+from rag.reader.defaults import default_mentions
+from rag.reader.definition import describes
+from rag.reader.procedure import asks_procedure, gives_procedure
 from rag.reader.prose import Prose, prose
-from rag.reader.question import EPS, Ask, share
+from rag.reader.question import EPS, Ask, share, written_figures
 from rag.reader.words import (
     CODE_LITERAL_RE,
     block_key,
@@ -97,12 +99,20 @@ class Reading:
 
 
 def answer_worthy(ask: Ask, p: Prose, fit: float) -> bool:
-    """Whether a sentence may answer at all: not a pointer or words to an assistant, not the
-    question's words back, of the asked kind when a kind is required, a field line only for its field."""
+    """Whether a sentence may answer at all: not a pointer or words to an assistant, not a lead-in
+    to what follows it, not the question's words back, a means where a "how do I ...?" asks for
+    one (`procedure.gives_procedure`), about X where "What does X do?" asks (`definition.describes`),
+    of the asked kind when a kind is required, a field line only for its field."""
     if _never_an_answer(p.text):
         return False  # a pointer elsewhere or words to an assistant: never an answer on its own
+    if leads_in(p.text) and not (ask.required and fit >= 1.0):
+        return False  # "... can result in seven exit codes:" introduces what states the answer
     if term_set(p.text) <= ask.asked:
         return False  # it only repeats the question's words ("Worker types."): nothing is stated
+    if asks_procedure(ask.question) and not gives_procedure(p.text, ask.question):
+        return False  # "How can I ...?": a description of what happens gives no means
+    if not describes(ask.question, p):
+        return False  # "What does X do?": a sentence whose subject is not X says what else does
     return _of_asked_kind(ask, p, fit) and _answers_for_its_field(ask, p)
 
 
@@ -145,10 +155,29 @@ def _names_asked_noun(ask: Ask, p: Prose) -> bool:
     return bool(named - code_literals(ask.question) - identifiers(ask.question))
 
 
+def leads_in(sentence: str) -> bool:
+    """A sentence ending in a colon introduces a list, table or code that follows it: by itself it
+    states nothing ("The following options are available:") unless it states the asked kind of
+    value itself ("As of version 2.1, it ships two packages:" for "since which version ...?"; see
+    `answer_worthy`). A field line ("Default: 4") ends in its value, not in its colon."""
+    return sentence.rstrip().rstrip("*_").endswith(":")
+
+
 @lru_cache(maxsize=50_000)
 def _never_an_answer(sentence: str) -> bool:
     """A pointer elsewhere ("See the documentation of X for details.") or text addressing an assistant."""
     return bool(SEE_ALSO_RE.search(sentence)) or is_addressed(sentence)
+
+
+def names_figures(ask: Ask, context: str) -> bool:
+    """Every figure the asking sentence writes is written in `context` (the sentence with its label,
+    entry, the sentence before it and its block's title and section), as itself or as a release
+    within it ("5.7.0" for "5.7"): "version 3 ... in 2003" is not "3.2.7", nor is a signature's
+    "= 4" about "3**3**3"."""
+    if not ask.figures:
+        return True
+    written = written_figures(context)
+    return all(f in written or any(w.startswith(f"{f}.") for w in written) for f in ask.figures)
 
 
 def label_restates(ask: Ask, label: str) -> bool:
@@ -235,12 +264,10 @@ def _value_positions(ask: Ask, text: str) -> list[tuple[int, bool]]:
     """Where the sentence states the asked kind of value, each with whether the names before it in
     its clause are for certain its subject: a default statement for a default question ("X defaults
     to V", "the default is V": certain; "X is V by default", "named ``V`` by default": the name may
-    be the value), else the figures the question does not already contain (certain)."""
+    be the value), else the figures the question does not already contain (certain). Only the
+    mentions of a default that state a value count (`defaults.default_mentions`)."""
     if ask.default:
-        return [
-            (m.start(), not BY_DEFAULT_RE.search(text, 0, m.start()))
-            for m in DEFAULT_STATEMENT_RE.finditer(text)
-        ]
+        return [(at, not BY_DEFAULT_RE.search(text, 0, at)) for at in default_mentions(text, ask.question)]
     said = {w.lower() for w in WORD_TOKEN_RE.findall(ask.question)}
     return [
         (m.start(), True)

@@ -17,15 +17,17 @@ from functools import lru_cache
 from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
-from rag.reader.answer_types import QUANTITY_KINDS, price_match, states_default, type_match
+from rag.reader.answer_types import QUANTITY_KINDS, price_match, type_match
 from rag.reader.answerable import (
     Reading,
     answer_worthy,
     eligible,
     label_restates,
     named_entry,
+    names_figures,
     tells_something,
 )
+from rag.reader.defaults import states_default_value
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
 from rag.reader.words import joined_terms, sentence_key, sentence_terms, without_code
@@ -120,10 +122,19 @@ def readings(ask: Ask, block: Block, lead: str = "") -> Iterator[Reading]:
     sentences = prose(block.sent_text, block.chunk.section, lead)
     topic_terms = [_topic_terms(ask, p.text) for p in sentences]
     place = _place(ask, block, lead)
+    where = f"{block.chunk.title} {block.chunk.section} {lead}"
     for pos, p in enumerate(sentences):
         fit = _fit(ask, p.text)
-        if answer_worthy(ask, p, fit):
+        if answer_worthy(ask, p, fit) and names_figures(ask, _context(sentences, pos, where)):
             yield _reading(ask, sentences, topic_terms, pos, fit, place)
+
+
+def _context(sentences: Sequence[Prose], pos: int, where: str) -> str:
+    """Sentence `pos` with its label, field entry, the sentence before it in its unit and `where`
+    (its block's title, section and open label)."""
+    p = sentences[pos]
+    before = sentences[pos - 1].text if pos and sentences[pos - 1].unit == p.unit else ""
+    return f"{where} {p.label} {p.entry} {before} {p.text}"
 
 
 def _place(ask: Ask, block: Block, lead: str) -> _Place:
@@ -189,12 +200,13 @@ def _topic_terms(ask: Ask, text: str) -> frozenset[str]:
 
 def _fit(ask: Ask, sentence: str) -> float:
     """How well the sentence carries the asked kind of answer, in [0, 1] (see `type_match`); for a
-    default question it must state a default, and then counts as typed when no other kind is asked."""
+    default question it must state a default's value (`defaults.states_default_value`: "default"
+    alone states none), and then counts as typed when no other kind is asked."""
     fit = type_match(sentence, ask.kind, ask.question)
     if ask.price:
         fit = price_match(sentence, fit)
     if ask.default:
-        if not states_default(sentence):
+        if not states_default_value(sentence, ask.question):
             return 0.0
         return fit if ask.kind in QUANTITY_KINDS else 1.0
     return fit
@@ -311,7 +323,8 @@ def unbound_terms(ask: Ask, r: Reading) -> frozenset[str]:
     """The question's subject words the reading leaves unsaid: topic terms that neither the sentence,
     its label, field entry, neighbours, nor its block's title and section say (by the word or a
     WordNet neighbour of it), leaving out words general English uses often (`Ask.generic`: "use",
-    "include") and the words of a situation the asker describes. A sentence that leaves one unsaid
+    "include"), the words of a situation the asker describes and of the alternative they set aside
+    ("instead of the whole workspace"). A sentence that leaves one unsaid
     may be about another subject that shares the rest of the words ("Free Wi-Fi is available at all
     branches" for "Is there free Wi-Fi on the buses?"): it is shown, never given as the answer. An
     asked identifier's own entry stating the asked kind of value (`answerable.named_entry`) leaves
@@ -319,7 +332,7 @@ def unbound_terms(ask: Ask, r: Reading) -> frozenset[str]:
     if named_entry(ask, r):
         return frozenset()
     said = r.own | r.label | r.entry | r.near | r.title | r.broad
-    return frozenset(ask.weights.keys() - ask.typed - ask.generic - ask.stated - said)
+    return frozenset(ask.weights.keys() - ask.typed - ask.generic - ask.stated - ask.contrasted - said)
 
 
 def _label_match(ask: Ask, r: Reading) -> float:

@@ -8,6 +8,7 @@ the question's weight a set of covered terms carries.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -15,12 +16,14 @@ from types import MappingProxyType
 
 from rag.language.lexicon import (
     CODE_USE_RE,
+    CONTRAST_PHRASE_RE,
     COUNT_QUESTION_RE,
     DEFAULT_SETUP_RE,
     DEFAULT_TERMS,
     LEAD_CLAUSE_RE,
     QUESTION_FILLERS,
     TRAILING_CONDITION_RE,
+    WORD_TOKEN_RE,
     YES_NO_QUESTION_RE,
 )
 from rag.language.numbers import find_numbers
@@ -56,6 +59,8 @@ ANSWER_TYPE_WEIGHT = 0.3
 # make it follow the redirect?") asks in its last sentence: the words only the statements before it
 # use weigh this share of their IDF (documentation states facts, not the reader's situation).
 SCENARIO_WEIGHT = 0.3
+# The words only an "instead of ..." phrase names ("one project instead of the whole workspace")
+# weigh the same share: the asker sets that alternative aside, an answer need not name it.
 # A question word no block contains weighs nothing for a sentence that carries the asked kind of
 # answer when general English uses it at least this often (per word of running text: 2e-4 is
 # "single", "though", "every"; "timeout", "refund", "fine" are rarer): the asker's own wording.
@@ -125,6 +130,12 @@ class Ask:
     # the topic terms of words general English uses often (see GENERIC_FREQUENCY): what is asked
     # about the subject, which an answer may leave unsaid
     generic: frozenset[str] = frozenset()
+    # the topic terms only an "instead of ..." / "rather than ..." phrase names: what the asker
+    # does not want, which an answer need not say ("just one project instead of the whole workspace")
+    contrasted: frozenset[str] = frozenset()
+    # the figures the asking sentence writes ("3.2.7" in "When was 3.2.7 released?"): they name
+    # the subject, and an answer's context must write each of them (see `answerable.names_figures`)
+    figures: frozenset[str] = frozenset()
 
     @property
     def required(self) -> bool:
@@ -158,6 +169,9 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         return None
     asking, situation = split_question(question)
     weights, kind, typed, default = _weights(question, asking, q_terms, blocks)
+    contrasted = _contrasted(question, weights.keys() - typed)
+    for t in contrasted:
+        weights[t] *= SCENARIO_WEIGHT  # the alternative set aside weighs as a situation does
     total = sum(weights.values())
     if total <= 0:
         return None
@@ -189,7 +203,29 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         condition=_condition_terms(asking, weights.keys() - typed),
         aligned=_alignments(wn, question, unwritten(weights.keys(), blocks)),
         generic=_generic(question, weights.keys() - typed),
+        contrasted=contrasted,
+        figures=written_figures(asking),
     )
+
+
+def written_figures(text: str) -> frozenset[str]:
+    """The digit-bearing words of `text`, trailing punctuation dropped and dashes read as hyphens
+    ("3.2.7", "8", "R300", "2026-27" for "2026–27")."""
+    words = WORD_TOKEN_RE.findall(_DASH_RE.sub("-", text))
+    return frozenset(w.rstrip(".,:'-").lower() for w in words if any(c.isdigit() for c in w))
+
+
+_DASH_RE = re.compile(r"[‐‑‒–—]")
+
+
+def _contrasted(question: str, topic: Set[str]) -> frozenset[str]:
+    """The topic terms that only a contrast phrase of the question names (see `Ask.contrasted`)."""
+    phrases = list(CONTRAST_PHRASE_RE.finditer(question))
+    if not phrases:
+        return frozenset()
+    inside = term_set(" ".join(m.group(0) for m in phrases))  # "rather" with its phrase
+    outside = term_set(CONTRAST_PHRASE_RE.sub(" ", question))
+    return frozenset((inside - outside) & topic)
 
 
 def _weights(
@@ -200,7 +236,8 @@ def _weights(
     weights = idf_weights(q_terms, blocks)
     kind = answer_type(asking) or answer_type(question)
     wording = _default_wording(question, asking)
-    default = asks_default(wording)
+    # "Why doesn't it escape by default?" asks for a reason: the default is the situation, not the answer
+    default = kind != "cause" and asks_default(wording)
     asked_default = DEFAULT_TERMS | default_terms(wording) if default else frozenset()
     typed = (type_terms(asking, kind) | asked_default) & weights.keys()
     for t in typed:
