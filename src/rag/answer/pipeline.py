@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 import anyio
 
 from rag.access import Principal
-from rag.answer.assemble import assemble, context_tokens
+from rag.answer.assemble import assemble, context_tokens, with_neighbours
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import asks_for, conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
@@ -296,7 +296,7 @@ class Pipeline:
             return plan
         with _timed(plan.timings, "assemble"):
             budget, max_blocks = self.context_limits()
-            blocks = assemble(plan.scored, budget=budget, max_blocks=max_blocks)
+            blocks = assemble(self._offered(plan), budget=budget, max_blocks=max_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
         if plan.conflict is not None and not plan.note and self.reader != "claude":
@@ -321,6 +321,18 @@ class Pipeline:
         df = self.store.term_frequencies(wanted, groups=groups) if wanted else {}
         rare = rare_shared_terms(plan.question, plan.scored[0], df, self.store.chunk_count(groups=groups))
         return bool(rare)
+
+    def _offered(self, plan: Plan) -> list[Scored]:
+        """What assembly chooses from: the retrieved chunks and, with Claude reading, the
+        `claude_neighbours` chunks on each side of the top one in its document (read under the same
+        groups; `rag.answer.assemble.with_neighbours`)."""
+        width = self.settings.claude_neighbours
+        if self.reader != "claude" or width <= 0 or not plan.scored:
+            return plan.scored
+        top = min(plan.scored, key=lambda s: (-s.score, s.chunk.chunk_id))
+        groups = plan.principal.reads if plan.principal is not None else None
+        near = self.store.adjacent_chunks([top.chunk.chunk_id], groups=groups, width=width)
+        return with_neighbours(plan.scored, near)
 
     def context_limits(self) -> tuple[int, int]:
         """(token budget, most blocks) of the context this pipeline's reader gets."""
