@@ -99,3 +99,17 @@ def test_an_offline_refusal_says_no_model_read_the_passages_and_marks_what_may_a
     assert any("Wi-Fi" in m.text for m in marked)
     shown = answer_json(answer)["closest"]
     assert any(c["may_answer"] and c["may_answer"]["start"] >= 0 for c in shown)
+
+
+def test_a_default_named_for_another_thing_does_not_answer_a_default_question():
+    # the entry of the engine setting also states the default typeface: not the engine's default
+    engine = block(
+        5,
+        "The typesetting engine builds the printed guide. Since version 2.0, the default typeface is"
+        " Garamond, which covers Latin and Greek.",
+        title="Print options",
+        section="print_engine",
+    )
+    assert answer("Which engine does the printed guide use if I don't choose one?", [engine, FARES]) == []
+    stated = block(6, "The default engine is lualatex, which handles Unicode.", title="Print options")
+    assert answer("Which engine does the printed guide use if I don't choose one?", [stated]) != []
