@@ -107,3 +107,74 @@ def test_a_demonstrative_before_a_noun_keeps_every_earlier_phrase() -> None:
     assert resolve("What's that limit based on?", LEAVE) == (
         "What's that limit based on (days annual leave full-time employees)?"
     )
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "earlier", "expected"),
+    [
+        # do-support's subject ends before the main verb that a preposition follows
+        (
+            "And for tablets?",
+            "What font size does the reader app open with when nothing is set?",
+            "What font size does the tablets open with when nothing is set?",
+        ),
+        (
+            "What about invoices?",
+            "How long do receipts stay in the archive?",
+            "How long do invoices stay in the archive?",
+        ),
+    ],
+)
+def test_a_bare_phrase_replaces_the_subject_not_the_verb_after_it(
+    follow_up: str, earlier: str, expected: str
+) -> None:
+    assert resolve(follow_up, earlier) == expected
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        # a frame after a lead-in ended by a colon
+        "Another thing: what does the export button do?",
+        # "that" after a noun opens a relative clause, it refers to nothing earlier
+        "Which plan includes the reports that don't expire?",
+        # a contraction typed without its apostrophe carries the frame's verb
+        "and the night bus, whats that cost",
+    ],
+)
+def test_a_follow_up_framed_after_a_lead_in_or_with_a_relative_that_stands_alone(follow_up: str) -> None:
+    assert resolve(follow_up, "How much is a day ticket for the tram?") == follow_up
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "earlier", "expected"),
+    [
+        # overlapping spans: the longer phrase replaces, the shorter has nothing left of its own
+        (
+            "what about a follow-up visit thats not a first one?",
+            "which forms does the clinic send when it books a first visit and in what order",
+            "which forms does the clinic send when it books a follow-up visit and in what order",
+        ),
+        # a bare condition replaces the earlier condition
+        (
+            "and if the train is cancelled?",
+            "what refund does the operator give when a train is late",
+            "what refund does the operator give if the train is cancelled?",
+        ),
+        # a code-shaped token replaces the one earlier token of its shape
+        ("and --verbose?", "what does the tool's --quiet flag do", "what does the tool's --verbose flag do"),
+        ("and PATH?", "what is HOME set to in a login shell", "what is PATH set to in a login shell"),
+        # a bare phrase stands in for the possessor whose attribute is asked
+        (
+            "what about the museum?",
+            "what are the library's opening hours",
+            "what are the museum's opening hours",
+        ),
+        # a pronoun keeps the earlier subject when it agrees with it
+        ("is it free?", "what does the shuttle bus do at night", "is it free (shuttle bus night)?"),
+    ],
+)
+def test_a_follow_up_replaces_the_earlier_phrase_of_its_kind(
+    follow_up: str, earlier: str, expected: str
+) -> None:
+    assert resolve(follow_up, earlier) == expected

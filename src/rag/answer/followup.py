@@ -5,12 +5,20 @@ it opens with a connective ("and", "what about", "how about"), refers back with 
 nothing in it ("does it carry over?"), has no content word of its own ("how long?"), or is a bare
 phrase with no question frame ("part-time staff?"). An elliptical follow-up keeps the earlier
 question's content; a phrase of the follow-up replaces the earlier phrase of the same kind ("part-time
-staff" replaces "full-time employees": a shared word part, the same head word, or, with the local
-encoder, the closest earlier phrase by meaning). A follow-up with its own question frame and no
-reference back is left as it is; a frame opens with a wh-word or an auxiliary ("what's": a clitic is
-read off), or with a wh-word after a leading preposition or clause when a predicate follows ("Above
-what amount does ...", "If I don't set it, what does ..."). Only earlier *questions* are read: an
-earlier answer is never a source of search terms (nor of evidence).
+staff" replaces "full-time employees": a shared word part, the same head word, a code-shaped token of
+the same shape ("and -E?" replaces "-A"), or, with the local encoder, the closest earlier phrase by
+meaning; else the earlier possessor or subject); a bare condition ("and if it fails?") replaces the
+earlier condition; of overlapping replacements the longer phrase wins.
+
+A follow-up with its own question frame and no reference back is left as it is. A frame opens with a
+wh-word or an auxiliary ("what's": a clitic is read off; "whats", typed without it, too), or with a
+wh-word after a leading preposition or a clause ended by a comma or colon when a predicate follows
+("Above what amount does ...", "If I don't set it, what does ...", "Different question: what is
+..."); "that" after a noun is a relative pronoun, which refers to nothing earlier.
+
+Only earlier *questions* are read: an earlier answer is never a source of search terms (nor of
+evidence). `follow_up_focus` names the words an elliptical follow-up adds ("premium customers" in "and
+for premium customers?"), which the offline reader's answer must say.
 """
 
 from __future__ import annotations
@@ -38,17 +46,54 @@ _FRAME_WORDS = frozenset(
 # Pronouns that refer back; "it" before "is/'s ADJ to" is a dummy subject ("is it possible to ...").
 _REFERRING = frozenset("it its they them their theirs".split())
 _DEMONSTRATIVES = frozenset("this that these those".split())
+# Words standing in for a phrase said earlier ("it", "that", "the deleted *ones*"): never a word of
+# the follow-up's own.
+_PRO_FORMS = _REFERRING | _DEMONSTRATIVES | frozenset({"one", "ones"})
 _DUMMY_IT_RE = re.compile(r"\bit(?:\s+is|'s|\s+was)?\s+\w+\s+to\b|\bis\s+it\s+\w+\s+to\b", re.IGNORECASE)
 # A clitic on a frame word or pronoun ("what's", "it's", "they're"): the word is read without it.
+_CLAUSE_END_RE = re.compile(r"[,:;]")
+# Words opening a condition or a time clause ("if something goes wrong", "when it is full").
+_SUBORDINATORS = frozenset("if when whenever unless once while".split())
 _CLITIC_RE = re.compile(r"['’](?:s|re|ll|d|ve|m)$")
 # Wh-words that open a question after a leading preposition ("Above what amount does ...").
 _WH_WORDS = frozenset("what which who whom whose when where how".split())
-_WORD_RE = re.compile(r"[A-Za-z0-9]+(?:[-'’][A-Za-z0-9]+)*")
+# A word, or a code-shaped token: an option ("-E", "--unified") or a shell variable ("$RANDOM").
+_WORD_RE = re.compile(r"(?:(?<![\w-])--?(?=[A-Za-z])|\$)?[A-Za-z0-9]+(?:[-'’][A-Za-z0-9]+)*")
+# Contractions typed without their apostrophe ("whats", "isnt"): read as the word they contract.
+_BARE_CONTRACTIONS = {
+    "whats": "what",
+    "thats": "that",
+    "whos": "who",
+    "hows": "how",
+    "wheres": "where",
+    "whens": "when",
+    "isnt": "is",
+    "arent": "are",
+    "wasnt": "was",
+    "werent": "were",
+    "doesnt": "does",
+    "dont": "do",
+    "didnt": "did",
+    "cant": "can",
+    "couldnt": "could",
+    "wont": "will",
+    "wouldnt": "would",
+    "shouldnt": "should",
+    "hasnt": "has",
+    "havent": "have",
+    "hadnt": "had",
+}
 Number = Literal["singular", "plural"]
 _SINGULAR = frozenset("it its this that".split())
 _PLURAL = frozenset("they them their theirs these those".split())
 _PLURAL_RE = re.compile(r"[^su's]s$|[^s]es$")
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those each every".split())
+# Prepositions and subordinators: after do-support's subject and verb ("does Pillow save *with*",
+# "do reminders arrive *before* ..."), one of them shows the run before it ends with the verb.
+_PREPOSITIONS = frozenset(
+    """with without to for from in into on onto at by of about after before over under through if when
+    while unless until""".split()
+)
 _AUXILIARIES = frozenset("do does did can could will would should may might must".split())
 _COPULAS = frozenset("is are was were has have had".split())
 # Encoder cosine at which an earlier phrase counts as the same kind as a follow-up phrase, and its lead
@@ -70,13 +115,14 @@ class _Word:
 
     @property
     def base(self) -> str:
-        """The lower-cased word without a clitic ("what's" -> what, "it's" -> it)."""
-        return _CLITIC_RE.sub("", self.lower)
+        """The lower-cased word without a clitic ("what's" -> what, "it's" -> it; "whats" -> what)."""
+        lower = _CLITIC_RE.sub("", self.lower)
+        return _BARE_CONTRACTIONS.get(lower, lower)
 
     @property
     def content(self) -> bool:
         """Not a function word, nor a question-frame filler ("how *many*", "how *long*")."""
-        if self.lower in STOP_WORDS or stem(self.lower) in QUESTION_FILLERS:
+        if self.lower in STOP_WORDS or self.base in STOP_WORDS or stem(self.lower) in QUESTION_FILLERS:
             return False
         return len(self.text) > 1 or self.text.isdigit()
 
@@ -89,6 +135,15 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
     for text in earlier:
         previous = resolve(text, previous, meaning=meaning) if previous else text
     return resolve(question, previous, meaning=meaning) if previous else question
+
+
+def follow_up_focus(question: str, earlier: Sequence[str]) -> tuple[str, ...]:
+    """The words `question` adds to its conversation's earlier questions (`own_words` against their
+    standalone form); empty for a single or self-contained question."""
+    previous = ""
+    for text in earlier:
+        previous = resolve(text, previous) if previous else text
+    return own_words(question, previous)
 
 
 def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:
@@ -104,6 +159,8 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     # subscription?"): the connective alone does not make it elliptical
     if complete:
         return question
+    if not framed and words and words[0].lower in _SUBORDINATORS:
+        return _conditioned(previous, rest)
     before = _words(previous)
     # a bare phrase stands in for a constituent of the earlier question (its subject when nothing else
     # is of its kind); a follow-up with its own predicate replaces only a phrase of the same kind
@@ -114,21 +171,52 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     return _with_topic(question, previous, before, replaced, _pronoun_number(words))
 
 
+def own_words(question: str, previous: str) -> tuple[str, ...]:
+    """The words an elliptical follow-up adds to the earlier question (its content words: "enterprise
+    customers" in "and for enterprise customers?"): what its answer must be about. Empty when the
+    follow-up stands alone (`resolve` leaves it as it is) or adds no word of its own ("does it carry
+    over?" adds "carry"; "how long?" adds nothing)."""
+    if not previous or resolve(question, previous) == question:
+        return ()
+    connective = _CONNECTIVE_RE.match(question)
+    rest = question[connective.end() :] if connective else question
+    words = _words(rest)
+    return tuple(w.text for w in words if w.content and w.base not in _PRO_FORMS)
+
+
+def _conditioned(previous: str, clause: str) -> str:
+    """A follow-up that is a bare condition ("and if something goes wrong?") in place of the earlier
+    question's condition ("... give *when the files are different*?"), or after it when it has none."""
+    fragment = _bare(clause)
+    for word in _words(previous)[1:]:
+        if word.lower in _SUBORDINATORS:
+            end = _CLAUSE_END_RE.search(previous, word.end)
+            tail = previous[end.start() :] if end else ""
+            return f"{previous[: word.start]}{fragment}{_bare(tail) if tail else ''}?"
+    return f"{_bare(previous)} {fragment}?"
+
+
 def _framed(text: str, words: list[_Word]) -> bool:
     """The follow-up opens with a question frame of its own: a wh-word or an auxiliary first (a
     clitic read off: "what's"), or a wh-word after a leading preposition or a leading clause ended by a
-    comma ("Above what amount does ...", "If I don't set it, what does ... use?") when an auxiliary or
-    copula follows it (a predicate: "since which version?" has none, and stays a bare phrase)."""
+    comma or a colon ("Above what amount does ...", "If I don't set it, what does ... use?",
+    "Different question: what is ...") when an auxiliary or copula follows it or is contracted onto it
+    ("..., whats that default to"; a predicate: "since which version?" has none, and stays a bare
+    phrase)."""
     if not words:
         return False
     if words[0].base in _FRAME_WORDS:
         return True
     starts = [1] if words[0].lower in STOP_WORDS else []
-    starts += [i for i, w in enumerate(words) if i > 0 and "," in text[words[i - 1].end : w.start]][:1]
+    starts += [
+        i for i, w in enumerate(words) if i > 0 and _CLAUSE_END_RE.search(text[words[i - 1].end : w.start])
+    ][:1]
     for i in starts:
         if i < len(words) and words[i].base in _WH_WORDS:
             later = words[i + 1 :]
-            if any(w.base in _AUXILIARIES or w.base in _COPULAS for w in later):
+            if words[i].base != words[i].lower or any(
+                w.base in _AUXILIARIES or w.base in _COPULAS for w in later
+            ):
                 return True
     return False
 
@@ -171,6 +259,8 @@ def _refers_back(text: str, words: list[_Word]) -> bool:
     for i, word in enumerate(words):
         if word.base in _REFERRING and not _has_antecedent(words, i):
             return True
+        if word.base == "that" and i > 0 and words[i - 1].content:
+            continue  # "that" after a noun opens a relative clause ("the changes that don't overlap")
         if word.base in _DEMONSTRATIVES:
             following = words[i + 1] if i + 1 < len(words) else None
             if following is None or not following.content or (i == 1 and words[0].base in _FRAME_WORDS):
@@ -218,12 +308,43 @@ def _replaced_span(
                     first = 0 if head else max(0, j - i)
                     last = min(len(run) - 1, j + (len(phrase) - 1 - i))
                     return run[first].start, run[last].end
-    if not loose:
-        return None
+    shaped = _same_shape(phrase, runs)
+    if shaped is not None or not loose:
+        return shaped
     found = _closest_by_meaning(phrase, runs, meaning)
     if found is None and any(w.text[0].isalpha() for w in phrase):
-        return _subject_span(before)
+        return _possessor_span(before) or _subject_span(before)
     return found
+
+
+def _shape(word: _Word) -> str:
+    """The shape of a code-like token: an option ("-E", "--unified"), a variable ("$RANDOM"), a
+    constant written in capitals ("HISTSIZE", "PS4"); "" for a word."""
+    if word.text.startswith("-"):
+        return "option"
+    if word.text.startswith("$"):
+        return "variable"
+    if len(word.text) > 1 and word.text.isupper():
+        return "constant"
+    return ""
+
+
+def _same_shape(phrase: list[_Word], runs: list[list[_Word]]) -> tuple[int, int] | None:
+    """The one earlier token of the shape of a one-token phrase ("and -E?" after "what does diff3 -A
+    do?": -A); None when the phrase has no shape, or no single earlier token shares it."""
+    if len(phrase) != 1 or not _shape(phrase[0]):
+        return None
+    same = [w for run in runs for w in run if _shape(w) == _shape(phrase[0])]
+    return (same[0].start, same[0].end) if len(same) == 1 else None
+
+
+def _possessor_span(words: list[_Word]) -> tuple[int, int] | None:
+    """The possessor of the earlier question ("what does *diff3*'s exit code 1 mean?"): the entity
+    whose attribute is asked, which a bare phrase stands in for ("what about patch?")."""
+    for word in words:
+        if re.search(r"['’]s$", word.lower) and word.base not in _FRAME_WORDS | _PRO_FORMS and word.content:
+            return word.start, word.end - 2
+    return None
 
 
 def _subject_span(words: list[_Word]) -> tuple[int, int] | None:
@@ -239,7 +360,10 @@ def _subject_span(words: list[_Word]) -> tuple[int, int] | None:
                     continue
                 break
             subject.append(other)
-        if subject and words.index(subject[-1]) < len(words) - 1:
+        after = words.index(subject[-1]) + 1 if subject else len(words)
+        if after < len(words) and words[after].lower in _PREPOSITIONS and len(subject) > 1:
+            subject.pop()  # "does Pillow save with ...": the run's last word is the main verb
+        if subject and after < len(words):
             return subject[0].start, subject[-1].end
     return None
 
@@ -271,8 +395,14 @@ def _substituted(
     spans = [(span, phrase) for span, phrase in zip(replaced, own, strict=True) if span is not None]
     if not spans:
         return f"{_bare(previous)}, {fragment}?" if fragment else previous
+    # the longest phrase first; a span overlapping one already taken is left ("interactive shell"
+    # replaces "login shell"; "login" then has nothing left of its own to replace)
+    taken: list[tuple[tuple[int, int], list[_Word]]] = []
+    for span, phrase in sorted(spans, key=lambda s: -len(s[1])):
+        if all(span[1] <= other[0] or span[0] >= other[1] for other, _ in taken):
+            taken.append((span, phrase))
     out = previous
-    for (start, end), phrase in sorted(spans, key=lambda s: s[0][0], reverse=True):
+    for (start, end), phrase in sorted(taken, key=lambda s: s[0][0], reverse=True):
         out = out[:start] + " ".join(w.text for w in phrase) + out[end:]
     return out
 
@@ -295,15 +425,26 @@ def _with_topic(
         for run in _phrases(_without_final_verb(previous, before))
     ]
     runs = [run for run in runs if run]
-    agreeing = [run for run in runs if number is not None and _number_of(run) == number]
-    # the subject of the earlier question is who asks about the topic, so a pronoun refers to it only
-    # when nothing else agrees with the pronoun
-    subject = _subject_span(before)
-    topical = [run for run in agreeing if subject is None or run[0].start != subject[0]]
-    kept = [w.text for run in (topical or agreeing or runs) for w in run]
+    agreeing = _agreeing(runs, number, _subject_span(before))
+    kept = [w.text for run in (agreeing or runs) for w in run]
     if not kept:
         return question
     return f"{_bare(question)} ({' '.join(kept)})?"
+
+
+def _agreeing(
+    runs: list[list[_Word]], number: Number | None, subject: tuple[int, int] | None
+) -> list[list[_Word]]:
+    """The earlier phrases a pronoun of `number` can refer to. When an agreeing phrase is fronted
+    before do-support's subject (the asked thing: "how many days of annual leave does an employee
+    get?"), the phrases other than the subject (who asks about it); with none fronted, the subject is
+    the topic too ("what does pipefail do in bash?" -> pipefail, bash)."""
+    if number is None:
+        return []
+    agreeing = [run for run in runs if _number_of(run) == number]
+    if subject is not None and any(run[0].start < subject[0] for run in agreeing):
+        return [run for run in agreeing if run[0].start != subject[0]]
+    return agreeing
 
 
 def _pronoun_number(words: list[_Word]) -> Number | None:

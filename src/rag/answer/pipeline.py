@@ -24,6 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import anyio
 
@@ -33,7 +34,7 @@ from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import asks_for, conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
-from rag.answer.followup import standalone_question
+from rag.answer.followup import follow_up_focus, standalone_question
 from rag.answer.gates import (
     CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,
@@ -210,6 +211,9 @@ class Plan:
     principal: Principal | None = None  # who asked; None: the local operator (reads everything)
     asked: str = ""  # the question as asked (`question` is what retrieval searched for)
     history: tuple[Turn, ...] = ()  # the earlier turns of its conversation, oldest first
+    # an elliptical follow-up's own words (`followup.follow_up_focus`): the offline reader's answer
+    # must say them, in its sentence or the sentence's heading
+    focus: tuple[str, ...] = ()
     conversation_id: str = ""
 
     @property
@@ -281,12 +285,14 @@ class Pipeline:
         turns = validate_history(history, self.settings)
         conversation = validate_conversation_id(conversation_id)  # before any work is done for it
         searched = question
+        focus: tuple[str, ...] = ()
         if turns:
             earlier = [t.question for t in turns]
             searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
+            focus = follow_up_focus(question, earlier)
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
-        plan.asked, plan.history = str(question), turns
+        plan.asked, plan.history, plan.focus = str(question), turns, focus
         plan.conversation_id = conversation
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
@@ -554,28 +560,28 @@ class Pipeline:
         self, plan: Plan, stage: str, feedback: Sequence[str] = (), max_tokens: int | None = None
     ) -> tuple[Piece, ...]:
         """One whole draft from the generator, as the pieces the core reads."""
-        question, history = self._reading(plan)
+        question, history, focus = self._reading(plan)
+        # generators written before the budget, history or focus keywords still work without them
+        extra: dict[str, Any] = {}
+        if history:
+            extra["history"] = history
+        if max_tokens is not None:
+            extra["max_tokens"] = max_tokens
+        if focus:
+            extra["focus"] = focus
         with _timed(plan.timings, stage):
-            # generators written before the budget or history keywords still work without them
-            if history:
-                generation = self.generator.generate(
-                    question, plan.blocks, feedback=feedback, max_tokens=max_tokens, history=history
-                )
-            elif max_tokens is None:
-                generation = self.generator.generate(question, plan.blocks, feedback=feedback)
-            else:
-                generation = self.generator.generate(
-                    question, plan.blocks, feedback=feedback, max_tokens=max_tokens
-                )
+            generation = self.generator.generate(question, plan.blocks, feedback=feedback, **extra)
         return draft_pieces(generation)
 
-    def _reading(self, plan: Plan) -> tuple[str, tuple[Turn, ...]]:
-        """What the reader is asked, and the earlier turns it is sent: Claude reads a follow-up as asked,
-        after the earlier turns as conversation messages (it resolves the references itself); the
-        offline reader reads the standalone question, and no turns."""
+    def _reading(self, plan: Plan) -> tuple[str, tuple[Turn, ...], tuple[str, ...]]:
+        """What the reader is asked, the earlier turns it is sent and the words its answer must say:
+        Claude reads a follow-up as asked, after the earlier turns as conversation messages (it
+        resolves the references itself); the offline reader reads the standalone question, no turns,
+        and the follow-up's own words (`Plan.focus`), which the standalone question may hold beside
+        the earlier question's without saying which of them is asked about."""
         if plan.history and self.reader == "claude":
-            return plan.asked, plan.history
-        return plan.question, ()
+            return plan.asked, plan.history, ()
+        return plan.question, (), plan.focus
 
     def answer(
         self,
@@ -736,12 +742,9 @@ class Pipeline:
                 await anyio.to_thread.run_sync(lambda: self._finish(plan, answer, session.history))
 
     async def _stream_events(self, plan: Plan, session: Session) -> AsyncIterator[Event]:
-        question, history = self._reading(plan)
-        stream = (
-            self.generator.stream(question, plan.blocks, history=history)
-            if history
-            else self.generator.stream(question, plan.blocks)
-        )
+        question, history, focus = self._reading(plan)
+        extra: dict[str, Any] = {"history": history} if history else {"focus": focus} if focus else {}
+        stream = self.generator.stream(question, plan.blocks, **extra)
         pieces = aiter(stream)
         generating = time.perf_counter()
         issued = False

@@ -10,10 +10,11 @@ block's sentences read and the eligible ones ranked (`rag.reader.candidates`, by
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
-from rag.language.text import normalise
+from rag.language.text import normalise, stem
 from rag.language.tools import Tools, installed
 from rag.reader.answerable import MIN_COVERAGE, Reading, shared_across_subjects
 from rag.reader.candidates import (
@@ -36,6 +37,7 @@ MAX_SENTENCES = 3
 EXTRA_RATIO = 0.8
 _FEEDBACK_PREFIX = 60
 _END_PUNCT = ".!?"
+_TOKEN_RE = re.compile(r"[A-Za-z0-9]+(?:[-'’][A-Za-z0-9]+)*")
 
 
 def cite(sentence: str, ns: Sequence[int]) -> str:
@@ -103,29 +105,45 @@ class OfflineGenerator:
         feedback: Sequence[str] = (),
         max_tokens: int | None = None,
         history: Sequence[Turn] = (),
+        focus: Sequence[str] = (),
     ) -> Generation:
         """The extractive answer as drafts plus the inline text (`sentence [n].` joined by spaces); it has
         no output budget (`max_tokens` is ignored), and reads a follow-up as its standalone question
-        (`history` is ignored)."""
-        drafts = self.drafts(question, blocks, feedback=feedback)
+        (`history` is ignored). `focus`: words a follow-up adds to its conversation ("and for
+        enterprise customers?"); a sentence answers only when it, or its block's title or section,
+        says each of them (a word sharing a stem or a compound part), since the standalone question
+        holds the earlier question's words too and a sentence about those alone answers the earlier
+        question, not this one."""
+        drafts = self.drafts(question, blocks, feedback=feedback, focus=focus)
         text = " ".join(cite(d.text, [c.n for c in d.claims]) for d in drafts)
         return Generation(drafts=drafts, text=text)
 
     async def stream(
-        self, question: str, blocks: Sequence[Block], *, history: Sequence[Turn] = ()
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        *,
+        history: Sequence[Turn] = (),
+        focus: Sequence[str] = (),
     ) -> AsyncIterator[Piece]:
         """The same answer as `generate`, in 2-3 pieces per sentence with a yield to the loop between."""
-        for i, draft in enumerate(self.drafts(question, blocks)):
+        for i, draft in enumerate(self.drafts(question, blocks, focus=focus)):
             written = cite(draft.text, [c.n for c in draft.claims]) + " "
             for piece in _split(written, parts=2 + i % 2):
                 await asyncio.sleep(0)
                 yield Piece(text=piece)
 
     def drafts(
-        self, question: str, blocks: Sequence[Block], *, feedback: Sequence[str] = ()
+        self,
+        question: str,
+        blocks: Sequence[Block],
+        *,
+        feedback: Sequence[str] = (),
+        focus: Sequence[str] = (),
     ) -> tuple[Draft, ...]:
-        """The answer's sentences with their claims, before any marker is written."""
-        chosen = self._choose(question, blocks)
+        """The answer's sentences with their claims, before any marker is written (`focus` as for
+        `generate`)."""
+        chosen = self._choose(question, blocks, focus)
         said = normalise(" ".join(feedback))
         if said:
             # Feedback quotes sentences, possibly shortened: a matching prefix names the sentence.
@@ -179,8 +197,10 @@ class OfflineGenerator:
         eligible.sort(key=rank_key)
         return eligible
 
-    def _choose(self, question: str, blocks: Sequence[Block]) -> list[Candidate]:
+    def _choose(self, question: str, blocks: Sequence[Block], focus: Sequence[str] = ()) -> list[Candidate]:
         eligible = self.ranked(question, blocks)
+        if focus:
+            eligible = [c for c in eligible if says_all(focus, c, blocks)]
         if unsure(eligible) or (eligible and eligible[0].unbound):
             # two passages answer equally well, or the best leaves a subject word of the question
             # unsaid: neither is certain to be the answer
@@ -217,3 +237,21 @@ def _split(text: str, *, parts: int) -> list[str]:
             cuts.append(at)
     bounds = [0, *cuts, len(text)]
     return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
+
+
+def says_all(words: Sequence[str], candidate: Candidate, blocks: Sequence[Block]) -> bool:
+    """The candidate sentence, or the title or section of a block that writes it, says every one of
+    `words`: a word sharing a stem or a compound part ("part-timers" is said by "part-time")."""
+    labels = [f"{b.chunk.title} {b.chunk.section}" for b in blocks if b.n in candidate.ns]
+    said: set[str] = set()
+    for text in (candidate.text, *labels):
+        for token in _TOKEN_RE.findall(text):
+            said |= _parts(token)
+    return all(_parts(word) & said for word in words)
+
+
+def _parts(word: str) -> frozenset[str]:
+    """A word's stem and, for a compound, its parts' stems."""
+    lower = word.lower()
+    pieces = [p for p in re.split(r"[-'’]", lower) if p]
+    return frozenset({stem(lower), *(stem(p) for p in pieces if len(pieces) > 1)})
