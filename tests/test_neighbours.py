@@ -87,3 +87,16 @@ def test_no_neighbour_comes_from_a_document_the_asker_may_not_read(tmp_path: Pat
     staff = _sent(tmp_path, store, Principal(name="sam", groups=frozenset({"staff"})))
     assert not [cid for cid in staff if cid.startswith("vault")]
     store.close()
+
+
+def test_neighbours_come_on_top_of_the_budget_the_ranked_chunks_fill(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    staff = Principal(name="sam", groups=frozenset({"staff"}))
+    for budget, most in ((60, 2), (2000, 1)):  # the budget or the block cap fills with ranked chunks
+        ranked = _sent(
+            tmp_path, store, staff, claude_neighbours=0, claude_budget=budget, claude_max_blocks=most
+        )
+        both = _sent(tmp_path, store, staff, claude_budget=budget, claude_max_blocks=most)
+        assert set(ranked) < set(both), (budget, ranked, both)  # nothing ranked makes way
+        assert "guide#c02" in both
+    store.close()

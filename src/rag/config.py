@@ -98,8 +98,9 @@ class Settings(BaseSettings):
         1,
         ge=0,
         le=5,
-        description="chunks on each side of the top chunk, in its document, also offered to Claude (at"
-        " 0.6 of its score, within the budget); 0: none. The offline reader never gets them",
+        description="chunks on each side of the top chunk, in its document, also sent to Claude (their"
+        " cost added to the budget, so no ranked chunk makes way); 0: none. The offline reader never"
+        " gets them",
     )
     dense: Literal["auto", "off"] = Field(
         "auto",

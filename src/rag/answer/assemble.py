@@ -1,7 +1,8 @@
 """Assembly: lay the retrieved chunks on the table as numbered blocks.
 
 For Claude, `with_neighbours` first adds the chunks next to the top chunk in its document (an answer
-often sits just before or after the passage that matched best). Then: order by score (ties by chunk
+often sits just before or after the passage that matched best), with their cost added to the budget
+(`neighbour_tokens`), so no ranked chunk makes way for them. Then: order by score (ties by chunk
 id), deduplicate by fingerprint, fill a token budget by skipping what does not fit, cap the count,
 reorder end-weighted, number 1..n.
 Token counts use `rag.language.text.estimate_tokens` (its ratio to Claude's tokenizer is stated there).
@@ -55,6 +56,12 @@ def with_neighbours(
         elif held.score < given:
             out[chunk.chunk_id] = held.rescored(given, held.scorer)
     return list(out.values())
+
+
+def neighbour_tokens(chunks: Sequence[Chunk]) -> int:
+    """The budget `chunks` (neighbours not among the ranked chunks) add: each costed as a block with
+    the widest number a request can give, so the ranked chunks keep all of theirs."""
+    return sum(_cost(chunk, 99) for chunk in chunks)
 
 
 def assemble(
