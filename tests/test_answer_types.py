@@ -94,3 +94,13 @@ def test_answer_type_follows_the_wh_phrase_when_several_kinds_are_worded():
 def test_answer_type_reads_versions_in_the_plural_as_numbers():
     assert answer_type("Which versions of the plugin are affected?") == "number"
     assert answer_type("Which version added the flag?") == "number"
+
+
+def test_defaults_another_names_a_default_of_a_thing_the_question_leaves_out():
+    from rag.reader.answer_types import defaults_another
+
+    asked = {"latex", "engin", "sphinx"}
+    assert defaults_another("Since Sphinx 2.0, the default typeface is GNU FreeFont.", asked)
+    assert not defaults_another("The default engine is pdflatex.", asked)
+    assert not defaults_another("It defaults to pdflatex.", asked)  # names no thing: may be the asked one
+    assert not defaults_another("The default typeface is FreeFont; the engine is pdflatex by default.", asked)

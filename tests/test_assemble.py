@@ -5,7 +5,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answer.assemble import assemble, block_tokens, end_weighted
+from rag.answer.assemble import NEIGHBOUR_SHARE, assemble, block_tokens, end_weighted, with_neighbours
 from rag.language.text import fingerprint
 from rag.types import Chunk, Scored
 
@@ -115,3 +115,31 @@ def test_assemble_sent_text_is_original_chunk_text():
 
 def test_end_weighted_five_items_puts_least_important_in_middle():
     assert end_weighted([1, 2, 3, 4, 5]) == [1, 3, 5, 4, 2]  # type: ignore[list-item]
+
+
+def neighbour(i: int, text: str) -> Chunk:
+    return Chunk(chunk_id=f"doc-001#c{i:02d}", doc_id="doc-001", title="Doc", section="", text=text)
+
+
+def test_with_neighbours_scores_the_top_chunks_neighbours_below_it_and_keeps_a_higher_score():
+    top, other, known = scored(1, 0.8), scored(2, 0.7), scored(3, 0.1, "Known neighbour text.")
+    before, after = neighbour(0, "The sentence before."), neighbour(2, "The sentence after.")
+    offered = with_neighbours([other, top, known], [before, after, known.chunk])
+    by_id = {s.chunk.chunk_id: s.score for s in offered}
+    assert by_id[before.chunk_id] == by_id[after.chunk_id] == NEIGHBOUR_SHARE * 0.8
+    assert by_id[known.chunk.chunk_id] == NEIGHBOUR_SHARE * 0.8  # raised to the neighbour's score
+    assert by_id[top.chunk.chunk_id] == 0.8 and by_id[other.chunk.chunk_id] == 0.7
+    assert with_neighbours([top], []) == [top] and with_neighbours([], [before]) == []
+    high = scored(4, 0.9, "Already ranked high.")
+    assert with_neighbours([top, high], [high.chunk]) == [top, high]  # a higher score is kept
+
+
+def test_with_neighbours_then_assemble_keeps_budget_fingerprints_and_original_text():
+    top = scored(1, 0.8, "Top passage about the harbour gauge.")
+    twin = neighbour(0, "top passage about THE harbour gauge")  # same fingerprint as the top chunk
+    long = neighbour(2, "word " * 400)  # does not fit the budget
+    after = neighbour(3, "  The gauge is read quarterly.  ")
+    blocks = assemble(with_neighbours([top], [twin, long, after]), budget=120)
+    assert [b.chunk.chunk_id for b in blocks] == [top.chunk.chunk_id, after.chunk_id]
+    assert sum(block_tokens(b) for b in blocks) <= 120
+    assert [b.sent_text for b in blocks] == [top.chunk.text, after.text]

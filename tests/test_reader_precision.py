@@ -307,3 +307,17 @@ def test_a_figure_the_question_writes_must_be_written_by_the_answer():
     question = "On what date was vault client 2.4.1 released?"
     assert answer(question, [history, VAULT]) == []
     assert answer(question, [history, release]) == ["Vault client 2.4.1 was released on 3 March 2024."]
+
+
+def test_a_default_named_for_another_thing_does_not_answer_a_default_question():
+    # the entry of the engine setting also states the default typeface: not the engine's default
+    engine = block(
+        5,
+        "The typesetting engine builds the printed guide. Since version 2.0, the default typeface is"
+        " Garamond, which covers Latin and Greek.",
+        title="Print options",
+        section="print_engine",
+    )
+    assert answer("Which engine does the printed guide use if I don't choose one?", [engine, FARES]) == []
+    stated = block(6, "The default engine is lualatex, which handles Unicode.", title="Print options")
+    assert answer("Which engine does the printed guide use if I don't choose one?", [stated]) != []

@@ -993,6 +993,38 @@ def test_store_document_chunks_reads_a_page_from_a_position(store: Store) -> Non
         store.document_chunks("nope", start=0, limit=3)
 
 
+def test_store_adjacent_chunks_are_the_ones_before_and_after_in_the_same_document(store: Store) -> None:
+    doc, chunks = doc_and_chunks("long", [f"Part {i} says something." for i in range(6)])
+    store.upsert_document(doc, chunks)
+    other, theirs = doc_and_chunks("other", ["Another document's first part.", "And its second."])
+    store.upsert_document(other, theirs)
+    assert store.adjacent_chunks(["long#c02"]) == [chunks[1], chunks[3]]
+    assert store.adjacent_chunks(["long#c00"]) == [chunks[1]]  # the first chunk has no previous one
+    assert store.adjacent_chunks(["long#c05"]) == [chunks[4]]  # nor the last a next one, nor another doc's
+    assert store.adjacent_chunks(["long#c02"], width=2) == [chunks[1], chunks[3], chunks[0], chunks[4]]
+    # several ids: in their order, each neighbour once, none of the asked ids themselves
+    assert store.adjacent_chunks(["other#c00", "long#c03", "long#c04"]) == [
+        theirs[1],
+        chunks[2],
+        chunks[5],
+    ]
+    assert store.adjacent_chunks(["nope#c00", "", "long#c02"], width=0) == []
+    assert store.adjacent_chunks(["nope#c00"]) == []
+
+
+def test_store_adjacent_chunks_never_reveal_a_document_hidden_from_the_caller(store: Store) -> None:
+    public, shown = doc_and_chunks("guide", ["Open part one.", "Open part two.", "Open part three."])
+    store.upsert_document(public, shown)
+    hidden, secret = doc_and_chunks("vault", ["Salary bands.", "Bonus rules.", "Pension terms."])
+    store.upsert_document(replace(hidden, access=("hr",)), secret)
+    nobody, staff = frozenset(), frozenset({"staff"})
+    for groups in (nobody, staff):
+        assert store.adjacent_chunks(["vault#c01"], groups=groups) == []
+        assert store.adjacent_chunks(["vault#c00", "guide#c01"], groups=groups) == [shown[0], shown[2]]
+    assert store.adjacent_chunks(["vault#c01"], groups=frozenset({"hr"})) == [secret[0], secret[2]]
+    assert store.adjacent_chunks(["vault#c01"]) == [secret[0], secret[2]]  # the local operator reads all
+
+
 def test_api_documents_pages_its_chunks_with_a_cursor(store: Store) -> None:
     from fastapi.testclient import TestClient
 

@@ -94,6 +94,14 @@ class Settings(BaseSettings):
     # budget for Claude" (`python -m benchmarks.budget_sweep`). Retrieval hands on at least this many.
     claude_budget: int = Field(2000, ge=50, description="context token budget for Claude's blocks")
     claude_max_blocks: int = Field(16, ge=1, le=20, description="most blocks sent to Claude")
+    claude_neighbours: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="chunks on each side of the top chunk, in its document, also sent to Claude (their"
+        " cost added to the budget, so no ranked chunk makes way); 0: none. The offline reader never"
+        " gets them",
+    )
     dense: Literal["auto", "off"] = Field(
         "auto",
         description="dense retrieval fused with BM25: 'auto' uses Voyage embeddings when VOYAGE_API_KEY is"

@@ -1,7 +1,10 @@
 """Assembly: lay the retrieved chunks on the table as numbered blocks.
 
-Order by score (ties by chunk id), deduplicate by fingerprint, fill a token budget by
-skipping what does not fit, cap the count, reorder end-weighted, number 1..n.
+For Claude, `with_neighbours` first adds the chunks next to the top chunk in its document (an answer
+often sits just before or after the passage that matched best), with their cost added to the budget
+(`neighbour_tokens`), so no ranked chunk makes way for them. Then: order by score (ties by chunk
+id), deduplicate by fingerprint, fill a token budget by skipping what does not fit, cap the count,
+reorder end-weighted, number 1..n.
 Token counts use `rag.language.text.estimate_tokens` (its ratio to Claude's tokenizer is stated there).
 """
 
@@ -14,6 +17,8 @@ from rag.types import Block, Chunk, Scored
 
 DEFAULT_BUDGET = 1200
 DEFAULT_MAX_BLOCKS = 5
+# A neighbour of the top chunk competes for the context at this share of the top chunk's score.
+NEIGHBOUR_SHARE = 0.6
 
 
 def block_tokens(block: Block) -> int:
@@ -31,6 +36,32 @@ def end_weighted(items: Sequence[Scored]) -> list[Scored]:
     front = list(items[0::2])
     back = list(items[1::2])
     return front + back[::-1]
+
+
+def with_neighbours(
+    scored: Sequence[Scored], neighbours: Sequence[Chunk], *, share: float = NEIGHBOUR_SHARE
+) -> list[Scored]:
+    """`scored` with each of `neighbours` (the chunks next to its top chunk) scored `share` of the
+    top score; a neighbour already scored keeps the higher of its two scores. The scores only order
+    the candidates for `assemble`, which still dedups by fingerprint and keeps to the budget."""
+    if not scored or not neighbours:
+        return list(scored)
+    top = min(scored, key=lambda s: (-s.score, s.chunk.chunk_id))
+    given = share * top.score
+    out = {s.chunk.chunk_id: s for s in scored}
+    for chunk in neighbours:
+        held = out.get(chunk.chunk_id)
+        if held is None:
+            out[chunk.chunk_id] = Scored(chunk=chunk, score=given, scorer=top.scorer)
+        elif held.score < given:
+            out[chunk.chunk_id] = held.rescored(given, held.scorer)
+    return list(out.values())
+
+
+def neighbour_tokens(chunks: Sequence[Chunk]) -> int:
+    """The budget `chunks` (neighbours not among the ranked chunks) add: each costed as a block with
+    the widest number a request can give, so the ranked chunks keep all of theirs."""
+    return sum(_cost(chunk, 99) for chunk in chunks)
 
 
 def assemble(

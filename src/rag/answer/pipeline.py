@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 
 from rag.access import Principal
-from rag.answer.assemble import assemble, context_tokens
+from rag.answer.assemble import assemble, context_tokens, neighbour_tokens, with_neighbours
 from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import asks_for, conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
@@ -302,7 +302,8 @@ class Pipeline:
             return plan
         with _timed(plan.timings, "assemble"):
             budget, max_blocks = self.context_limits()
-            blocks = assemble(plan.scored, budget=budget, max_blocks=max_blocks)
+            offered, extra_tokens, extra_blocks = self._offered(plan)
+            blocks = assemble(offered, budget=budget + extra_tokens, max_blocks=max_blocks + extra_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
         if plan.conflict is not None and not plan.note and self.reader != "claude":
@@ -327,6 +328,22 @@ class Pipeline:
         df = self.store.term_frequencies(wanted, groups=groups) if wanted else {}
         rare = rare_shared_terms(plan.question, plan.scored[0], df, self.store.chunk_count(groups=groups))
         return bool(rare)
+
+    def _offered(self, plan: Plan) -> tuple[list[Scored], int, int]:
+        """What assembly chooses from, and the tokens and blocks it may add to the reader's limits
+        for them: the retrieved chunks and, with Claude reading, the `claude_neighbours` chunks on
+        each side of the top one in its document (read under the same groups;
+        `rag.answer.assemble.with_neighbours`). A neighbour comes on top of the budget the ranked
+        chunks fill, so it never displaces one of them."""
+        width = self.settings.claude_neighbours
+        if self.reader != "claude" or width <= 0 or not plan.scored:
+            return list(plan.scored), 0, 0
+        top = min(plan.scored, key=lambda s: (-s.score, s.chunk.chunk_id))
+        groups = plan.principal.reads if plan.principal is not None else None
+        near = self.store.adjacent_chunks([top.chunk.chunk_id], groups=groups, width=width)
+        have = {s.chunk.chunk_id for s in plan.scored}
+        new = [c for c in near if c.chunk_id not in have]
+        return with_neighbours(plan.scored, near), neighbour_tokens(new), len(new)
 
     def context_limits(self) -> tuple[int, int]:
         """(token budget, most blocks) of the context this pipeline's reader gets."""

@@ -19,8 +19,9 @@ from typing import Any, Protocol
 from rag.breaker import CircuitBreaker
 from rag.config import Settings
 from rag.embeddings import LocalEmbedder, embedding_text
+from rag.language.asking import query_words
 from rag.language.inflection import forms
-from rag.language.text import content_words, english_frequency, stem, terms
+from rag.language.text import english_frequency, stem, terms
 from rag.types import Chunk, Scored
 from rag.voyage import (
     RERANK_DEFAULT_MAX_TOTAL_TOKENS,
@@ -100,7 +101,9 @@ def english_idf(word: str, n_chunks: int, *, chunk_words: int = CHUNK_WORDS) -> 
 
 
 def term_weights(question: str, df: Mapping[str, int], n_chunks: int) -> dict[str, float]:
-    """Each distinct content term of `question` -> its information weight (> 0), in question order.
+    """Each distinct term retrieval searches for in `question` (`rag.language.asking.query_words`: its
+    content words without those of asking for a default or hedging an amount) -> its information
+    weight (> 0), in question order.
 
     weight = min(corpus IDF, general-English IDF). In a small corpus an everyday word the documents
     happen not to use ("think", "already", "far") gets the same top IDF as a real concept the corpus
@@ -113,7 +116,7 @@ def term_weights(question: str, df: Mapping[str, int], n_chunks: int) -> dict[st
     When several question words share a stem, the most frequent in English sets its weight.
     """
     surface: dict[str, list[str]] = {}
-    for word in content_words(question):
+    for word in query_words(question):
         surface.setdefault(stem(word), []).append(word)
     return {
         term: min(idf(df.get(term, 0), n_chunks), min(english_idf(w, n_chunks) for w in words))

@@ -15,8 +15,9 @@ from dataclasses import replace
 from rag.answer.rerank import Held, Reranker, reuse_stored_terms
 from rag.embeddings import Embedder
 from rag.errors import ConfigError
+from rag.language.asking import query_words
 from rag.language.inflection import forms
-from rag.language.text import terms
+from rag.language.text import stem
 from rag.store import Store
 from rag.store.interface import Groups
 from rag.types import Chunk, Scored
@@ -56,10 +57,17 @@ def _warn_model_mismatch(store: Store, model: str) -> None:
         )
 
 
+def question_terms(question: str) -> list[str]:
+    """The stemmed terms retrieval searches for and weighs: the question's content words without the
+    words of asking for a default or hedging an amount, "default" added when it asks for one
+    (`rag.language.asking.query_words`)."""
+    return [stem(word) for word in query_words(question)]
+
+
 def search_terms(question: str) -> list[str]:
-    """The question's distinct terms in order, each followed by the other forms of an irregular verb
-    ("wrote" also searches "write" and "written": `rag.language.inflection`)."""
-    return _with_forms(terms(question))
+    """The question's distinct `question_terms` in order, each followed by the other forms of an
+    irregular verb ("wrote" also searches "write" and "written": `rag.language.inflection`)."""
+    return _with_forms(question_terms(question))
 
 
 def _with_forms(query_terms: Sequence[str]) -> list[str]:
@@ -162,7 +170,7 @@ def retrieve(
     Filtered before ranking: the candidates, the document frequencies and the chunk count the
     reranker weighs terms by all cover only what `groups` may read.
     """
-    query_terms = list(dict.fromkeys(terms(question)))
+    query_terms = list(dict.fromkeys(question_terms(question)))
     df = store.term_frequencies(query_terms, groups=groups) if query_terms else {}
     asked = _with_forms(query_terms)
     pool = candidates_for(

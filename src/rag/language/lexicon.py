@@ -191,6 +191,34 @@ DEFAULT_QUESTION_RE = re.compile(
     r"(?:set|configured|specified|given|provided|passed|chosen)\b",
     re.IGNORECASE,
 )
+# Default clauses (`rag.language.asking`): a condition on a verb of choosing, setting or telling that
+# is not done ("unless I change it", "if I don't pass one", "if FOO isn't set", "if I leave it alone")
+# asks for what holds by default; these words of it name nothing the answer says.
+CHOOSING_VERBS = frozenset(
+    """set change configure specify pass give provide choose pick select override tell say ask point name
+    raise lower turn switch enable disable alter modify adjust customize customise define supply touch
+    leave edit""".split()
+)
+# Who asks, as the subject of a clause ("if I ...", "unless you ...", "if one ..."), and the forms of
+# "be" a passive is built with ("if it isn't set", "unless it is configured").
+ASKERS = frozenset({"i", "we", "you", "one"})
+BE_FORMS = frozenset({"be", "is", "are", "was", "were", "been", "being", "am", "'s", "it's"})
+# Words that negate a clause by themselves (with any word ending in "n't").
+NEGATORS = frozenset({"not", "never", "no", "nothing", "none", "nobody"})
+# Words of leaving a thing as it is: with a choosing verb they make its clause a default clause ("if I
+# leave the setting alone") ...
+LEFT_AS_IS = frozenset({"alone", "unchanged", "untouched", "unset"})
+# ... and, with these pro-forms and manners of choosing, they name nothing in one ("unless I tell it
+# otherwise", "if I don't point it elsewhere", "if I don't configure anything").
+UNCHANGED_WORDS = LEFT_AS_IS | frozenset(
+    {"otherwise", "elsewhere", "else", "anything", "something", "differently", "explicitly", "manually"}
+)
+# A hedge on the amount asked for ("Roughly how many", "approximately what size", "about 10"): it
+# names nothing the answer says.
+HEDGE_RE = re.compile(
+    r"\b(?:roughly|approximately|around|about|nearly|almost|circa)\b(?=\s+(?:how|what|which|\d))",
+    re.IGNORECASE,
+)
 # "the default <noun>" in a leading condition ("With the default retry policy, ..."): the setup the
 # question assumes, not a request for a default.
 DEFAULT_SETUP_RE = re.compile(r"\b(?:the|its|their|a)\s+default\s+[a-z]", re.IGNORECASE)

@@ -14,10 +14,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, SIZE_NOUNS
+from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, DEFAULT_TERMS, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
-from rag.reader.answer_types import QUANTITY_KINDS, price_match, type_match
+from rag.reader.answer_types import QUANTITY_KINDS, defaults_another, price_match, type_match
 from rag.reader.answerable import (
     Reading,
     answer_worthy,
@@ -206,7 +206,9 @@ def _fit(ask: Ask, sentence: str) -> float:
     if ask.price:
         fit = price_match(sentence, fit)
     if ask.default:
-        if not states_default_value(sentence, ask.question):
+        if not states_default_value(sentence, ask.question) or defaults_another(
+            sentence, ask.weights.keys() | DEFAULT_TERMS
+        ):
             return 0.0
         return fit if ask.kind in QUANTITY_KINDS else 1.0
     return fit

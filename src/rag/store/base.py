@@ -575,6 +575,40 @@ class SqlStore(Generic[C]):
                         found[row[0]] = chunk_from_row(row)
         return [found[cid] for cid in chunk_ids if cid in found]
 
+    def adjacent_chunks(
+        self, chunk_ids: Sequence[str], *, groups: Groups = None, width: int = 1
+    ) -> list[Chunk]:
+        # One statement on both engines: each asked chunk joined to the chunks of its own document
+        # within `width` positions. Both sides pass the caller's filter, so a hidden chunk has no
+        # neighbours and no hidden chunk is one.
+        unique = [cid for cid in dict.fromkeys(chunk_ids) if not unstorable(cid)]
+        if not unique or width <= 0:
+            return []
+        asked_visible, asked_params = visible_sql(groups, "a.access")
+        near_visible, near_params = visible_sql(groups, "n.access")
+        rows: list[tuple[str, int, Any]] = []
+        with self._connection() as conn:
+            for i in range(0, len(unique), ID_BATCH):
+                batch = unique[i : i + ID_BATCH]
+                marks = ", ".join("?" * len(batch))
+                sql = (
+                    f"SELECT a.chunk_id, n.ord - a.ord, {chunk_columns('n')} FROM chunks AS a"
+                    " JOIN chunks AS n ON n.doc_id = a.doc_id AND n.ord BETWEEN a.ord - ? AND a.ord + ?"
+                    f" AND n.ord <> a.ord WHERE a.chunk_id IN ({marks}) AND {asked_visible}"
+                    f" AND {near_visible}"
+                )
+                params = [width, width, *batch, *asked_params, *near_params]
+                rows.extend(self._exec(conn, sql, params).fetchall())
+        rank = {cid: i for i, cid in enumerate(unique)}
+        rows.sort(key=lambda row: (rank[row[0]], abs(row[1]), row[1]))
+        asked = set(unique)
+        out: dict[str, Chunk] = {}
+        for row in rows:
+            chunk = chunk_from_row(row[2:])
+            if chunk.chunk_id not in asked:
+                out.setdefault(chunk.chunk_id, chunk)
+        return list(out.values())
+
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         return {}
 

@@ -79,6 +79,15 @@ class Store(StoreReader, Protocol):
         """Known chunks among `chunk_ids`, in the given order; unknown, hidden and retired ids are skipped."""
         ...
 
+    def adjacent_chunks(
+        self, chunk_ids: Sequence[str], *, groups: Groups = None, width: int = 1
+    ) -> list[Chunk]:
+        """The chunks at most `width` positions before or after each of `chunk_ids` in its own
+        document, each once and none of `chunk_ids` itself: the neighbours of the first id first,
+        nearest first, the one before ahead of the one after. Only what `groups` may read: a chunk
+        hidden from `groups` has no neighbours (nor is one); unknown and retired ids have none."""
+        ...
+
     def search(
         self, query_terms: Sequence[str], limit: int, *, groups: Groups = None
     ) -> list[tuple[Chunk, float]]:
