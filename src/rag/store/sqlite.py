@@ -53,7 +53,7 @@ from rag.store.base import (
     plain_joined,
 )
 from rag.store.interface import Groups
-from rag.store.lexical import LexicalCache, Snapshot
+from rag.store.lexical import LexicalCache, Snapshot, by_score_then_id
 from rag.store.migrations_sqlite import migrate
 from rag.types import Chunk, Document, StoreStats
 
@@ -617,8 +617,7 @@ class SqliteStore(SqlStore[_Connection]):
             ]
             found = self._chunks_by_key(conn, snapshot, snapshot.top(postings, limit, groups))
             conn.execute("COMMIT")
-        found.sort(key=lambda item: (-item[1], item[0].chunk_id))
-        return found[:limit]
+        return by_score_then_id(found)[:limit]
 
     def _lexical_snapshot(self, conn: _Connection) -> Snapshot:
         """The lexical engine's arrays for the committed corpus `conn` reads (inside its transaction)."""
