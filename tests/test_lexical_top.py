@@ -86,7 +86,14 @@ def test_tied_scores_are_ordered_by_chunk_id_and_others_kept() -> None:
 
 def test_scored_makes_the_same_value_as_the_dataclass() -> None:
     chunk = Chunk(chunk_id="a#1", doc_id="a", title="t", section="s", text="x")
-    values = {"chunk": chunk, "score": 0.5, "lexical": 7.0, "scorer": "lexical", "dense": 0.25, "words": 0.125}
+    values = {
+        "chunk": chunk,
+        "score": 0.5,
+        "lexical": 7.0,
+        "scorer": "lexical",
+        "dense": 0.25,
+        "words": 0.125,
+    }
     assert [f.name for f in fields(Scored)] == list(values)  # scored() takes them in this order
     made = scored(*values.values())
     assert made == Scored(**values)

@@ -33,7 +33,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, pairwise
 from typing import Any
 
 import numpy as np
@@ -174,7 +174,7 @@ def by_score_then_id(found: list[tuple[Chunk, float]]) -> list[tuple[Chunk, floa
     """`found`, in the best-first order `Snapshot.top` gives, with tied scores ordered by chunk id
     (sorted in place only when two scores tie: otherwise the order is already that)."""
     scores = [score for _, score in found]
-    if any(a == b for a, b in zip(scores, scores[1:])):
+    if any(a == b for a, b in pairwise(scores)):
         found.sort(key=lambda item: (-item[1], item[0].chunk_id))
     return found
 
