@@ -67,7 +67,7 @@ def idf(n_rows: int, df: int) -> float:
 
 @dataclass(frozen=True)
 class Postings:
-    """One term's postings under one snapshot: chunk keys (ascending), the term's BM25 contribution
+    """One term's postings under one snapshot: chunk keys (distinct, ascending), the term's BM25 contribution
     to each (idf x share), and the number of public chunks among them (its document frequency)."""
 
     keys: Keys
@@ -184,30 +184,19 @@ def is_plain(term: str) -> bool:
     return _PLAIN_RE.fullmatch(term) is not None
 
 
-# How many chunks of the rarest terms' postings `sample_floor` reads (at least `limit`).
-FLOOR_SAMPLE = 4
-
-
 def sample_floor(scores: npt.NDArray[Any], terms: Sequence[Postings], limit: int) -> float:
     """A score that at least `limit` chunks reach (so no more than the `limit`-th best of `scores`):
-    the `limit`-th best among the distinct chunks of the rarest terms' postings, whose scores are
-    the highest a few chunks get; 0.0 when those hold fewer than `limit` chunks that score.
+    the `limit`-th best score among the chunks of the rarest term that holds at least `limit` (its
+    keys are distinct; a rare term's chunks score the highest); 0.0 when no term holds that many, or
+    only one as common as a quarter of the chunks (reading it would cost what it saves).
 
     It saves `best_keys` a pass over the whole score array for its maximum and keeps the cut
     close to the answer: every chunk scoring at least the `limit`-th best scores at least this."""
-    picked: list[Keys] = []
-    size = 0
-    for t in sorted(terms, key=lambda t: t.keys.size):
-        if t.keys.size:
-            picked.append(t.keys)
-            size += t.keys.size
-        if size >= FLOOR_SAMPLE * limit:
-            break
-    if size < limit:
+    sizes = [t.keys.size for t in terms]
+    enough = [size for size in sizes if size >= limit]
+    if not enough or min(enough) * 4 > scores.size:
         return 0.0
-    keys = picked[0] if len(picked) == 1 else np.unique(np.concatenate(picked))
-    if keys.size < limit:
-        return 0.0
+    keys = terms[sizes.index(min(enough))].keys
     values = scores[keys]
     return float(np.partition(values, keys.size - limit)[keys.size - limit])
 
