@@ -167,12 +167,12 @@ class _Run:
             by_path=by_path,
         )
 
-    def ingest(self, file: Path, root: Path, real: Path) -> None:
+    def ingest(self, file: Path, root: Path, real: str) -> None:
         """Store one file's document and chunks unless it is unchanged; raises IngestError to skip it.
         `real`: the file's resolved path, its source path (`discover` resolves it)."""
         raw = _read_bytes(file)
         digest = content_hash(raw, min_tokens=self.min_tokens, max_tokens=self.max_tokens, access=self.access)
-        source = str(real)
+        source = real
         if self._unchanged(source, digest, str(file)):
             return
         parsed = read_document(

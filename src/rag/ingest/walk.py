@@ -35,9 +35,10 @@ class Skipped:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Found:
     """The walk of an ingest's paths: (file, root, real) triples in path order, `real` the file's
-    resolved path (its stored source path), and what it did not read."""
+    resolved path as a string (its stored source path; a string, not a third Path object per file:
+    about 30 MB less at 100,000 files), and what it did not read."""
 
-    files: tuple[tuple[Path, Path, Path], ...] = ()
+    files: tuple[tuple[Path, Path, str], ...] = ()
     skipped: tuple[Skipped, ...] = ()
 
 
@@ -82,7 +83,7 @@ class _Walk:
 
     def __init__(self, *, follow_links: bool) -> None:
         self.follow_links = follow_links
-        self.files: list[tuple[Path, Path, Path]] = []
+        self.files: list[tuple[Path, Path, str]] = []
         self.skipped: list[Skipped] = []
         self.visited: set[Path] = set()
 
@@ -129,7 +130,7 @@ class _Walk:
                 self.visited.add(target)
                 self.folder(path, given, root, target, depth)
         elif stat.S_ISREG(status.st_mode):
-            self.files.append((path, given, target))
+            self.files.append((path, given, str(target)))
         else:
             self.skip(path, f"{_kind(status.st_mode)}, not a regular file")
 
