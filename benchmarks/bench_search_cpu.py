@@ -5,7 +5,8 @@ Each query is timed on its thread's CPU clock (`time.thread_time`), not the wall
 machine another job's load stretches wall time but not the CPU a query spends, so the ratio to
 bm25s holds under load. bm25s runs on the calling thread (`n_threads=0`); its process-clock
 median is printed too, as the check that no work of it escaped the thread clock. Dense retrieval
-is off here (RAG_DENSE=off's path: no embedder). Target: median `retrieve()` within 4x of bm25s.
+is off (RAG_DENSE=off's path: no embedder), unless `--dense`: then also `retrieve()` with dense on
+(`fused`, 10,000 documents, process clock). Target: median `retrieve()` within 4x of bm25s.
 Known-item recall: 200 questions of five words from a random chunk, that chunk in `retrieve()`'s
 top 8 and in bm25s's top 10. Uses the bench store of bench_ingest (10,000 documents), or the store
 named by `--db PATH`. `--agree N`: then the store's top 5 against the exhaustive reference
@@ -104,7 +105,46 @@ def recall(store: SqliteStore, peer: Bm25s, ids: list[str], items: list[tuple[st
     )
 
 
-def measure(store: SqliteStore, agree: int = 0) -> None:
+def fused(base: float, asked: list[str]) -> None:
+    """`--dense`: retrieve with dense on, on the process clock (the encoder's matrix products may run
+    on BLAS threads): bench_dense's copy of the store with a random unit vector per chunk (what the
+    brute-force vector search costs does not depend on what the vectors say), the question embedded
+    by the local encoder (its cache of question vectors emptied before each, so every question is
+    embedded; the postings stay warm, as in the lexical figures), BM25 and the nearest vectors fused
+    by reciprocal rank, the hybrid reranker. `base`: bm25s's process-clock median."""
+    from benchmarks.bench_dense import _embedder, dense_store
+    from rag.answer.rerank import HybridReranker
+
+    embedder = _embedder()
+    if embedder is None:
+        print("  dense: skipped, the local encoder's weights are not installed")
+        return
+    store = SqliteStore(str(dense_store()))
+    hybrid = HybridReranker()
+
+    def fused_retrieve(question: str) -> None:
+        embedder.meaning._cache.clear()
+        retrieve(question, store=store, reranker=hybrid, embedder=embedder, top_k=8)
+
+    def embed(question: str) -> None:
+        embedder.meaning._cache.clear()
+        embedder.embed_query(question)
+
+    try:
+        for _ in range(2):  # warm, as the lexical figures are
+            cpu_ms(fused_retrieve, asked, time.process_time)
+        runs = {
+            "fused retrieve() top 8": cpu_ms(fused_retrieve, asked, time.process_time),
+            "question embedding": cpu_ms(embed, asked, time.process_time),
+        }
+    finally:
+        store.close()
+    for name, values in runs.items():
+        median = statistics.median(values)
+        print(f"  dense on, {name:<22} median {median:6.3f} ms (process clock)  {median / base:5.2f}x bm25s")
+
+
+def measure(store: SqliteStore, agree: int = 0, dense: bool = False) -> None:
     with store._connection() as conn:
         rows = conn.execute("SELECT chunk_id, terms, title, section FROM chunks ORDER BY id").fetchall()
     texts = [" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for _, body, t, s in rows]
@@ -136,6 +176,8 @@ def measure(store: SqliteStore, agree: int = 0) -> None:
     print(
         f"  bm25s on the process clock: median {whole:6.3f} ms ({whole / base:.2f}x its thread-clock figure)"
     )
+    if dense:
+        fused(whole, raw)
     recall(store, peer, [r[0] for r in rows], known_items(store, QUESTIONS))
     if agree:
         agreement(store, peer, [r[0] for r in rows], asked[:agree])
@@ -148,7 +190,7 @@ def main() -> None:
     store = SqliteStore(path)
     try:
         agree = int(sys.argv[sys.argv.index("--agree") + 1]) if "--agree" in sys.argv else 0
-        measure(store, agree)
+        measure(store, agree, dense="--dense" in sys.argv)
     finally:
         store.close()
 
