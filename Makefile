@@ -83,8 +83,9 @@ bench: $(STAMP)
 	$(PIP) -q -e '.[test,dev,bench]'
 	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks
 
-# Ingest scaling with the 100,000-document point (SQLite; PostgreSQL to 10,000 when .ci/pg.env names a
-# server): about half an hour on a 2-core machine, most of it the 100,000 documents' generation and ingest.
+# `make bench` keeps to the short points of ingest scaling (SQLite 1,000 and 10,000, PostgreSQL 1,000);
+# this adds SQLite's 100,000-document point and PostgreSQL's 10,000 (when .ci/pg.env names a server):
+# 10-30 minutes on a 2-core machine, most of it generating and ingesting the 100,000 documents.
 bench-scale: $(STAMP)
 	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks.bench_scale --large
 

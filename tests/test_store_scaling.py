@@ -80,3 +80,24 @@ def test_write_cost_does_not_grow_with_the_store(store: SqliteStore, access: tup
     large = costs(400)
     for what, a, b in zip(("add", "replace", "delete"), small, large, strict=True):
         assert b <= 1.5 * a + 20, f"{what}: {a * STEP} VM steps at 40 documents, {b * STEP} at 400"
+
+
+def test_cosines_of_a_few_chunks_cost_the_same_however_many_vectors_are_stored(store: SqliteStore) -> None:
+    """`embedding_cosines` (the BM25 candidates outside the nearest vectors, every fused question)
+    reads the vectors asked for by chunk id, not every vector of the model: before, SQLite answered
+    it from the (model, dim) index, whose entries list every stored vector."""
+    model = "test-model"
+
+    def embed(start: int, end: int) -> list[str]:
+        ids = [c.chunk_id for i in range(start, end) for c in store.document_chunks(f"doc-{i}")]
+        store.put_embeddings(model, [(cid, [1.0, float(n % 5), 0.5]) for n, cid in enumerate(ids)])
+        return ids
+
+    _fill(store, 0, 40)
+    asked = embed(0, 40)[:8]
+    small = _steps(store, lambda: store.embedding_cosines([1.0, 0.0, 0.0], asked, model=model))
+    _fill(store, 40, 400)
+    embed(40, 400)
+    large = _steps(store, lambda: store.embedding_cosines([1.0, 0.0, 0.0], asked, model=model))
+    assert len(store.embedding_cosines([1.0, 0.0, 0.0], asked, model=model)) == len(asked)
+    assert large <= 1.5 * small + 20, f"{small * STEP} VM steps at 40 documents, {large * STEP} at 400"

@@ -258,12 +258,16 @@ def _coverages(
     unknown = [cand.chunk.text for cand in candidates if cand.chunk.chunk_id not in known]
     bodies = iter(CHUNK_TERMS.get_all(unknown))
     out = []
+    sums: dict[frozenset[str], float] = {}  # candidates often hold the same terms: one sum per set
     for cand in candidates:
         have = known.get(cand.chunk.chunk_id)
         if have is None:
             out.append(_covered(weights, next(bodies), cand.chunk))
-        else:
-            out.append(sum([w for fs, w in weights if not fs.isdisjoint(have)]))
+            continue
+        covered = sums.get(have)
+        if covered is None:
+            covered = sums[have] = sum([w for fs, w in weights if not fs.isdisjoint(have)])
+        out.append(covered)
     return out
 
 

@@ -20,7 +20,7 @@ from rag.language.inflection import forms
 from rag.language.text import stem
 from rag.store import Store
 from rag.store.interface import Groups
-from rag.types import Chunk, Scored
+from rag.types import Chunk, Scored, scored
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ def candidates_for(
     """
     query_terms = search_terms(question) if searched is None else searched
     lexical = store.search(query_terms, candidates, groups=groups) if query_terms else []
-    words = [Scored(chunk=chunk, score=0.0, lexical=score) for chunk, score in lexical]
+    words = [scored(chunk, 0.0, score) for chunk, score in lexical]
     if embedder is None:
         return words
     if not store.has_embeddings(embedder.model):  # none yet (or another model's): no question vector

@@ -167,11 +167,12 @@ class _Run:
             by_path=by_path,
         )
 
-    def ingest(self, file: Path, root: Path) -> None:
-        """Store one file's document and chunks unless it is unchanged; raises IngestError to skip it."""
+    def ingest(self, file: Path, root: Path, real: str) -> None:
+        """Store one file's document and chunks unless it is unchanged; raises IngestError to skip it.
+        `real`: the file's resolved path, its source path (`discover` resolves it)."""
         raw = _read_bytes(file)
         digest = content_hash(raw, min_tokens=self.min_tokens, max_tokens=self.max_tokens, access=self.access)
-        source = str(file.resolve())
+        source = real
         if self._unchanged(source, digest, str(file)):
             return
         parsed = read_document(
@@ -302,9 +303,9 @@ def ingest_paths(
     found = discover(paths, follow_links=follow_links)
     run.skipped.extend(found.skipped)
     files = found.files
-    for done, (file, root) in enumerate(files, start=1):
+    for done, (file, root, real) in enumerate(files, start=1):
         try:
-            run.ingest(file, root)
+            run.ingest(file, root, real)
         except IngestError as exc:
             run.skipped.append(Skipped(path=exc.path, reason=exc.reason))
             logger.info("skipped %r: %s", exc.path, exc.reason)

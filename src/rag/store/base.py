@@ -357,6 +357,8 @@ class SqlStore(Generic[C]):
     backend: str
     # The column that orders rows by insertion in `embeddings` and `ask_log`.
     _ROW_ORDER: ClassVar[str]
+    # `embedding_cosines`'s condition on the model and dimension, beside its chunk ids.
+    _VECTOR_OF: ClassVar[str] = "model = ? AND dim = ?"
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -648,7 +650,7 @@ class SqlStore(Generic[C]):
             for i in range(0, len(unique), ID_BATCH):
                 batch = unique[i : i + ID_BATCH]
                 sql = (
-                    "SELECT chunk_id, vector FROM embeddings WHERE model = ? AND dim = ?"
+                    f"SELECT chunk_id, vector FROM embeddings WHERE {self._VECTOR_OF}"
                     f" AND chunk_id IN ({', '.join('?' * len(batch))})"
                 )
                 rows.extend(self._exec(conn, sql, [model, len(vector), *batch]).fetchall())

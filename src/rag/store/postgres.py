@@ -47,7 +47,7 @@ from rag.errors import ConfigError, StoreUnavailable
 from rag.language.text import terms
 from rag.store import base  # the module, not the package
 from rag.store.interface import Groups
-from rag.store.lexical import LexicalCache, Snapshot
+from rag.store.lexical import LexicalCache, Snapshot, by_score_then_id
 from rag.store.migrations_pg import migrate, quote_ident, vector_schema
 from rag.types import Chunk, Document
 
@@ -416,8 +416,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             # the chunks from this version's cache, read by key (in this snapshot) the first time
             by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], partial(_load_chunks, conn))
         out = [(by_key[key], score) for key, score in scored if key in by_key]
-        out.sort(key=lambda item: (-item[1], item[0].chunk_id))
-        return out[:limit]
+        return by_score_then_id(out)[:limit]
 
     def _lexical_snapshot(self, conn: psycopg.Connection[Any]) -> Snapshot:
         """The lexical engine's arrays for the corpus version `conn`'s transaction reads (made
