@@ -69,6 +69,7 @@ from rag.types import (
     Answer,
     AskRecord,
     Block,
+    Chunk,
     ChunkRef,
     Conflict,
     ConflictPolicy,
@@ -214,6 +215,9 @@ class Plan:
     # an elliptical follow-up's own words (`followup.follow_up_focus`): the offline reader's answer
     # must say them, in its sentence or the sentence's heading
     focus: tuple[str, ...] = ()
+    # a follow-up's own top chunks, searched as typed, for Claude when it was read as elliptical but
+    # says two or more words of its own: a topic switch misread as elliptical still finds its passage
+    typed: tuple[Chunk, ...] = ()
     conversation_id: str = ""
 
     @property
@@ -222,6 +226,12 @@ class Plan:
         return len(self.history) + 1 if self.history or self.conversation_id else 0
 
     record: bool = True  # written to the ask log and the gap queue (False: a probe, such as an example)
+
+
+# A follow-up read as elliptical that says this many words of its own is searched as typed too (for
+# Claude), and this many of that search's top chunks are sent beside the standalone question's.
+TYPED_GUARD_WORDS = 2
+TYPED_GUARD_CHUNKS = 3
 
 
 @dataclass(kw_only=True)
@@ -293,6 +303,9 @@ class Pipeline:
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
         plan.asked, plan.history, plan.focus = str(question), turns, focus
+        if self.reader == "claude" and len(focus) >= TYPED_GUARD_WORDS:
+            typed = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
+            plan.typed = tuple(s.chunk for s in typed.scored[:TYPED_GUARD_CHUNKS])
         plan.conversation_id = conversation
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
@@ -302,8 +315,7 @@ class Pipeline:
             return plan
         with _timed(plan.timings, "assemble"):
             budget, max_blocks = self.context_limits()
-            offered, extra_tokens, extra_blocks = self._offered(plan)
-            blocks = assemble(offered, budget=budget + extra_tokens, max_blocks=max_blocks + extra_blocks)
+            blocks = self._assembled(plan, budget, max_blocks)
         with _timed(plan.timings, "conflicts"):
             blocks, plan.conflict, plan.note = self._resolve_conflicts(plan.question, blocks)
         if plan.conflict is not None and not plan.note and self.reader != "claude":
@@ -329,21 +341,32 @@ class Pipeline:
         rare = rare_shared_terms(plan.question, plan.scored[0], df, self.store.chunk_count(groups=groups))
         return bool(rare)
 
-    def _offered(self, plan: Plan) -> tuple[list[Scored], int, int]:
-        """What assembly chooses from, and the tokens and blocks it may add to the reader's limits
-        for them: the retrieved chunks and, with Claude reading, the `claude_neighbours` chunks on
-        each side of the top one in its document (read under the same groups;
-        `rag.answer.assemble.with_neighbours`). A neighbour comes on top of the budget the ranked
-        chunks fill, so it never displaces one of them."""
+    def _assembled(self, plan: Plan, budget: int, max_blocks: int) -> list[Block]:
+        """The numbered blocks: the ranked chunks within the reader's limits and, with Claude reading,
+        the chunks `_extra` adds that those limits left out, on top of them (their cost added to the
+        budget and the block cap), so no ranked chunk makes way."""
+        blocks = assemble(plan.scored, budget=budget, max_blocks=max_blocks)
+        kept = {b.chunk.chunk_id for b in blocks}
+        new = [c for c in self._extra(plan) if c.chunk_id not in kept]
+        if not new:
+            return blocks
+        offered = with_neighbours(plan.scored, new)
+        return assemble(offered, budget=budget + neighbour_tokens(new), max_blocks=max_blocks + len(new))
+
+    def _extra(self, plan: Plan) -> list[Chunk]:
+        """What Claude gets beyond the ranked chunks: the `claude_neighbours` chunks on each side of
+        the top one in its document (read under the asker's groups; an answer often sits just before
+        or after the passage that matched best) and a follow-up's own top chunks as typed
+        (`Plan.typed`)."""
         width = self.settings.claude_neighbours
-        if self.reader != "claude" or width <= 0 or not plan.scored:
-            return list(plan.scored), 0, 0
-        top = min(plan.scored, key=lambda s: (-s.score, s.chunk.chunk_id))
-        groups = plan.principal.reads if plan.principal is not None else None
-        near = self.store.adjacent_chunks([top.chunk.chunk_id], groups=groups, width=width)
-        have = {s.chunk.chunk_id for s in plan.scored}
-        new = [c for c in near if c.chunk_id not in have]
-        return with_neighbours(plan.scored, near), neighbour_tokens(new), len(new)
+        if self.reader != "claude" or not plan.scored:
+            return []
+        near: list[Chunk] = []
+        if width > 0:
+            top = min(plan.scored, key=lambda s: (-s.score, s.chunk.chunk_id))
+            groups = plan.principal.reads if plan.principal is not None else None
+            near = self.store.adjacent_chunks([top.chunk.chunk_id], groups=groups, width=width)
+        return list({c.chunk_id: c for c in [*near, *plan.typed]}.values())
 
     def context_limits(self) -> tuple[int, int]:
         """(token budget, most blocks) of the context this pipeline's reader gets."""

@@ -1,0 +1,80 @@
+"""A follow-up read as elliptical that says words of its own is also searched as typed, for Claude
+(`Plan.typed`): a topic switch misread as referring back still sends its own passage, on top of the
+context budget, so the standalone question's chunks keep their places."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rag.access import Principal
+from rag.answer.pipeline import build_pipeline
+from rag.config import load_settings
+from rag.evals.reach import RecordingReader
+from rag.store import SqliteStore
+from rag.types import Chunk, Document, Turn
+
+EARLIER = "How many books can library members borrow at a time?"
+# read as elliptical (a bare phrase for the members), with three words of its own
+SWITCH = "and the chess club members?"
+LIBRARY = [
+    "The library opens at 10:00 on Sundays and closes at 16:00.",
+    "On Sundays the library's chess room opens at 10:00 for visitors.",
+    "Library members may borrow ten books at a time.",
+]
+CLUBS = ["The chess club meetings are held in the east hall every Thursday evening."]
+PRIVATE = ["Staff chess club meetings are held in the board room (staff only)."]
+
+
+def _put(store: SqliteStore, doc_id: str, texts: list[str], access: tuple[str, ...] = ()) -> None:
+    body = "\n\n".join(texts)
+    doc = Document(
+        doc_id=doc_id, title=doc_id.title(), text=body, source_path=f"{doc_id}.md", content_hash=doc_id
+    )
+    chunks, start = [], 0
+    for i, text in enumerate(texts):
+        end = start + len(text)
+        chunks.append(
+            Chunk(
+                chunk_id=f"{doc_id}#c{i:02d}",
+                doc_id=doc_id,
+                title=doc.title,
+                section="",
+                text=text,
+                start_char=start,
+                end_char=end,
+            )
+        )
+        start = end + 2
+    store.upsert_document(replace(doc, access=access), chunks)
+
+
+def _sent(tmp_path: Path, principal: Principal | None = None, **update: int) -> list[str]:
+    store = SqliteStore(str(tmp_path / "rag.db"))
+    _put(store, "library", LIBRARY)
+    _put(store, "clubs", CLUBS)
+    _put(store, "staff", PRIVATE, access=("staff",))
+    settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off").model_copy(update=update)
+    recorder = RecordingReader()
+    pipeline = build_pipeline(settings, store=store, generator=recorder)
+    pipeline.answer(SWITCH, history=(Turn(question=EARLIER, answer=""),), principal=principal)
+    store.close()
+    return [b.chunk.chunk_id for call in recorder.sent for b in call]
+
+
+def test_a_follow_up_with_words_of_its_own_also_sends_its_passage_as_typed(tmp_path: Path) -> None:
+    reader = Principal(name="ann", groups=frozenset({"public"}))
+    sent = _sent(tmp_path, reader, claude_max_blocks=1, claude_neighbours=0)
+    assert "library#c02" in sent, sent  # the standalone question's top chunk keeps its one block
+    assert "clubs#c00" in sent, sent  # the follow-up's own passage as typed comes on top of it
+    assert not [c for c in sent if c.startswith("staff")]  # searched as typed under the same groups
+
+
+def test_the_offline_reader_reads_no_typed_search(tmp_path: Path) -> None:
+    settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
+    store = SqliteStore(str(tmp_path / "rag.db"))
+    _put(store, "library", LIBRARY)
+    _put(store, "clubs", CLUBS)
+    plan = build_pipeline(settings, store=store).plan(SWITCH, history=(Turn(question=EARLIER, answer=""),))
+    assert plan.typed == ()
+    store.close()
