@@ -153,6 +153,11 @@ def main(argv: list[str] | None = None) -> None:
                 f" {r['cpu']:7.1f} {r['rss_mb']:12.0f} {r['reingest']:12.2f}",
                 flush=True,
             )
+    if "--json" in argv:
+        path = Path(argv[argv.index("--json") + 1])
+        points = [{"store": kind, **r} for (kind, _n), r in results.items()]
+        path.write_text(json.dumps({"points": points}, indent=1) + "\n", encoding="utf-8")
+        print(f"  points written to {path} (plot: python -m benchmarks.plot_scaling {path} docs/scaling.svg)")
     for kind in kinds:
         pairs = [(n, results[kind, n]) for n in sizes[kind] if (kind, n) in results]
         for (small, a), (large, b) in zip(pairs, pairs[1:], strict=False):
