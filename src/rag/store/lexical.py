@@ -140,6 +140,18 @@ class Snapshot:
             self.hidden[groups] = found
         return found
 
+    def visible_df(self, term: Postings, groups: Groups) -> int:
+        """How many of `term`'s chunks `groups` may read (None: every chunk; no groups: the public
+        ones), from the postings already loaded: no count over the index."""
+        if groups is None:
+            return int(term.keys.size)
+        if not groups:
+            return term.public_df
+        hidden = self.hidden_keys(groups)
+        if not hidden.size:
+            return int(term.keys.size)
+        return int(term.keys.size - np.count_nonzero(np.isin(term.keys, hidden, assume_unique=True)))
+
     def top(self, terms: Sequence[Postings], limit: int, groups: Groups) -> list[tuple[int, float]]:
         """(chunk key, BM25) of the `limit` best chunks `groups` may read that hold any of the terms,
         best first; chunks tied with the last one are all included (the caller breaks ties by id)."""

@@ -12,9 +12,10 @@ IDF floor and length normalisation) over every posting of every query lexeme, by
 store's engine (`rag.store.lexical`: postings read once per corpus version into numpy arrays, in one
 REPEATABLE READ snapshot); both backends hand the reranker the same
 candidates and scores. Known difference: a term with an apostrophe ("o'neil") is one lexeme here
-("oneil") but a two-token phrase in FTS5. Search's statistics follow the corpus version (exact
-after every commit); the statistics `term_frequencies` and the corpus size give the reranker are
-cached per replica for `STATS_TTL` seconds, and a replica's own writes refresh them.
+("oneil") but a two-token phrase in FTS5. Search's statistics, and the document frequencies
+`term_frequencies` gives the reranker (counted from the same cached postings), follow the corpus
+version (exact after every commit); the chunk count `chunk_count` gives is cached per replica for
+`STATS_TTL` seconds, and a replica's own writes refresh it.
 
 Embeddings are always stored as `real[]`. When the server has the `vector` extension (pgvector)
 and the role may create it, a `vec` column is filled too and `similar()` uses an HNSW index
@@ -228,10 +229,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         self.url = url
         self.where = server_name(url)
         self._hnsw_dims: set[int] = set()
-        self._corpus_cache: tuple[int, float, tuple[float, float]] | None = None
-        self._df_cache: dict[str, tuple[float, int]] = {}
         self._count_cache: dict[str, tuple[int, float, int]] = {}  # groups key -> (generation, time, count)
-        self._df_generation = 0
         self._lexical = LexicalCache()
         with connect(url, connect_timeout) as conn:  # fail fast, with the reason, before the pool retries
             migrate(conn)
@@ -440,55 +438,6 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
                 snapshot, chunks, query_terms, lambda lex: partial(_postings, conn, lex)
             )
 
-    def _corpus(self, conn: Any) -> tuple[float, float]:
-        """(chunk count, mean chunk length in tokens) over the chunks everyone may read (BM25's
-        statistics, issue 16), counted and cached for STATS_TTL seconds. `corpus_counts` holds the
-        totals over every chunk, so it cannot answer this while restricted documents exist."""
-        now = time.monotonic()
-        with self._lock:
-            cached = self._corpus_cache
-            if cached is not None and cached[0] == self._generation and now - cached[1] < STATS_TTL:
-                return cached[2]
-            generation = self._generation
-        count, mean = conn.execute("SELECT count(*), avg(n_tokens) FROM chunks WHERE access = ''").fetchone()
-        value = (float(count), max(float(mean or 1.0), 1.0))
-        with self._lock:
-            self._corpus_cache = (generation, now, value)
-        return value
-
-    def _df(self, conn: Any, lexemes: Sequence[str]) -> dict[str, int]:
-        """Chunks everyone may read containing each lexeme, cached for STATS_TTL seconds."""
-        now = time.monotonic()
-        out, generation = self._cached_df(lexemes, now)
-        missing = [lex for lex in lexemes if lex not in out]
-        if missing:
-            rows = conn.execute(
-                "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme"
-                " AND p.access = '') FROM unnest(%s::text[]) AS q (lexeme)",
-                (missing,),
-            ).fetchall()
-            with self._lock:
-                for lex, count in rows:
-                    out[lex] = int(count)
-                    if generation == self._generation:
-                        self._df_cache[lex] = (now, int(count))
-        return out
-
-    def _cached_df(self, lexemes: Sequence[str], now: float) -> tuple[dict[str, int], int]:
-        """The cached counts of `lexemes` still fresh at `now`, and the generation they belong to; a
-        cache of another generation (or grown past 50,000 entries) is emptied first."""
-        out: dict[str, int] = {}
-        with self._lock:
-            if self._df_generation != self._generation or len(self._df_cache) > 50_000:
-                self._df_cache.clear()
-                self._df_generation = self._generation
-            generation = self._generation
-            for lex in lexemes:
-                hit = self._df_cache.get(lex)
-                if hit is not None and now - hit[0] < STATS_TTL:
-                    out[lex] = hit[1]
-        return out, generation
-
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds each term as its lexeme: the same text unless the term kept an
         apostrophe ("o'neil" -> "oneil"), so chunks whose text has one are left out (the caller
@@ -519,25 +468,19 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
             self._count_cache[key] = (generation, now, count)
         return count
 
-    def _visible_df(self, conn: Any, lexemes: Sequence[str], groups: Groups) -> dict[str, int]:
-        """Chunks `groups` may read containing each lexeme (not cached: it depends on the caller)."""
-        if groups is not None and not groups:
-            return self._df(conn, lexemes)
-        visible, params = visible_pg(groups, "p.access")
-        rows = conn.execute(
-            "SELECT q.lexeme, (SELECT count(*) FROM chunk_terms AS p WHERE p.lexeme = q.lexeme"
-            f" AND {visible}) FROM unnest(%(lexemes)s::text[]) AS q (lexeme)",
-            {"lexemes": list(lexemes), **params},
-        ).fetchall()
-        return {lex: int(count) for lex, count in rows}
-
     def term_frequencies(self, query_terms: Sequence[str], *, groups: Groups = None) -> Mapping[str, int]:
+        """Chunks `groups` may read holding each term, counted from the lexical engine's postings of
+        this corpus version (`Snapshot.visible_df`), which `search` reads for the same lexemes: no
+        count over `chunk_terms` per question (that was most of a question's time at 50,000 chunks)."""
         wanted = {term: lexeme(term) for term in dict.fromkeys(query_terms)}
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}
         if lexemes:
-            with self._connection() as conn:
-                counts = self._visible_df(conn, lexemes, groups)
+            with self._connection() as conn, conn.transaction():
+                snapshot = self._lexical_snapshot(conn)
+                for lex in lexemes:
+                    term = self._lexical.term(snapshot, (lex,), partial(_postings, conn, lex))
+                    counts[lex] = snapshot.visible_df(term, groups)
         return {term: counts.get(lex, 0) for term, lex in wanted.items()}
 
     # embeddings
