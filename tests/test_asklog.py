@@ -249,9 +249,10 @@ def test_pg_bm25_corpus_statistics_equal_the_public_chunks(pg_url: str) -> None:
     pg = PgStore(pg_url)
     try:
         ingest_paths(pg, [CORPUS], settings=load_settings(mock=True))
-        with pg.pool.connection() as conn:
+        with pg.pool.connection() as conn, conn.transaction():
+            snapshot = pg._lexical_snapshot(conn)  # the statistics search and term_frequencies use
             count, mean = conn.execute("SELECT count(*), avg(n_tokens) FROM chunks").fetchone()
-            assert pg._corpus(conn) == (float(count), pytest.approx(float(mean)))
+            assert (snapshot.n_public, snapshot.avgdl) == (count, pytest.approx(float(mean)))
     finally:
         pg.close()
 
