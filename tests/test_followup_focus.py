@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from rag.answer.events import SentenceEvent
-from rag.answer.followup import follow_up_focus, own_words, resolve
+from rag.answer.followup import follow_up_focus, resolve, standalone_question
 from rag.answer.pipeline import build_pipeline
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
@@ -55,12 +55,13 @@ FOLLOW_UP = "and for premium customers?"
 def test_own_words_are_what_an_elliptical_follow_up_adds(
     follow_up: str, earlier: str, expected: tuple
 ) -> None:
-    assert own_words(follow_up, earlier) == expected
+    assert follow_up_focus(follow_up, resolve(follow_up, earlier)) == expected
 
 
 def test_follow_up_focus_reads_against_the_standalone_earlier_turns() -> None:
-    assert follow_up_focus("and the deleted ones?", [EARLIER, FOLLOW_UP]) == ("deleted",)
-    assert follow_up_focus(FOLLOW_UP, []) == ()
+    later = "and the deleted ones?"
+    assert follow_up_focus(later, standalone_question(later, [EARLIER, FOLLOW_UP])) == ("deleted",)
+    assert follow_up_focus(FOLLOW_UP, standalone_question(FOLLOW_UP, [])) == ()
 
 
 def _block(n: int, text: str, title: str, section: str = "") -> Block:
@@ -72,7 +73,7 @@ def test_the_reader_answers_a_follow_up_only_with_a_sentence_saying_its_own_word
     text = RETENTION.split("\n\n", 2)[2]
     blocks = [_block(1, text, "Message retention", "How long messages are kept")]
     standalone = resolve(FOLLOW_UP, EARLIER)
-    focus = own_words(FOLLOW_UP, EARLIER)
+    focus = follow_up_focus(FOLLOW_UP, standalone)
     drafts = OfflineGenerator().generate(standalone, blocks, focus=focus).drafts
     assert [d.text for d in drafts] == [
         "Customers on the Premium plan can keep chat messages for up to 3 years."

@@ -137,15 +137,6 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
     return resolve(question, previous, meaning=meaning) if previous else question
 
 
-def follow_up_focus(question: str, earlier: Sequence[str]) -> tuple[str, ...]:
-    """The words `question` adds to its conversation's earlier questions (`own_words` against their
-    standalone form); empty for a single or self-contained question."""
-    previous = ""
-    for text in earlier:
-        previous = resolve(text, previous) if previous else text
-    return own_words(question, previous)
-
-
 def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:
     """One follow-up against the (already standalone) question before it."""
     connective = _CONNECTIVE_RE.match(question)
@@ -171,17 +162,17 @@ def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> 
     return _with_topic(question, previous, before, replaced, _pronoun_number(words))
 
 
-def own_words(question: str, previous: str) -> tuple[str, ...]:
-    """The words an elliptical follow-up adds to the earlier question (its content words: "enterprise
-    customers" in "and for enterprise customers?"): what its answer must be about. Empty when the
-    follow-up stands alone (`resolve` leaves it as it is) or adds no word of its own ("does it carry
-    over?" adds "carry"; "how long?" adds nothing)."""
-    if not previous or resolve(question, previous) == question:
+def follow_up_focus(question: str, standalone: str) -> tuple[str, ...]:
+    """The words a follow-up adds to its conversation (its content words: "enterprise customers" in
+    "and for enterprise customers?"), given the standalone question `standalone_question` made of
+    it: what its answer must be about. Empty when the follow-up stands alone (its standalone question
+    is itself) or adds no word of its own ("does it carry over?" adds "carry"; "how long?" adds
+    nothing)."""
+    if standalone == question:
         return ()
     connective = _CONNECTIVE_RE.match(question)
     rest = question[connective.end() :] if connective else question
-    words = _words(rest)
-    return tuple(w.text for w in words if w.content and w.base not in _PRO_FORMS)
+    return tuple(w.text for w in _words(rest) if w.content and w.base not in _PRO_FORMS)
 
 
 def _conditioned(previous: str, clause: str) -> str:

@@ -299,7 +299,7 @@ class Pipeline:
         if turns:
             earlier = [t.question for t in turns]
             searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
-            focus = follow_up_focus(question, earlier)
+            focus = follow_up_focus(question, searched)
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
         plan.asked, plan.history, plan.focus = str(question), turns, focus
