@@ -30,7 +30,7 @@ from typing import Literal
 
 from rag.language.lexicon import QUESTION_FILLERS, STOP_WORDS
 from rag.language.meaning import Meaning
-from rag.language.text import stem
+from rag.language.text import stem, word_parts
 
 # Openings that hand the earlier question on to the rest ("And part-time staff?", "What about X?").
 _CONNECTIVE_RE = re.compile(
@@ -274,12 +274,6 @@ def _phrases(words: list[_Word]) -> list[list[_Word]]:
     return runs
 
 
-def _parts(word: str) -> frozenset[str]:
-    """A word's stems and, for a compound, its parts' ("part-time" -> part-time, part, time)."""
-    pieces = [p for p in re.split(r"[-'’]", word.lower()) if p]
-    return frozenset({stem(word.lower()), *(stem(p) for p in pieces if len(pieces) > 1)})
-
-
 def _replaced_span(
     phrase: list[_Word], before: list[_Word], meaning: Meaning | None, *, loose: bool
 ) -> tuple[int, int] | None:
@@ -294,7 +288,7 @@ def _replaced_span(
     for i, word in enumerate(phrase):
         for run in runs:
             for j, other in enumerate(run):
-                if _parts(word.text) & _parts(other.text):
+                if word_parts(word.text) & word_parts(other.text):
                     head = i == len(phrase) - 1
                     first = 0 if head else max(0, j - i)
                     last = min(len(run) - 1, j + (len(phrase) - 1 - i))

@@ -180,6 +180,14 @@ def content_words(text: str) -> list[str]:
     return [t for t in tokens(text) if (t not in STOP_WORDS and len(t) > 1) or t.isdigit()]
 
 
+def word_parts(word: str) -> frozenset[str]:
+    """A word's stem and, for a compound, its parts' stems ("part-time" -> part-time, part, time): two
+    words sharing one are the same word or share a part ("part-timers" and "part-time")."""
+    lower = word.lower()
+    pieces = [p for p in re.split(r"[-'’]", lower) if p]
+    return frozenset({stem(lower), *(stem(p) for p in pieces if len(pieces) > 1)})
+
+
 def terms(text: str) -> list[str]:
     """Content terms: stemmed tokens without stop words, in order, duplicates kept."""
     return [stem(t) for t in content_words(text)]

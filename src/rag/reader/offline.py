@@ -14,7 +14,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
-from rag.language.text import normalise, stem
+from rag.language.text import normalise, word_parts
 from rag.language.tools import Tools, installed
 from rag.reader.answerable import MIN_COVERAGE, Reading, shared_across_subjects
 from rag.reader.candidates import (
@@ -246,12 +246,5 @@ def says_all(words: Sequence[str], candidate: Candidate, blocks: Sequence[Block]
     said: set[str] = set()
     for text in (candidate.text, *labels):
         for token in _TOKEN_RE.findall(text):
-            said |= _parts(token)
-    return all(_parts(word) & said for word in words)
-
-
-def _parts(word: str) -> frozenset[str]:
-    """A word's stem and, for a compound, its parts' stems."""
-    lower = word.lower()
-    pieces = [p for p in re.split(r"[-'’]", lower) if p]
-    return frozenset({stem(lower), *(stem(p) for p in pieces if len(pieces) > 1)})
+            said |= word_parts(token)
+    return all(word_parts(word) & said for word in words)
