@@ -157,10 +157,11 @@ CAUSE_QUESTION_RE = re.compile(
 )
 PERSON_QUESTION_RE = re.compile(r"^\W*who(?:m|se)?\b", re.IGNORECASE)
 # A how-to question ("How can I change the number of ...", "How do I turn off ..."): it asks for a
-# procedure, not an amount, whatever nouns follow.
-HOW_TO_QUESTION_RE = re.compile(
-    r"^\W*how\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|we|you|one)\b", re.IGNORECASE
-)
+# procedure, not an amount, whatever nouns follow. HOW_TO_RE finds the frame anywhere ("After a big
+# commit, how do I ..."), HOW_TO_QUESTION_RE only opening the question.
+_HOW_TO = r"how\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|we|you|one)\b"
+HOW_TO_RE = re.compile(rf"\b{_HOW_TO}", re.IGNORECASE)
+HOW_TO_QUESTION_RE = re.compile(rf"^\W*{_HOW_TO}", re.IGNORECASE)
 # The noun phrase a "how many / how much" question counts ("how many free guests"): its last word is
 # the noun a figure must be about. Auxiliaries, articles and prepositions end it.
 MEASURED_NOUN_RE = re.compile(

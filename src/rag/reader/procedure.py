@@ -15,14 +15,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from rag.language.lexicon import FUNCTION_WORDS, IDENTIFIER_RE, INLINE_CODE_RE
+from rag.language.lexicon import FUNCTION_WORDS, HOW_TO_RE, IDENTIFIER_RE, INLINE_CODE_RE
 from rag.language.text import term_set
 from rag.reader.words import CODE_LITERAL_RE
 
-# "how do I / can we / should one ...", anywhere in the question ("After a big commit, how do I ...").
-PROCEDURE_QUESTION_RE = re.compile(
-    r"\bhow\s+(?:do|can|could|should|would|may|might|must)\s+(?:i|we|you|one)\b", re.IGNORECASE
-)
 # The reader's own action: "you can / should / need to / have to / will need to ...".
 _READER_ACTION_RE = re.compile(
     r"\byou(?:'ll|’ll)?\s+(?:can|could|may|might|should|must|need|have\s+to|will|would|want|just|only|then"
@@ -49,7 +45,7 @@ _OBJECT_WORDS = frozenset(
 
 def asks_procedure(question: str) -> bool:
     """True when the question asks how to do something ("How can I ...?")."""
-    return PROCEDURE_QUESTION_RE.search(question) is not None
+    return HOW_TO_RE.search(question) is not None
 
 
 @lru_cache(maxsize=50_000)
