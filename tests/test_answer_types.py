@@ -97,7 +97,7 @@ def test_answer_type_reads_versions_in_the_plural_as_numbers():
 
 
 def test_defaults_another_names_a_default_of_a_thing_the_question_leaves_out():
-    from rag.reader.answer_types import defaults_another
+    from rag.reader.defaults import defaults_another
 
     asked = {"latex", "engin", "sphinx"}
     assert defaults_another("Since Sphinx 2.0, the default typeface is GNU FreeFont.", asked)

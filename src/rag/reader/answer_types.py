@@ -134,23 +134,6 @@ def states_default(sentence: str) -> bool:
     return bool(DEFAULT_STATEMENT_RE.search(sentence))
 
 
-# "the default <thing> is ...": the default stated is that thing's.
-DEFAULT_OF_RE = re.compile(
-    r"\bdefault\s+((?:[^\W\d_][\w-]*\s+){0,2}?[^\W\d_][\w-]*)\s+(?:is|are|was|were|will\s+be)\b",
-    re.IGNORECASE,
-)
-
-
-def defaults_another(sentence: str, asked: AbstractSet[str]) -> bool:
-    """True when every default the sentence states is named, as "the default <thing> is ...", for a
-    thing none of whose words the question asks about (`asked`: its terms): "the default typeface is
-    X" does not say which engine is used by default."""
-    named = list(DEFAULT_OF_RE.finditer(sentence))
-    if not named or len(named) != len(DEFAULT_STATEMENT_RE.findall(sentence)):
-        return False
-    return all(term_set(m.group(1)).isdisjoint(asked) for m in named)
-
-
 def type_terms(question: str, kind: AnswerType) -> frozenset[str]:
     """Stems of the question's words that name the kind of fact wanted rather than its topic: the
     noun of "what time"/"which days", price words in an amount question, and ANSWER_TYPE_TERMS.

@@ -17,7 +17,7 @@ from functools import lru_cache
 from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, DEFAULT_TERMS, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
-from rag.reader.answer_types import QUANTITY_KINDS, defaults_another, price_match, type_match
+from rag.reader.answer_types import QUANTITY_KINDS, price_match, type_match
 from rag.reader.answerable import (
     Reading,
     answer_worthy,
@@ -27,7 +27,7 @@ from rag.reader.answerable import (
     names_figures,
     tells_something,
 )
-from rag.reader.defaults import states_default_value
+from rag.reader.defaults import defaults_another, states_default_value
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
 from rag.reader.words import joined_terms, sentence_key, sentence_terms, without_code

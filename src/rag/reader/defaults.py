@@ -10,12 +10,15 @@ and identifiers are no value: "the ``timeout`` by default" for "the default of `
 names the asked thing back, and a value set against the default ("parameter 1 instead of the
 default") is not its value, nor does a default said to vary ("depends on", "is different on") state
 one. Boolean words are values even when the question writes them ("Is it on
-or off by default?" / "It is off by default").
+or off by default?" / "It is off by default"). A sentence whose every default is named "the default
+<thing> is ..." for a thing the question does not ask about states another thing's default
+(`defaults_another`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from rag.language.lexicon import BY_DEFAULT_RE, DEFAULT_STATEMENT_RE, FIGURE_RE, IDENTIFIER_RE, WORD_TOKEN_RE
@@ -167,3 +170,20 @@ def _tied_word(
             continue  # "the", "a": the value follows
         return not terms <= asked[1]
     return False
+
+
+# "the default <thing> is ...": the default stated is that thing's.
+DEFAULT_OF_RE = re.compile(
+    r"\bdefault\s+((?:[^\W\d_][\w-]*\s+){0,2}?[^\W\d_][\w-]*)\s+(?:is|are|was|were|will\s+be)\b",
+    re.IGNORECASE,
+)
+
+
+def defaults_another(sentence: str, asked: AbstractSet[str]) -> bool:
+    """True when every default the sentence states is named, as "the default <thing> is ...", for a
+    thing none of whose words the question asks about (`asked`: its terms): "the default typeface is
+    X" does not say which engine is used by default."""
+    named = list(DEFAULT_OF_RE.finditer(sentence))
+    if not named or len(named) != len(DEFAULT_STATEMENT_RE.findall(sentence)):
+        return False
+    return all(term_set(m.group(1)).isdisjoint(asked) for m in named)
