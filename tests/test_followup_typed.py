@@ -4,15 +4,16 @@ context budget, so the standalone question's chunks keep their places."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
+
+from stored import put_paragraphs
 
 from rag.access import Principal
 from rag.answer.pipeline import build_pipeline
 from rag.config import load_settings
 from rag.evals.reach import RecordingReader
 from rag.store import SqliteStore
-from rag.types import Chunk, Document, Turn
+from rag.types import Turn
 
 EARLIER = "How many books can library members borrow at a time?"
 # read as elliptical (a bare phrase for the members), with three words of its own
@@ -26,34 +27,11 @@ CLUBS = ["The chess club meetings are held in the east hall every Thursday eveni
 PRIVATE = ["Staff chess club meetings are held in the board room (staff only)."]
 
 
-def _put(store: SqliteStore, doc_id: str, texts: list[str], access: tuple[str, ...] = ()) -> None:
-    body = "\n\n".join(texts)
-    doc = Document(
-        doc_id=doc_id, title=doc_id.title(), text=body, source_path=f"{doc_id}.md", content_hash=doc_id
-    )
-    chunks, start = [], 0
-    for i, text in enumerate(texts):
-        end = start + len(text)
-        chunks.append(
-            Chunk(
-                chunk_id=f"{doc_id}#c{i:02d}",
-                doc_id=doc_id,
-                title=doc.title,
-                section="",
-                text=text,
-                start_char=start,
-                end_char=end,
-            )
-        )
-        start = end + 2
-    store.upsert_document(replace(doc, access=access), chunks)
-
-
 def _sent(tmp_path: Path, principal: Principal | None = None, **update: int) -> list[str]:
     store = SqliteStore(str(tmp_path / "rag.db"))
-    _put(store, "library", LIBRARY)
-    _put(store, "clubs", CLUBS)
-    _put(store, "staff", PRIVATE, access=("staff",))
+    put_paragraphs(store, "library", LIBRARY)
+    put_paragraphs(store, "clubs", CLUBS)
+    put_paragraphs(store, "staff", PRIVATE, access=("staff",))
     settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off").model_copy(update=update)
     recorder = RecordingReader()
     pipeline = build_pipeline(settings, store=store, generator=recorder)
@@ -73,8 +51,8 @@ def test_a_follow_up_with_words_of_its_own_also_sends_its_passage_as_typed(tmp_p
 def test_the_offline_reader_reads_no_typed_search(tmp_path: Path) -> None:
     settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
     store = SqliteStore(str(tmp_path / "rag.db"))
-    _put(store, "library", LIBRARY)
-    _put(store, "clubs", CLUBS)
+    put_paragraphs(store, "library", LIBRARY)
+    put_paragraphs(store, "clubs", CLUBS)
     plan = build_pipeline(settings, store=store).plan(SWITCH, history=(Turn(question=EARLIER, answer=""),))
     assert plan.typed == ()
     store.close()

@@ -3,15 +3,15 @@ offline reader's never does, and no neighbour comes from a document the asker ma
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
+
+from stored import put_paragraphs
 
 from rag.access import Principal
 from rag.answer.pipeline import build_pipeline
 from rag.config import load_settings
 from rag.evals.reach import RecordingReader
 from rag.store import SqliteStore
-from rag.types import Chunk, Document
 
 QUESTION = "How often is the harbour tide gauge calibrated?"
 GUIDE = [
@@ -27,33 +27,10 @@ VAULT = [
 ]
 
 
-def _put(store: SqliteStore, doc_id: str, texts: list[str], access: tuple[str, ...] = ()) -> None:
-    body = "\n\n".join(texts)
-    doc = Document(
-        doc_id=doc_id, title=doc_id.title(), text=body, source_path=f"{doc_id}.md", content_hash=doc_id
-    )
-    chunks, start = [], 0
-    for i, text in enumerate(texts):
-        chunk_id, end = f"{doc_id}#c{i:02d}", start + len(text)
-        chunks.append(
-            Chunk(
-                chunk_id=chunk_id,
-                doc_id=doc_id,
-                title=doc.title,
-                section="",
-                text=text,
-                start_char=start,
-                end_char=end,
-            )
-        )
-        start = end + 2
-    store.upsert_document(replace(doc, access=access), chunks)
-
-
 def _store(tmp_path: Path) -> SqliteStore:
     store = SqliteStore(str(tmp_path / "rag.db"))
-    _put(store, "guide", GUIDE)
-    _put(store, "vault", VAULT, access=("hr",))
+    put_paragraphs(store, "guide", GUIDE)
+    put_paragraphs(store, "vault", VAULT, access=("hr",))
     return store
 
 
