@@ -41,8 +41,9 @@ def end_weighted(items: Sequence[Scored]) -> list[Scored]:
 def with_neighbours(
     scored: Sequence[Scored], neighbours: Sequence[Chunk], *, share: float = NEIGHBOUR_SHARE
 ) -> list[Scored]:
-    """`scored` with each of `neighbours` (the chunks next to its top chunk) scored `share` of the
-    top score; a neighbour already scored keeps the higher of its two scores. The scores only order
+    """`scored` with each of `neighbours` (chunks offered beside the ranked ones: those next to the
+    top chunk, a follow-up's own hits as typed) scored `share` of the top score; one already scored
+    keeps the higher of its two scores. The scores only order
     the candidates for `assemble`, which still dedups by fingerprint and keeps to the budget."""
     if not scored or not neighbours:
         return list(scored)
@@ -59,8 +60,8 @@ def with_neighbours(
 
 
 def neighbour_tokens(chunks: Sequence[Chunk]) -> int:
-    """The budget `chunks` (neighbours not among the ranked chunks) add: each costed as a block with
-    the widest number a request can give, so the ranked chunks keep all of theirs."""
+    """The budget `chunks` (offered beside the ranked chunks, which left them out) add: each costed as
+    a block with the widest number a request can give, so the ranked chunks keep all of theirs."""
     return sum(_cost(chunk, 99) for chunk in chunks)
 
 
