@@ -84,10 +84,12 @@ bench: $(STAMP)
 	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks
 
 # `make bench` keeps to the short points of ingest scaling (SQLite 1,000 and 10,000, PostgreSQL 1,000);
-# this adds SQLite's 100,000-document point and PostgreSQL's 10,000 (when .ci/pg.env names a server):
-# 10-30 minutes on a 2-core machine, most of it generating and ingesting the 100,000 documents.
+# this adds SQLite's 100,000-document point and PostgreSQL's 10,000, and PostgreSQL's search beside
+# SQLite's and bm25s at 10,000 (both when .ci/pg.env names a server): 10-30 minutes on a 2-core
+# machine, most of it generating and ingesting the 100,000 documents.
 bench-scale: $(STAMP)
-	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks.bench_scale --large
+	@if [ -f .ci/pg.env ]; then . ./.ci/pg.env; fi; $(BIN)/python -m benchmarks.bench_scale --large \
+		&& $(BIN)/python -m benchmarks.bench_search_cpu --pg
 
 eval: $(STAMP)
 	$(BIN)/rag eval

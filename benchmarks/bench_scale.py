@@ -55,7 +55,7 @@ def database_url() -> str:
     return os.environ.get("RAG_BENCH_DATABASE_URL") or os.environ.get("RAG_TEST_DATABASE_URL", "")
 
 
-def _open(kind: str, n: int) -> tuple[Any, Any, Any]:
+def fresh_store(kind: str, n: int) -> tuple[Any, Any, Any]:
     """(store, settings, cleanup) of a fresh store of `kind` for the `n`-document point."""
     from rag.config import load_settings
 
@@ -87,7 +87,7 @@ def point(kind: str, n: int) -> dict[str, float]:
     from rag.ingest.indexer import ingest_paths
 
     folder = corpus(n)
-    store, settings, cleanup = _open(kind, n)
+    store, settings, cleanup = fresh_store(kind, n)
     try:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         cpu = usage.ru_utime + usage.ru_stime

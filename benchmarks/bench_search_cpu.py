@@ -28,7 +28,7 @@ from typing import Any
 
 from benchmarks import bm25_reference
 from benchmarks.bench_engine import Bm25s, percentile
-from benchmarks.bench_ingest import DB_PATH, build_store
+from benchmarks.bench_ingest import DB_PATH, DOCS, build_store
 from benchmarks.corpus_gen import questions
 from rag.answer.rerank import LexicalReranker
 from rag.answer.retrieve import retrieve
@@ -184,47 +184,64 @@ def measure(store: SqliteStore, agree: int = 0, dense: bool = False) -> None:
         agreement(store, peer, [r[0] for r in rows], asked[:agree])
 
 
-def postgres(store: SqliteStore, url: str) -> None:
-    """`--pg URL`: `retrieve()` on a PostgreSQL store holding the same generated corpus (ingested into
-    it first when it holds none), side by side with the SQLite store and bm25s, on the wall clock:
+def postgres(store: SqliteStore, pg: Any) -> None:
+    """`--pg [URL]`: `retrieve()` on a PostgreSQL store `pg` holding the same generated corpus (ingested
+    into it first when it holds none), side by side with the SQLite store and bm25s, on the wall clock:
     PostgreSQL scores in its server process, which no clock of this process sees. Run it on an idle
     machine; the SQLite and bm25s figures are taken on the wall clock too, alternating with it."""
     from benchmarks.bench_ingest import ensure_corpus
     from rag.config import load_settings
     from rag.ingest.indexer import ingest_paths
-    from rag.store.postgres import PgStore
 
-    pg = PgStore(url)
-    try:
-        if pg.chunk_count() == 0:
-            started = time.perf_counter()
-            ingest_paths(pg, [ensure_corpus()], settings=load_settings(db=":memory:", mock=True))
-            print(f"  PostgreSQL: ingested the corpus in {time.perf_counter() - started:.0f} s")
-        with store._connection() as conn:
-            rows = conn.execute("SELECT terms, title, section FROM chunks ORDER BY id").fetchall()
-        peer = Bm25s([" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for body, t, s in rows])
-        raw = questions(QUESTIONS)
-        asked = [list(dict.fromkeys(terms(q))) for q in raw]
-        reranker = LexicalReranker()
-        sides: dict[str, Callable[[int], Any]] = {
-            "bm25s top 10": lambda i: peer.query(asked[i]),
-            "SQLite retrieve() top 8": lambda i: retrieve(raw[i], store=store, reranker=reranker, top_k=8),
-            "PostgreSQL retrieve() top 8": lambda i: retrieve(raw[i], store=pg, reranker=reranker, top_k=8),
-        }
-        for run in sides.values():  # warm each side's caches
-            cpu_ms(run, range(len(raw)), time.perf_counter)
-        walls: dict[str, list[float]] = {name: [] for name in sides}
-        for i in range(len(raw)):  # alternate per question, so load falls on every side alike
-            for name, run in sides.items():
-                walls[name] += cpu_ms(run, [i], time.perf_counter)
-    finally:
-        pg.close()
+    if pg.chunk_count() == 0:
+        started = time.perf_counter()
+        ingest_paths(pg, [ensure_corpus()], settings=load_settings(db=":memory:", mock=True))
+        print(f"  PostgreSQL: ingested the corpus in {time.perf_counter() - started:.0f} s")
+    with store._connection() as conn:
+        rows = conn.execute("SELECT terms, title, section FROM chunks ORDER BY id").fetchall()
+    peer = Bm25s([" ".join([body, " ".join(terms(t)), " ".join(terms(s))]) for body, t, s in rows])
+    raw = questions(QUESTIONS)
+    asked = [list(dict.fromkeys(terms(q))) for q in raw]
+    reranker = LexicalReranker()
+    sides: dict[str, Callable[[int], Any]] = {
+        "bm25s top 10": lambda i: peer.query(asked[i]),
+        "SQLite retrieve() top 8": lambda i: retrieve(raw[i], store=store, reranker=reranker, top_k=8),
+        "PostgreSQL retrieve() top 8": lambda i: retrieve(raw[i], store=pg, reranker=reranker, top_k=8),
+    }
+    for run in sides.values():  # warm each side's caches
+        cpu_ms(run, range(len(raw)), time.perf_counter)
+    walls: dict[str, list[float]] = {name: [] for name in sides}
+    for i in range(len(raw)):  # alternate per question, so load falls on every side alike
+        for name, run in sides.items():
+            walls[name] += cpu_ms(run, [i], time.perf_counter)
     base = statistics.median(walls["bm25s top 10"])
     print(f"search on the wall clock, PostgreSQL beside SQLite, {len(rows)} chunks, {len(raw)} questions")
     for name, values in walls.items():
         median = statistics.median(values)
         p95 = percentile(values, 0.95)
         print(f"  {name:<28} median {median:7.3f} ms  p95 {p95:7.3f} ms  {median / base:6.2f}x bm25s")
+
+
+def on_postgres(store: SqliteStore, rest: list[str]) -> None:
+    """`--pg URL` (a store that may already hold the corpus) or `--pg` alone (a schema of its own on
+    the server RAG_BENCH_DATABASE_URL or RAG_TEST_DATABASE_URL names, dropped after)."""
+    from benchmarks.bench_scale import database_url, fresh_store
+    from rag.store.postgres import PgStore
+
+    if rest and not rest[0].startswith("--"):
+        pg, cleanup = PgStore(rest[0]), lambda: None
+    elif database_url():
+        pg, _settings, cleanup = fresh_store("postgres", DOCS)
+    else:
+        print(
+            "PostgreSQL search: no URL given and no RAG_BENCH_DATABASE_URL or RAG_TEST_DATABASE_URL; skipped"
+        )
+        return
+    try:
+        postgres(store, pg)
+    finally:
+        pg.close()
+        cleanup()
 
 
 def main() -> None:
@@ -234,7 +251,7 @@ def main() -> None:
     store = SqliteStore(path)
     try:
         if "--pg" in sys.argv:
-            postgres(store, sys.argv[sys.argv.index("--pg") + 1])
+            on_postgres(store, sys.argv[sys.argv.index("--pg") + 1 :])
             return
         agree = int(sys.argv[sys.argv.index("--agree") + 1]) if "--agree" in sys.argv else 0
         measure(store, agree, dense="--dense" in sys.argv)
