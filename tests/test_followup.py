@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer.followup import resolve, standalone_question
+from rag.answer.followup import lost_words, resolve, standalone_question
 
 LEAVE = "How many days of annual leave do full-time employees get?"
 TRASH = "How long do deleted projects stay in the trash?"
@@ -178,3 +178,78 @@ def test_a_follow_up_replaces_the_earlier_phrase_of_its_kind(
     follow_up: str, earlier: str, expected: str
 ) -> None:
     assert resolve(follow_up, earlier) == expected
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "earlier", "expected"),
+    [
+        # "that" ending its clause (a preposition follows it) stands for something said earlier
+        (
+            "whats the fee to cancel that in the app",
+            "how much is the monthly tram pass?",
+            "whats the fee to cancel that in the app (monthly tram pass)?",
+        ),
+        # "such" before a noun refers back to what the earlier turn described
+        (
+            "Which form should the people signing such a contract use?",
+            "what contract do we sign with a new cleaning supplier?",
+            "Which form should the people signing such a contract use (new cleaning supplier)?",
+        ),
+        # a relative clause after the pronoun's antecedent restricts it: its phrases are kept too
+        (
+            "can i move them all to one folder instead",
+            "where do the photos that the camera couldn't upload end up",
+            "can i move them all to one folder instead (photos camera upload end)?",
+        ),
+    ],
+)
+def test_a_reference_by_that_such_or_a_restricted_antecedent_is_resolved(
+    follow_up: str, earlier: str, expected: str
+) -> None:
+    assert resolve(follow_up, earlier) == expected
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        # a relative "that" has a clause after it, a subject or a verb
+        "Which plan includes the reports that managers export?",
+        "What is the fee for tickets that don't expire?",
+        # "such as" gives examples, "such a ... as" compares: neither refers back
+        "Do the trams have discounts such as student fares?",
+        "Is there such a thing as a free weekend ticket?",
+    ],
+)
+def test_a_relative_that_or_such_as_refers_to_nothing_earlier(follow_up: str) -> None:
+    assert resolve(follow_up, "how much is the monthly tram pass?") == follow_up
+
+
+def test_a_plain_plural_antecedent_keeps_no_later_phrase() -> None:
+    # no relative clause after "deleted projects": only the phrases agreeing with "them"
+    assert resolve("Who can restore them?", TRASH) == "Who can restore them (deleted projects stay)?"
+    # ... and do-support's subject after a relative clause stays out (who asks, not what is asked)
+    earlier = "How many days of leave that I did not take do employees get?"
+    assert resolve("does it carry over?", earlier) == "does it carry over (leave take)?"
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "earlier", "lost"),
+    [
+        # the longer phrase replaced the earlier one, the shorter ("first") was left out of the search
+        (
+            "what about a follow-up visit thats not a first one?",
+            "which forms does the clinic send when it books a first visit and in what order",
+            ("first",),
+        ),
+        # every word of the follow-up is searched for: nothing lost (a possessive holds its noun)
+        ("And part-time staff?", LEAVE, ()),
+        ("what about the museum?", "what are the library's opening hours", ()),
+        ("Does it carry over?", LEAVE, ()),
+        # a self-contained follow-up is searched as it stands
+        ("How do I reset my password?", LEAVE, ()),
+    ],
+)
+def test_lost_words_are_the_follow_ups_own_words_its_search_left_out(
+    follow_up: str, earlier: str, lost: tuple[str, ...]
+) -> None:
+    assert lost_words(follow_up, standalone_question(follow_up, [earlier])) == lost

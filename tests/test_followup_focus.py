@@ -119,3 +119,22 @@ def test_a_follow_up_on_both_routes_is_answered_about_what_it_adds(store: Sqlite
 
     text = asyncio.run(streamed())
     assert "3 years" in text and "90 days" not in text, text
+
+
+def test_a_follow_up_whose_search_left_out_its_own_words_is_refused_offline(store: SqliteStore) -> None:
+    pipeline = build_pipeline(
+        load_settings(db=":memory:", mock=True), store=store, generator=OfflineGenerator()
+    )
+    history = (Turn(question=EARLIER, answer="Chat messages are kept for 90 days on the Basic plan."),)
+    # "deleted messages" replaces "chat messages"; "chat" is left out of the search, so what it finds
+    # may answer another question: refused, the closest passages shown
+    lost = "what about deleted messages thats not a chat one?"
+    answer = pipeline.answer(lost, history=history)
+    assert answer.searched_for == "How long are deleted messages kept on Basic?"
+    assert answer.abstained and answer.reason == "no_citations", answer.text
+    assert "left out its words: chat" in answer.message and answer.closest
+    # every word searched for: not refused on that ground
+    kept = pipeline.answer("and deleted messages?", history=history)
+    assert "left out" not in kept.message
+    # the same question with no earlier turn is a single question: never refused so
+    assert "left out" not in pipeline.answer(lost).message

@@ -18,7 +18,8 @@ wh-word after a leading preposition or a clause ended by a comma or colon when a
 
 Only earlier *questions* are read: an earlier answer is never a source of search terms (nor of
 evidence). `follow_up_focus` names the words an elliptical follow-up adds ("premium customers" in "and
-for premium customers?"), which the offline reader's answer must say.
+for premium customers?"), which the offline reader's answer must say; `lost_words` those of them the
+standalone question left out (the offline reader then refuses rather than answer another question).
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ _PREPOSITIONS = frozenset(
     """with without to for from in into on onto at by of about after before over under through if when
     while unless until""".split()
 )
+# Relative pronouns: after a noun, they open a clause that restricts it ("the hunks that patch ...").
+_RELATIVES = frozenset("that which who whom".split())
 _AUXILIARIES = frozenset("do does did can could will would should may might must".split())
 _COPULAS = frozenset("is are was were has have had".split())
 # Encoder cosine at which an earlier phrase counts as the same kind as a follow-up phrase, and its lead
@@ -175,6 +178,15 @@ def follow_up_focus(question: str, standalone: str) -> tuple[str, ...]:
     return tuple(w.text for w in _words(rest) if w.content and w.base not in _PRO_FORMS)
 
 
+def lost_words(question: str, standalone: str) -> tuple[str, ...]:
+    """The follow-up's own words (`follow_up_focus`) that its standalone question does not hold: a
+    rewrite that dropped part of what was asked ("what about an interactive shell that's not a login
+    one?" searched without "login"), so a passage it finds may answer another question. Empty when
+    every one of them is searched for."""
+    searched = {stem(w.base) for w in _words(standalone)}  # "patch's" holds "patch"
+    return tuple(w for w in follow_up_focus(question, standalone) if stem(_words(w)[0].base) not in searched)
+
+
 def _conditioned(previous: str, clause: str) -> str:
     """A follow-up that is a bare condition ("and if something goes wrong?") in place of the earlier
     question's condition ("... give *when the files are different*?"), or after it when it has none."""
@@ -250,13 +262,33 @@ def _refers_back(text: str, words: list[_Word]) -> bool:
     for i, word in enumerate(words):
         if word.base in _REFERRING and not _has_antecedent(words, i):
             return True
-        if word.base == "that" and i > 0 and words[i - 1].content:
+        if word.base == "that" and i > 0 and words[i - 1].content and not _object_pronoun(words, i):
             continue  # "that" after a noun opens a relative clause ("the changes that don't overlap")
+        if _such_reference(words, i):
+            return True
         if word.base in _DEMONSTRATIVES:
             following = words[i + 1] if i + 1 < len(words) else None
             if following is None or not following.content or (i == 1 and words[0].base in _FRAME_WORDS):
                 return True
     return False
+
+
+def _object_pronoun(words: list[_Word], i: int) -> bool:
+    """The "that" at `i` ends its clause (the question ends, or a preposition follows it: "the flag
+    to change *that* in sdiff"): a pronoun standing for something said earlier, not a relative
+    pronoun, which a clause follows ("the changes that *don't overlap*", "the file that *I* edit")."""
+    return i + 1 == len(words) or words[i + 1].lower in _PREPOSITIONS
+
+
+def _such_reference(words: list[_Word], i: int) -> bool:
+    """ "such" before a noun phrase of the question ("such a patch", "such files") refers back to what
+    an earlier turn described; "such as" (examples) and "such a ... as" (a comparison) do not."""
+    if words[i].lower != "such" or i + 1 == len(words):
+        return False
+    following = words[i + 1]
+    if not (following.content or following.lower in ("a", "an")):
+        return False
+    return all(w.lower != "as" for w in words[i + 1 : i + 4])
 
 
 def _phrases(words: list[_Word]) -> list[list[_Word]]:
@@ -410,7 +442,8 @@ def _with_topic(
         for run in _phrases(_without_final_verb(previous, before))
     ]
     runs = [run for run in runs if run]
-    agreeing = _agreeing(runs, number, _subject_span(before))
+    subject = _subject_span(before)
+    agreeing = _with_relative_clause(_agreeing(runs, number, subject), runs, before, subject)
     kept = [w.text for run in (agreeing or runs) for w in run]
     if not kept:
         return question
@@ -432,6 +465,31 @@ def _agreeing(
     return agreeing
 
 
+def _with_relative_clause(
+    agreeing: list[list[_Word]],
+    runs: list[list[_Word]],
+    before: list[_Word],
+    subject: tuple[int, int] | None,
+) -> list[list[_Word]]:
+    """The agreeing phrases with the relative clause that follows one of them, which restricts what
+    the pronoun refers to ("them" after "where do the hunks *that patch couldn't apply* end up?" is
+    the hunks patch could not apply, not every hunk): the later phrases to the question's end, but
+    for do-support's subject, which `_agreeing` left out (who asks, not what is asked about)."""
+    starts = {w.start: i for i, w in enumerate(before)}
+    for run in agreeing:
+        after = starts.get(run[-1].start, len(before)) + 1
+        if after < len(before) and before[after].lower in _RELATIVES and not _object_pronoun(before, after):
+            clause = [
+                r
+                for r in runs
+                if r[0].start > before[after].start
+                and r not in agreeing
+                and (subject is None or r[0].start != subject[0])
+            ]
+            return [*agreeing, *clause]
+    return agreeing
+
+
 def _pronoun_number(words: list[_Word]) -> Number | None:
     """The grammatical number of the first pronoun referring back; None when there is none, or when it
     is a demonstrative before a noun of its own ("that limit": the noun, not the earlier question's
@@ -439,6 +497,8 @@ def _pronoun_number(words: list[_Word]) -> Number | None:
     for i, word in enumerate(words):
         if word.base in _DEMONSTRATIVES and i + 1 < len(words) and words[i + 1].content:
             return None
+        if _such_reference(words, i):
+            return None  # "such a patch": the noun, as after a demonstrative, says what it refers to
         if word.base in _SINGULAR:
             return "singular"
         if word.base in _PLURAL:

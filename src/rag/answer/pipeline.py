@@ -34,7 +34,7 @@ from rag.answer.compress import Compressor, ExtractiveCompressor
 from rag.answer.conflicts import asks_for, conflict_about, detect_conflict
 from rag.answer.core import Core, SecondDraft, Session, draft_pieces, fold
 from rag.answer.events import DoneEvent, ErrorEvent, Event, MetaEvent, RefusalEvent
-from rag.answer.followup import follow_up_focus, standalone_question
+from rag.answer.followup import follow_up_focus, lost_words, standalone_question
 from rag.answer.gates import (
     CUT_NOTE,
     LOW_RETRIEVAL_MESSAGE,
@@ -232,6 +232,9 @@ class Plan:
 # Claude), and this many of that search's top chunks are sent beside the standalone question's.
 TYPED_GUARD_WORDS = 2
 TYPED_GUARD_CHUNKS = 3
+# Offline, a follow-up whose standalone question left out words of its own is refused (closest shown):
+# what the search found may answer a question other than the one asked.
+LOST_WORDS_REASON = "The search for this follow-up left out its words: {words}."
 
 
 @dataclass(kw_only=True)
@@ -477,9 +480,18 @@ class Pipeline:
         """The answer gate (`rag.reader.gate`) on the offline generator's choice: when the
         calibrated model finds the chosen sentence unlikely to answer the question, the plan refuses
         with `no_citations`, the closest passages and the reason. Only the offline path is gated (with
-        Claude the support check judges each sentence); without `answer_gate` (`RAG_ANSWER_GATE=off`) none."""
+        Claude the support check judges each sentence); without `answer_gate` (`RAG_ANSWER_GATE=off`) none.
+        Before it, a follow-up whose standalone question left out words of its own (`followup.lost_words`)
+        is refused the same way, whatever the model would say."""
         generator = self.generator
-        if plan.refusal is not None or self.reader != "offline" or not isinstance(generator, Ranking):
+        if plan.refusal is not None or self.reader != "offline":
+            return
+        lost = lost_words(plan.asked, plan.question) if plan.history else ()
+        if lost:
+            message = f"{no_citations_message(self.reader)} {LOST_WORDS_REASON.format(words=', '.join(lost))}"
+            plan.refusal = self._refusal(plan, "no_citations", message)
+            return
+        if not isinstance(generator, Ranking):
             return
         model = self.answer_gate
         if model is None:
