@@ -1060,3 +1060,73 @@ def test_api_documents_page_stays_under_its_size_budget(store: Store) -> None:
         first = client.get("/documents/big").json()
         assert len(first["chunks"]) == 2 and first["next_cursor"] == "2"
         assert len(client.get("/documents/big", params={"cursor": "2"}).json()["chunks"]) == 2
+
+
+class _CountingConnection:
+    """A pooled connection that records each statement it sends and each transaction it opens."""
+
+    def __init__(self, conn: object, sent: list[str]) -> None:
+        self._conn, self._sent = conn, sent
+
+    def execute(self, sql: object, *args: object, **kwargs: object) -> object:
+        self._sent.append(str(sql))
+        return self._conn.execute(sql, *args, **kwargs)  # type: ignore[attr-defined]
+
+    def transaction(self) -> object:
+        self._sent.append("BEGIN")
+        return self._conn.transaction()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+def test_pg_lexical_reads_of_a_warm_question_send_only_the_version(
+    open_new: StoreFactory, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A question whose postings and chunks are cached for the current corpus version costs one
+    statement per lexical read (the version, in autocommit), not a REPEATABLE READ transaction each;
+    after another replica commits, the next read loads the new version in a transaction and answers
+    from it."""
+    if backend != "postgres":
+        pytest.skip("PostgreSQL's round trips")
+    from contextlib import contextmanager
+
+    from rag.store.postgres import PgStore
+
+    reader, writer = open_new(), open_new()
+    assert isinstance(reader, PgStore)
+    writer.upsert_document(*doc_and_chunks("tides", ["The harbour gauge reads hourly.", "Ferries run daily."]))
+    asked = terms("harbour gauge ferries")
+    sent: list[str] = []
+    pooled = reader._connection
+
+    @contextmanager
+    def counting() -> Iterator[object]:
+        with pooled() as conn:
+            yield _CountingConnection(conn, sent)
+
+    monkeypatch.setattr(reader, "_connection", counting)
+
+    def question() -> tuple[object, ...]:
+        found = reader.search(asked, 5)
+        return (
+            [(c.chunk_id, round(s, 9)) for c, s in found],
+            dict(reader.term_frequencies(asked)),
+            reader.held_terms([c for c, _ in found], asked),
+        )
+
+    cold = question()
+    assert sent.count("BEGIN") >= 1  # the first question loads postings and chunks in a snapshot
+    sent.clear()
+    assert question() == cold
+    assert sent == ["SELECT version FROM corpus_counts WHERE id = 1"] * 3
+    assert len(cold[0]) == 2 and sorted(cold[1].values()) == [1, 1, 1]
+
+    writer.upsert_document(*doc_and_chunks("more", ["The harbour gauge reads weekly."]))
+    sent.clear()
+    after = question()
+    assert "BEGIN" in sent
+    assert len(after[0]) == 3 and sorted(after[1].values()) == [1, 2, 2]
+    sent.clear()
+    assert question() == after
+    assert sent == ["SELECT version FROM corpus_counts WHERE id = 1"] * 3

@@ -247,6 +247,12 @@ class LexicalCache:
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
 
+    def current(self, version: tuple[int, ...]) -> Snapshot | None:
+        """The cached snapshot when it describes `version`, else None (nothing is loaded)."""
+        with self._lock:
+            current = self._snapshot
+        return current if current is not None and current.version == version else None
+
     def snapshot(
         self, version: tuple[int, ...], load: Callable[[], Sequence[tuple[int, int, str]]]
     ) -> Snapshot:

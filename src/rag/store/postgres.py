@@ -34,10 +34,10 @@ import logging
 import math
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -69,6 +69,19 @@ _STORE_FAULTS = (psycopg.OperationalError, psycopg.errors.UndefinedTable, PoolTi
 # Seconds a replica reuses corpus statistics (chunk count, mean length, per-term document
 # frequency) read from the database; its own writes invalidate them at once.
 STATS_TTL = 2.0
+
+_VERSION_SQL = "SELECT version FROM corpus_counts WHERE id = 1"
+
+T = TypeVar("T")
+
+
+class _Uncached(Exception):
+    """A lexical read that the cached snapshot cannot answer without reading the database."""
+
+
+def _uncached(*_: object) -> NoReturn:
+    """The loader of a read with no transaction: what the snapshot lacks must be read in one."""
+    raise _Uncached
 
 
 def lexeme(term: object) -> str:
@@ -163,6 +176,12 @@ def _load_chunks(conn: Any, keys: list[int]) -> list[tuple[int, Chunk, bool]]:
         )
         out.append((int(row[10]), chunk, plain))
     return out
+
+
+def _loader(read: Callable[..., T], conn: Any, *args: Any) -> Callable[..., T]:
+    """`read(conn, *args, ...)` as a `LexicalCache` loader; with no connection (`conn` None, the
+    cached snapshot's fast path of `PgStore._lexical_read`) a loader that raises `_Uncached`."""
+    return _uncached if conn is None else partial(read, conn, *args)
 
 
 def visible_pg(groups: Groups, column: str) -> tuple[str, dict[str, Any]]:
@@ -404,23 +423,48 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         (_, lexemes), limit = ts_query(query_terms), base.clamp_limit(limit)
         if not lexemes or not limit:
             return []
-        with self._connection() as conn, conn.transaction():
-            # one snapshot for the version and every array read under it
-            snapshot = self._lexical_snapshot(conn)
-            found = [self._lexical.term(snapshot, (lex,), partial(_postings, conn, lex)) for lex in lexemes]
+
+        def ranked(snapshot: Snapshot, conn: Any) -> tuple[list[tuple[int, float]], dict[int, Chunk]]:
+            found = [self._lexical.term(snapshot, (lex,), _loader(_postings, conn, lex)) for lex in lexemes]
             scored = snapshot.top(found, limit, groups)
             if not scored:
-                return []
-            # the chunks from this version's cache, read by key (in this snapshot) the first time
-            by_key = self._lexical.chunks(snapshot, [key for key, _ in scored], partial(_load_chunks, conn))
+                return [], {}
+            # the chunks from this version's cache, read by key (in its snapshot) the first time
+            return scored, self._lexical.chunks(
+                snapshot, [key for key, _ in scored], _loader(_load_chunks, conn)
+            )
+
+        scored, by_key = self._lexical_read(ranked)
         out = [(by_key[key], score) for key, score in scored if key in by_key]
         return by_score_then_id(out)[:limit]
+
+    def _lexical_read(self, work: Callable[[Snapshot, Any], T]) -> T:
+        """`work(snapshot, conn)` over the lexical engine's arrays of the current corpus version.
+
+        A question's three lexical reads (`term_frequencies`, `search`, `held_terms`) mostly find
+        their postings and chunks cached, and then only the version is read, one statement in
+        autocommit: `work` runs on the cached snapshot of that version with `conn` None, and its
+        loaders (`_loader`) raise `_Uncached` at the first thing the snapshot lacks. Then, and when
+        no snapshot of that version is cached, `work` runs again inside a REPEATABLE READ
+        transaction that reads the version itself, so everything loaded describes one committed
+        state. Either way the answer is exact for the version read: every committed write moves it
+        (`_count_delta`) and the replica's own writes move `_generation`."""
+        with self._connection() as conn:
+            (version,) = conn.execute(_VERSION_SQL).fetchall()[0]
+            cached = self._lexical.current((int(version), self._generation))
+            if cached is not None:
+                try:
+                    return work(cached, None)
+                except _Uncached:
+                    pass
+            with conn.transaction():
+                return work(self._lexical_snapshot(conn), conn)
 
     def _lexical_snapshot(self, conn: psycopg.Connection[Any]) -> Snapshot:
         """The lexical engine's arrays for the corpus version `conn`'s transaction reads (made
         REPEATABLE READ here, so every array read under it describes one snapshot)."""
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchall()[0]
+        (version,) = conn.execute(_VERSION_SQL).fetchall()[0]
 
         def chunks() -> list[tuple[int, int, str]]:
             return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
@@ -432,11 +476,11 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         list every chunk whose body, title or section lexemes hold it."""
         if not chunks or not query_terms:
             return {}
-        with self._connection() as conn, conn.transaction():
-            snapshot = self._lexical_snapshot(conn)
-            return self._lexical.held(
-                snapshot, chunks, query_terms, lambda lex: partial(_postings, conn, lex)
+        return self._lexical_read(
+            lambda snapshot, conn: self._lexical.held(
+                snapshot, chunks, query_terms, lambda lex: _loader(_postings, conn, lex)
             )
+        )
 
     def chunk_terms(self, chunk_ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """`chunks.terms` holds each term as its lexeme: the same text unless the term kept an
@@ -476,11 +520,16 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         lexemes = sorted({lex for lex in wanted.values() if lex})
         counts: dict[str, int] = {}
         if lexemes:
-            with self._connection() as conn, conn.transaction():
-                snapshot = self._lexical_snapshot(conn)
-                for lex in lexemes:
-                    term = self._lexical.term(snapshot, (lex,), partial(_postings, conn, lex))
-                    counts[lex] = snapshot.visible_df(term, groups)
+
+            def count(snapshot: Snapshot, conn: Any) -> dict[str, int]:
+                return {
+                    lex: snapshot.visible_df(
+                        self._lexical.term(snapshot, (lex,), _loader(_postings, conn, lex)), groups
+                    )
+                    for lex in lexemes
+                }
+
+            counts = self._lexical_read(count)
         return {term: counts.get(lex, 0) for term, lex in wanted.items()}
 
     # embeddings
