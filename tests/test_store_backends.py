@@ -1095,7 +1095,8 @@ def test_pg_lexical_reads_of_a_warm_question_send_only_the_version(
 
     reader, writer = open_new(), open_new()
     assert isinstance(reader, PgStore)
-    writer.upsert_document(*doc_and_chunks("tides", ["The harbour gauge reads hourly.", "Ferries run daily."]))
+    texts = ["The harbour gauge reads hourly.", "Ferries run daily."]
+    writer.upsert_document(*doc_and_chunks("tides", texts))
     asked = terms("harbour gauge ferries")
     sent: list[str] = []
     pooled = reader._connection
