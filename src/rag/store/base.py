@@ -59,6 +59,8 @@ CHUNK_COLUMNS = (
     "end_char",
 )
 DOCUMENT_COLUMNS = "doc_id, title, text, source_path, url, updated_at, content_hash, access"
+# The corpus version: moved by every committed write of chunks or embeddings (`_count_delta`).
+VERSION_SQL = "SELECT version FROM corpus_counts WHERE id = 1"
 ASK_LOG_COLUMNS = (
     "trace_id, ts, question, reason, abstained, blocks, answer, citations, verdicts, top_score,"
     " usage, timings, retrieval, principal, conversation_id, turn"
@@ -746,7 +748,7 @@ class SqlStore(Generic[C]):
         with self._connection() as conn:
             # the corpus version moves with every committed ingest or embedding write, here or in
             # another process (`_count_delta`)
-            (version,) = self._exec(conn, "SELECT version FROM corpus_counts WHERE id = 1").fetchone()
+            (version,) = self._exec(conn, VERSION_SQL).fetchone()
             key = (version, self._generation, dim, model)
             with self._lock:
                 if self._vectors_key == key:
@@ -802,7 +804,7 @@ class SqlStore(Generic[C]):
     def corpus_version(self) -> str:
         # one row kept by the write transactions (`_count_delta`), here or in another process; the
         # generation tells a replaced database file from the one opened before
-        ((version,),) = self._read("SELECT version FROM corpus_counts WHERE id = 1")
+        ((version,),) = self._read(VERSION_SQL)
         return f"{int(version)}.{self._generation}"
 
     # the ask log and the gap queue: queued by requests, written in batches by a background thread

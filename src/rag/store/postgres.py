@@ -70,8 +70,6 @@ _STORE_FAULTS = (psycopg.OperationalError, psycopg.errors.UndefinedTable, PoolTi
 # frequency) read from the database; its own writes invalidate them at once.
 STATS_TTL = 2.0
 
-_VERSION_SQL = "SELECT version FROM corpus_counts WHERE id = 1"
-
 T = TypeVar("T")
 
 
@@ -450,7 +448,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         state. Either way the answer is exact for the version read: every committed write moves it
         (`_count_delta`) and the replica's own writes move `_generation`."""
         with self._connection() as conn:
-            (version,) = conn.execute(_VERSION_SQL).fetchall()[0]
+            (version,) = conn.execute(base.VERSION_SQL).fetchall()[0]
             cached = self._lexical.current((int(version), self._generation))
             if cached is not None:
                 try:
@@ -464,7 +462,7 @@ class PgStore(base.SqlStore[psycopg.Connection[Any]]):
         """The lexical engine's arrays for the corpus version `conn`'s transaction reads (made
         REPEATABLE READ here, so every array read under it describes one snapshot)."""
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        (version,) = conn.execute(_VERSION_SQL).fetchall()[0]
+        (version,) = conn.execute(base.VERSION_SQL).fetchall()[0]
 
         def chunks() -> list[tuple[int, int, str]]:
             return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()

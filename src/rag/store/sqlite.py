@@ -40,6 +40,7 @@ from rag.store.base import (
     CHUNK_ROW_COLUMNS,
     ID_BATCH,
     MAX_QUERY_TERMS,
+    VERSION_SQL,
     Cursor,
     SqlStore,
     chunk_columns,
@@ -626,7 +627,7 @@ class SqliteStore(SqlStore[_Connection]):
 
     def _lexical_snapshot(self, conn: _Connection) -> Snapshot:
         """The lexical engine's arrays for the committed corpus `conn` reads (inside its transaction)."""
-        (version,) = conn.execute("SELECT version FROM corpus_counts WHERE id = 1").fetchone()
+        (version,) = conn.execute(VERSION_SQL).fetchone()
 
         def load() -> list[tuple[int, int, str]]:
             return conn.execute("SELECT id, n_tokens, access FROM chunks").fetchall()
