@@ -39,3 +39,11 @@ def test_a_question_in_the_past_tense_finds_the_participle(tmp_path: Path) -> No
     ingest_paths(store, [docs], settings=load_settings(mock=True))
     [top, *_] = retrieve("Who wrote the first parser?", store=store, reranker=LexicalReranker())
     assert top.chunk.doc_id == "history" and top.score > 0.9
+
+
+def test_the_s_and_ing_forms_are_spelled_so_they_stem_to_the_verb_not_to_another_word() -> None:
+    for base, others in (("run", "rune"), ("spin", "spine"), ("win", "wine"), ("get", "gete")):
+        assert stem(base + base[-1] + "ing") in forms(base) and others not in forms(base)
+    assert stem("flies") in forms("flew") and stem("flying") in forms("flew") and "flys" not in forms("flew")
+    assert stem("writing") in forms("wrote") and stem("catches") in forms("caught")
+    assert stem("seeing") in forms("seen")

@@ -12,6 +12,7 @@ out, and so are verbs whose base is as often a noun or a name of its own ("lead"
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from rag.language.text import stem
@@ -114,12 +115,48 @@ IRREGULAR_VERBS: tuple[tuple[str, ...], ...] = tuple(
 )
 
 
+_VOWELS = frozenset("aeiou")
+
+
+def _third_person(base: str) -> str:
+    """The -s form of a verb as English spells it: "flies", "catches", "writes"."""
+    if base.endswith("y") and len(base) > 1 and base[-2] not in _VOWELS:
+        return base[:-1] + "ies"
+    if base.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return base + "es"
+    return base + "s"
+
+
+def _present_participle(base: str) -> str:
+    """The -ing form of a verb as English spells it: "running", "writing", "seeing", "flying".
+
+    A one-syllable base ending consonant-vowel-consonant doubles its last letter ("spin" →
+    "spinning"), except after w, x or y ("show" → "showing"); a silent final e is dropped
+    ("write" → "writing") but not a doubled one ("see" → "seeing"); "ie" becomes "y" ("lie" →
+    "lying"). Longer verbs stressed on the last syllable keep one letter ("begining"): their stem
+    is the same either way, which is all retrieval uses."""
+    if base.endswith("ie"):
+        return base[:-2] + "ying"
+    if base.endswith("e") and not base.endswith("ee") and len(base) > 2:
+        return base[:-1] + "ing"
+    vowel_groups = re.findall(r"[aeiou]+", base)
+    if (
+        len(base) >= 3
+        and len(vowel_groups) == 1
+        and base[-1] not in _VOWELS | {"w", "x", "y"}
+        and base[-2] in _VOWELS
+        and base[-3] not in _VOWELS
+    ):
+        return base + base[-1] + "ing"
+    return base + "ing"
+
+
 @lru_cache(maxsize=1)
 def _groups() -> dict[str, frozenset[str]]:
     """Each form's term -> the terms of all forms of its verb (the base's -s and -ing forms too)."""
     groups: dict[str, frozenset[str]] = {}
     for verb in IRREGULAR_VERBS:
-        words = (*verb, verb[0] + "s", verb[0] + "ing")
+        words = (*verb, _third_person(verb[0]), _present_participle(verb[0]))
         group = frozenset(stem(w) for w in words)
         for term in group:
             groups[term] = groups.get(term, frozenset()) | group
