@@ -33,9 +33,8 @@ needs_encoder = pytest.mark.skipif(
     not HAS_ENCODER, reason="the encoder's weights (the Makefile's ENCODER_PKG) are not installed"
 )
 
-# Only meaning connects "Who originally created R?" to its answer: "created"/"written",
-# "originally"/"initially", and the one-letter name R, which the lexical index does not keep; the
-# review page shares a word ("originally") and nothing else.
+# "Who originally wrote R?" reaches its answer through the one-letter name R and an irregular verb's
+# forms ("wrote"/"written"); the review page shares a word ("originally") and nothing else.
 DOCS = {
     "r-history.md": "# R history\n\nR was initially written by Ross Ihaka and Robert Gentleman at the"
     " University of Auckland in New Zealand.\n",
@@ -46,6 +45,8 @@ DOCS = {
     "sessions.md": "# Sessions\n\nSESSION_COOKIE_AGE sets the age of session cookies, in seconds. The default"
     " is 1209600, two weeks.\n",
 }
+# Only meaning connects "When does the workplace shut at the end of the week?" to its answer.
+HOURS = {"hours.md": "# Office hours\n\nThe office closes at 6 pm on Fridays.\n"}
 
 
 def write_docs(folder: Path, docs: dict[str, str] = DOCS) -> Path:
@@ -301,15 +302,15 @@ def test_background_embedding_catches_chunks_a_later_ingest_adds(tmp_path: Path)
 def test_fusion_finds_a_paraphrase_that_shares_no_word_with_the_question(tmp_path: Path) -> None:
     settings = dense_settings(tmp_path)
     store = SqliteStore(settings.db)
-    ingest_paths(store, [write_docs(tmp_path / "docs")], settings=settings)
-    question = "Who originally created R?"
+    ingest_paths(store, [write_docs(tmp_path / "docs", {**DOCS, **HOURS})], settings=settings)
+    question = "When does the workplace shut at the end of the week?"
     lexical = retrieve(question, store=store, reranker=LexicalReranker())
-    assert all(s.chunk.doc_id != "r-history" for s in lexical)  # no shared term: BM25 cannot find it
+    assert all(s.chunk.doc_id != "hours" for s in lexical)  # no shared term: BM25 cannot find it
     embedder = make_embedder(settings)
     assert embedder is not None
     Backfill(store, embedder).run()
     fused = retrieve(question, store=store, reranker=make_reranker(settings), embedder=embedder)
-    assert fused[0].chunk.doc_id == "r-history" and fused[0].scorer == "hybrid"
+    assert fused[0].chunk.doc_id == "hours" and fused[0].scorer == "hybrid"
     assert fused[0].dense > 0.5
 
 
@@ -319,8 +320,8 @@ def test_who_originally_wrote_r_finds_r_was_initially_written_by(tmp_path: Path)
     store = SqliteStore(settings.db)
     ingest_paths(store, [write_docs(tmp_path / "docs")], settings=settings)
     question = "Who originally wrote R?"
-    # words alone: "wrote" finds "written" (an irregular verb's forms are searched together), though R
-    # is no term at all and "originally" is the review page's word
+    # words alone: "wrote" finds "written" (an irregular verb's forms are searched together) and the
+    # name R is a term, though "originally" is the review page's word
     lexical = retrieve(question, store=store, reranker=LexicalReranker())
     assert [s.chunk.doc_id for s in lexical[:2]] == ["r-history", "review"]
     embedder = make_embedder(settings)
@@ -334,12 +335,12 @@ def test_who_originally_wrote_r_finds_r_was_initially_written_by(tmp_path: Path)
 def test_gate_lets_the_paraphrase_through_and_still_refuses_the_off_topic(tmp_path: Path) -> None:
     settings = dense_settings(tmp_path)
     store = SqliteStore(settings.db)
-    ingest_paths(store, [write_docs(tmp_path / "docs")], settings=settings)
+    ingest_paths(store, [write_docs(tmp_path / "docs", {**DOCS, **HOURS})], settings=settings)
     # a paraphrase sharing no word with its answer scores by meaning alone (DENSE_WEIGHT x cosine):
-    # about 0.37 here, over the calibrated threshold in front of Claude but under the offline one
-    question = "Who were the original authors of R?"
+    # over the calibrated threshold in front of Claude but under the offline one
+    question = "When does the workplace shut at the end of the week?"
     lexical = build_pipeline(settings.model_copy(update={"dense": "off"}), store=store).plan(question)
-    assert lexical.refusal is not None or all(b.chunk.doc_id != "r-history" for b in lexical.blocks)
+    assert lexical.refusal is not None or all(b.chunk.doc_id != "hours" for b in lexical.blocks)
     # with Claude reading (native citations), whose gate the paraphrase must pass
     pipeline = build_pipeline(settings, store=store, generator=RecordingReader())
     assert pipeline.embedder is not None and pipeline.reader == "claude"
@@ -347,7 +348,7 @@ def test_gate_lets_the_paraphrase_through_and_still_refuses_the_off_topic(tmp_pa
     plan = pipeline.plan(question)
     assert plan.refusal is None and plan.scorer == "hybrid"
     assert plan.threshold == GATE_THRESHOLDS[("hybrid", "claude")]
-    assert plan.blocks[0].chunk.doc_id == "r-history"
+    assert plan.blocks[0].chunk.doc_id == "hours"
     far = pipeline.plan("What is the boiling point of tungsten?")
     assert far.refusal is not None and far.refusal.reason == "low_retrieval_score"
 

@@ -47,3 +47,14 @@ def test_the_s_and_ing_forms_are_spelled_so_they_stem_to_the_verb_not_to_another
     assert stem("flies") in forms("flew") and stem("flying") in forms("flew") and "flys" not in forms("flew")
     assert stem("writing") in forms("wrote") and stem("catches") in forms("caught")
     assert stem("seeing") in forms("seen")
+
+
+def test_a_one_letter_name_is_a_term_in_the_question_and_the_document(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "r.md").write_text("# Languages\n\nR was initially written by Ross Ihaka and Robert Gentleman.\n")
+    (docs / "python.md").write_text("# Languages\n\nPython was initially written by Guido van Rossum.\n")
+    store = SqliteStore(str(tmp_path / "rag.db"))
+    ingest_paths(store, [docs], settings=load_settings(mock=True))
+    [top, *_] = retrieve("Who originally wrote R?", store=store, reranker=LexicalReranker())
+    assert top.chunk.doc_id == "r"

@@ -46,8 +46,9 @@ from rag.ingest.word import parse_docx
 from rag.store.base import unstorable
 from rag.types import Document
 
-# Bump when chunking or a parser changes so the next ingest re-reads unchanged files.
-CHUNKER_VERSION = 3
+# Bump when chunking, a parser or the indexed terms change so the next ingest re-reads unchanged files
+# (4: a capital letter standing alone, "R", "C", became a term).
+CHUNKER_VERSION = 4
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy
 # 1,000-page manual is ~30 MB). `Limits` carries the bounds in force (RAG_INGEST_MAX_EXPANDED_MB).

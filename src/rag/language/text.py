@@ -175,9 +175,17 @@ def stem(token: str) -> str:
     return SAME_STEM.get(stemmed, stemmed)
 
 
+# A capital letter standing alone is a name ("written in R", "C++", "plan B", "Appendix C"), not part
+# of an abbreviation ("U.S.", "X-Protocol") or a word; lower-case single letters are variables,
+# list marks and pieces of abbreviations, and stay out.
+_NAME_LETTER_RE = re.compile(r"(?<![\w.'’-])[A-Z](?![\w'’-]|\.[A-Za-z])")
+
+
 def content_words(text: str) -> list[str]:
-    """The tokens `terms` keeps, unstemmed: no stop words or single letters (digits stay), in order."""
-    return [t for t in tokens(text) if (t not in STOP_WORDS and len(t) > 1) or t.isdigit()]
+    """The tokens `terms` keeps, unstemmed, in order: no stop words; no single letters (digits stay)
+    except a capital letter standing alone as a name ("R", "C")."""
+    names = {m.group().lower() for m in _NAME_LETTER_RE.finditer(text)}
+    return [t for t in tokens(text) if t not in STOP_WORDS and (len(t) > 1 or t in names) or t.isdigit()]
 
 
 def word_parts(word: str) -> frozenset[str]:
