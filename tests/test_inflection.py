@@ -9,7 +9,7 @@ from rag.answer.retrieve import retrieve, search_terms
 from rag.config import load_settings
 from rag.ingest.indexer import ingest_paths
 from rag.language.inflection import IRREGULAR_VERBS, forms
-from rag.language.text import STOP_WORDS, stem
+from rag.language.text import STOP_WORDS, stem, terms
 from rag.store import SqliteStore
 
 
@@ -58,3 +58,10 @@ def test_a_one_letter_name_is_a_term_in_the_question_and_the_document(tmp_path: 
     ingest_paths(store, [docs], settings=load_settings(mock=True))
     [top, *_] = retrieve("Who originally wrote R?", store=store, reranker=LexicalReranker())
     assert top.chunk.doc_id == "r"
+
+
+def test_a_capital_standing_alone_and_a_one_letter_flag_are_terms_other_single_letters_are_not() -> None:
+    assert "r" in terms("Who originally wrote R?") and "c" in terms("Which C++ standard is the default?")
+    assert "c" in terms("What does Black's -C flag do?") and "n" in terms("Pass -n to dry-run.")
+    assert all(len(t) > 1 for t in terms("See the U.S. office in item a of the X-Protocol list."))
+    assert "c" not in terms(r"The cache lives in C:\Users\me\AppData or D:/cache.")
