@@ -321,3 +321,29 @@ def test_a_default_named_for_another_thing_does_not_answer_a_default_question():
     assert answer("Which engine does the printed guide use if I don't choose one?", [engine, FARES]) == []
     stated = block(6, "The default engine is lualatex, which handles Unicode.", title="Print options")
     assert answer("Which engine does the printed guide use if I don't choose one?", [stated]) != []
+
+
+def test_a_release_number_is_not_the_amount_asked_unless_a_version_is_asked():
+    drivers = block(
+        5,
+        "The highest scanning resolution of the scanner depends on the ScanKit v4.2.1 driver.",
+        title="Scanner drivers",
+    )
+    assert answer("What is the highest scanning resolution of the scanner?", [drivers, FARES]) == []
+    asked = "Which version of the ScanKit driver does the highest scanning resolution depend on?"
+    assert answer(asked, [drivers, FARES]) != []
+
+
+def test_the_oldest_release_asks_for_a_version_not_a_release_of_the_subject_named():
+    # the sentence says every word of the question and states no version of the asked tool
+    oldest = block(
+        7, "Building the guide needs the makedoc tool, which the tarball does not ship.", title="Guide"
+    )
+    assert answer("What is the oldest makedoc tool I can use for building the guide?", [oldest, FARES]) == []
+    # "4.1.0" is a release of the asked guide, not of the tool
+    own = block(8, "The guide 4.1.0 is built with the makedoc tool.", title="Guide")
+    assert answer("What is the oldest makedoc tool that the guide 4.1 builds with?", [own, FARES]) == []
+    named = block(10, "Makeguide 4.1.0-rc1 will not build with the makedoc tool version 4.1.0.", title="Guide")
+    assert answer("What is the oldest makedoc tool that Makeguide 4.1 builds with?", [named, FARES]) == []
+    stated = block(9, "The guide 4.1 builds with the makedoc tool 2.3 or later.", title="Guide")
+    assert answer("What is the oldest makedoc tool that the guide 4.1 builds with?", [stated, FARES]) != []

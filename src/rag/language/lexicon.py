@@ -145,7 +145,7 @@ DATE_QUESTION_RE = re.compile(
 NUMBER_QUESTION_RE = re.compile(
     r"\bhow\s+(?:many|much|big|large|far|old|high|low|small)\b"
     r"|\b(?:limit|limits|maximum|minimum|max|min|price|prices|cost|costs|size|quota|rate|percent|percentage"
-    r"|number\s+of|amount\s+of|versions?|fee|fees|allowance|largest|smallest|highest|lowest)\b"
+    r"|number\s+of|amount\s+of|versions?|fee|fees|allowance|largest|smallest|highest|lowest|oldest|newest)\b"
     r"|\b(?:what|which)\s+port\b",
     re.IGNORECASE,
 )
@@ -315,13 +315,18 @@ CAUSE_RE = re.compile(
 # A money amount, and a statement that something costs nothing: answers to a price question.
 MONEY_RE = re.compile(r"[$€£¥]\s?\d|\d\s?(?:cents?|dollars?|euros?|pounds?|usd|eur|gbp|aud|cad)\b", re.I)
 NO_CHARGE_RE = re.compile(r"\b(?:free|no\s+(?:extra\s+|additional\s+)?(?:charge|cost|fee))\b", re.I)
-# A question asking for a version ("Which versions were affected?", "in what version"), and a
-# version written as one ("2.5", "21.3.0", "v5", "version 3"): only the second answers the first.
+# A question asking for a version ("Which versions were affected?", "in what version", "the oldest
+# texi2any I can use"), and a version written as one ("2.5", "21.3.0", "v5", "version 3"): only the
+# second answers the first.
 VERSION_QUESTION_RE = re.compile(
-    r"\b(?:which|what)\s+(?:(?!(?:in|of|for|to|on|at|since|from|with|by|is|are|was|were|do|does|did)\b)"
+    r"\b(?:oldest|newest)\b"
+    r"|\b(?:which|what)\s+(?:(?!(?:in|of|for|to|on|at|since|from|with|by|is|are|was|were|do|does|did)\b)"
     r"[\w.-]+\s+){0,2}?versions?\b",
     re.IGNORECASE,
 )
+# A release named by its number ("v5.0.0", "3.11.2"): a version of something, never the amount, size
+# or limit a question of another kind asks for ("the highest resolution" is not "Gutenprint v5.0.0").
+RELEASE_RE = re.compile(r"(?<![\w.])(?:v\d+(?:\.\d+)*|\d+\.\d+\.\d+(?:[-+]?[a-z]+\d*)?)(?!\w)", re.IGNORECASE)
 VERSION_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+[a-z]*\d*\b|\bv\d+\b|\bversions?\s+\d", re.IGNORECASE)
 # A cause stated as what brings an effect about ("X causes Y", "X led to Y"): the effect follows it;
 # other causal phrases ("because", "due to", "so that") introduce the reason for what the rest says.

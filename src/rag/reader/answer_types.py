@@ -51,6 +51,7 @@ from rag.language.lexicon import (
     PRICE_TERMS,
     QUESTION_FILLERS,
     REFERRING_RE,
+    RELEASE_RE,
     TIME_QUESTION_RE,
     TIME_WORD_RE,
     TYPE_NOUN_RE,
@@ -189,13 +190,32 @@ def _figure_words(text: str) -> tuple[str, ...]:
 def _number(sentence: str, asked: AbstractSet[str], question: str) -> float:
     if asks_version(question):
         # "which versions ...": a version written as one ("2.5", "v3", "iOS 16" for an asked "iOS"),
-        # not any figure ("umask 0")
-        if any(m.group(0).lower() not in asked for m in VERSION_RE.finditer(sentence)):
+        # not any figure ("umask 0"), nor a release of one the question writes ("5.2.0" for
+        # "Gutenprint 5.2": the subject's own)
+        said = tuple(f"{w}." for w in asked if w[:1].isdigit())
+        if any(_new_version(sentence, _figure_start(m), asked, said) for m in VERSION_RE.finditer(sentence)):
             return 1.0
         named = NAMED_VERSION_RE.finditer(sentence)
-        return 1.0 if any(m.group(1).lower() in asked and m.group(2) not in asked for m in named) else 0.0
-    # a date ("3 June", "2026-05-12") is not an amount
-    return 1.0 if _new_figures(CALENDAR_DATE_RE.sub(" ", sentence), asked) else 0.0
+        found = any(
+            m.group(1).lower() in asked and _new_version(sentence, m.start(2), asked, said) for m in named
+        )
+        return 1.0 if found else 0.0
+    # a date ("3 June", "2026-05-12") or a release ("v5.0.0") is not an amount
+    return 1.0 if _new_figures(RELEASE_RE.sub(" ", CALENDAR_DATE_RE.sub(" ", sentence)), asked) else 0.0
+
+
+def _new_version(sentence: str, at: int, asked: AbstractSet[str], said: tuple[str, ...]) -> bool:
+    """The version written from `at` (read whole: "5.2.0-beta4") is not the question's: not a word of
+    it, nor a release of a figure it writes (`said`: each with a dot after it)."""
+    found = WORD_TOKEN_RE.match(sentence, at)
+    version = found.group(0).lower() if found else ""
+    return version not in asked and not version.startswith(said)
+
+
+def _figure_start(match: re.Match[str]) -> int:
+    """Where the figure of a version match starts ("version 5.2" -> at "5")."""
+    digit = re.search(r"\d", match.group(0))
+    return match.start() + (digit.start() if digit else 0)
 
 
 def asks_version(question: str) -> bool:
