@@ -343,7 +343,7 @@ def test_the_oldest_release_asks_for_a_version_not_a_release_of_the_subject_name
     # "4.1.0" is a release of the asked guide, not of the tool
     own = block(8, "The guide 4.1.0 is built with the makedoc tool.", title="Guide")
     assert answer("What is the oldest makedoc tool that the guide 4.1 builds with?", [own, FARES]) == []
-    named = block(10, "Makeguide 4.1.0-rc1 will not build with the makedoc tool version 4.1.0.", title="Guide")
+    named = block(10, "Makeguide 4.1.0-rc1 will not build with makedoc version 4.1.0.", title="Guide")
     assert answer("What is the oldest makedoc tool that Makeguide 4.1 builds with?", [named, FARES]) == []
     stated = block(9, "The guide 4.1 builds with the makedoc tool 2.3 or later.", title="Guide")
     assert answer("What is the oldest makedoc tool that the guide 4.1 builds with?", [stated, FARES]) != []
