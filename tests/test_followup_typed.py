@@ -56,3 +56,26 @@ def test_the_offline_reader_reads_no_typed_search(tmp_path: Path) -> None:
     plan = build_pipeline(settings, store=store).plan(SWITCH, history=(Turn(question=EARLIER, answer=""),))
     assert plan.typed == ()
     store.close()
+
+
+def test_offline_a_refusal_also_shows_the_follow_up_s_own_passage_as_typed(tmp_path: Path) -> None:
+    settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
+    store = SqliteStore(str(tmp_path / "rag.db"))
+    startup = [f"An interactive shell reads the startup file number {n} when it starts." for n in range(2, 9)]
+    put_paragraphs(store, "startup", startup)
+    put_paragraphs(store, "login", ["A login session without a terminal reads the profile file once."])
+    put_paragraphs(
+        store, "staff", ["A login shell of the staff servers reads the audit file."], access=("staff",)
+    )
+    reader = Principal(name="ann", groups=frozenset({"public"}))
+    pipeline = build_pipeline(settings, store=store)
+    earlier = (Turn(question="Which startup file does an interactive shell read?", answer=""),)
+    plan = pipeline.plan(
+        "what about an interactive shell that is not a login one?", history=earlier, principal=reader
+    )
+    assert "login" not in plan.question.lower()  # the standalone question lost the follow-up's own word
+    alone = [r.chunk_id for r in pipeline.plan(plan.question, principal=reader).closest]
+    shown = [r.chunk_id for r in plan.closest]
+    assert shown[: len(alone)] == alone  # the standalone question's closest passages keep their places
+    assert shown[len(alone) :] == ["login#c00"]  # then the follow-up's own passage, under the same groups
+    store.close()

@@ -228,8 +228,10 @@ class Plan:
     record: bool = True  # written to the ask log and the gap queue (False: a probe, such as an example)
 
 
-# A follow-up read as elliptical that says this many words of its own is searched as typed too (for
-# Claude), and this many of that search's top chunks are sent beside the standalone question's.
+# A follow-up read as elliptical that says this many words of its own is searched as typed too, and
+# this many of that search's top chunks are sent to Claude beside the standalone question's (offline:
+# shown after its closest passages on a refusal): a topic switch misread as elliptical still finds
+# its passage.
 TYPED_GUARD_WORDS = 2
 TYPED_GUARD_CHUNKS = 3
 # Offline, a follow-up whose standalone question left out words of its own is refused (closest shown):
@@ -306,9 +308,14 @@ class Pipeline:
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
         plan.asked, plan.history, plan.focus = str(question), turns, focus
-        if self.reader == "claude" and len(focus) >= TYPED_GUARD_WORDS:
+        if len(focus) >= TYPED_GUARD_WORDS:
             typed = self._retrieved(question, top_k=top_k, trace_id=trace_id, principal=principal)
-            plan.typed = tuple(s.chunk for s in typed.scored[:TYPED_GUARD_CHUNKS])
+            if self.reader == "claude":
+                plan.typed = tuple(s.chunk for s in typed.scored[:TYPED_GUARD_CHUNKS])
+            else:  # offline, its refusal shows them after the standalone question's closest passages
+                kept = {r.chunk_id for r in plan.closest}
+                extra = [r for r in typed.closest if r.chunk_id not in kept][:TYPED_GUARD_CHUNKS]
+                plan.closest = (*plan.closest, *extra)
         plan.conversation_id = conversation
         if not self._passes_gate(plan):
             closest = [r.chunk_id for r in plan.closest]
