@@ -30,15 +30,26 @@ def test_search_terms_follow_each_question_term_with_its_other_forms() -> None:
     assert search_terms("Who wrote the parser?") == ["wrote", "write", "written", "parser"]
 
 
-def test_a_question_in_the_past_tense_finds_the_participle(tmp_path: Path) -> None:
+def _top(tmp_path: Path, files: dict[str, str], question: str) -> tuple[str, float]:
+    """The document and score of `question`'s top chunk over `files` (name -> Markdown), ingested."""
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "history.md").write_text("# History\n\nThe first parser was written by Ada in 1990.\n")
-    (docs / "parking.md").write_text("# Parking\n\nVisitors park at the west entrance of the building.\n")
+    for name, text in files.items():
+        (docs / name).write_text(text)
     store = SqliteStore(str(tmp_path / "rag.db"))
     ingest_paths(store, [docs], settings=load_settings(mock=True))
-    [top, *_] = retrieve("Who wrote the first parser?", store=store, reranker=LexicalReranker())
-    assert top.chunk.doc_id == "history" and top.score > 0.9
+    [top, *_] = retrieve(question, store=store, reranker=LexicalReranker())
+    store.close()
+    return top.chunk.doc_id, top.score
+
+
+def test_a_question_in_the_past_tense_finds_the_participle(tmp_path: Path) -> None:
+    files = {
+        "history.md": "# History\n\nThe first parser was written by Ada in 1990.\n",
+        "parking.md": "# Parking\n\nVisitors park at the west entrance of the building.\n",
+    }
+    doc, score = _top(tmp_path, files, "Who wrote the first parser?")
+    assert doc == "history" and score > 0.9
 
 
 def test_the_s_and_ing_forms_are_spelled_so_they_stem_to_the_verb_not_to_another_word() -> None:
@@ -50,14 +61,11 @@ def test_the_s_and_ing_forms_are_spelled_so_they_stem_to_the_verb_not_to_another
 
 
 def test_a_one_letter_name_is_a_term_in_the_question_and_the_document(tmp_path: Path) -> None:
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "r.md").write_text("# Languages\n\nR was initially written by Ross Ihaka and Robert Gentleman.\n")
-    (docs / "python.md").write_text("# Languages\n\nPython was initially written by Guido van Rossum.\n")
-    store = SqliteStore(str(tmp_path / "rag.db"))
-    ingest_paths(store, [docs], settings=load_settings(mock=True))
-    [top, *_] = retrieve("Who originally wrote R?", store=store, reranker=LexicalReranker())
-    assert top.chunk.doc_id == "r"
+    files = {
+        "r.md": "# Languages\n\nR was initially written by Ross Ihaka and Robert Gentleman.\n",
+        "python.md": "# Languages\n\nPython was initially written by Guido van Rossum.\n",
+    }
+    assert _top(tmp_path, files, "Who originally wrote R?")[0] == "r"
 
 
 def test_a_capital_standing_alone_and_a_one_letter_flag_are_terms_other_single_letters_are_not() -> None:
