@@ -5,6 +5,7 @@ documents of domains unlike the fixtures: a ferry operator's help pages, a museu
 
 from __future__ import annotations
 
+from rag.reader.answer_types import asks_default
 from rag.reader.offline import OfflineGenerator
 from rag.reader.question import read_question
 from rag.types import Block, Chunk
@@ -163,9 +164,22 @@ def test_the_kinds_of_value_that_state_a_default():
             "Which shell does it use by default?",
             "What the installer does by default is different on Windows and Linux.",
         ),
+        # a release says when the default came, not what it is
+        ("Which seed does it use if I don't set one?", "Since version 3.2, it generates a default seed."),
+        ("Which seed does it use by default?", "As of v2.1.0 a default seed is drawn at start."),
     ]
     for question, sentence in unstated:
         assert not states_default_value(sentence, question), sentence
+    # unless the question asks for a version
+    assert states_default_value(
+        "The client speaks version 2 by default.", "Which protocol version is the default?"
+    )
+
+
+def test_an_option_left_out_asks_for_the_default():
+    assert asks_default("If I run the backup without -m, which mode do I get?")
+    assert asks_default("What happens when I call it without the ``--force`` option?")
+    assert not asks_default("Can I run the backup without a network connection?")
 
 
 def test_a_lead_in_ending_in_a_colon_states_nothing_by_itself():

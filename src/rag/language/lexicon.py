@@ -186,6 +186,7 @@ DEFAULT_QUESTION_RE = re.compile(
     r"\bdefault(?:s|ed)?\b|\bout\s+of\s+the\s+box\b"
     r"|\bunless\s+(?:i|you|we|one)\s+(?:set|change|configure|specify|pass|give|provide|override)\b"
     r"|\bwithout\s+(?:setting|changing|configuring|specifying|passing|giving|providing|overriding)\b"
+    r"|\bwithout\s+(?:the\s+|an?\s+)?(?:-{1,2}\w[\w-]*|``[^`]+``)"  # "without -m": the option not given
     r"|\bif\s+(?:i|you|we|one)\s+(?:don't|don’t|do\s+not|never)\s+(?:set|change|configure|specify|pass|give"
     r"|provide|choose|pick|select|override)\b"
     r"|\bif\s+(?:it\s+is|it's|[\w.`'-]+\s+(?:is|are))(?:n't\s+|n’t\s+|\s+not\s+|\s+never\s+)"

@@ -9,8 +9,9 @@ capitalised name, or the word a copula ties to it ("the default is fast"). The q
 and identifiers are no value: "the ``timeout`` by default" for "the default of ``read_timeout``"
 names the asked thing back, and a value set against the default ("parameter 1 instead of the
 default") is not its value, nor does a default said to vary ("depends on", "is different on") state
-one. Boolean words are values even when the question writes them ("Is it on
-or off by default?" / "It is off by default"). A sentence whose every default is named "the default
+one, nor is a release ("since version 3.2") a value unless the question asks for a version. Boolean
+words are values even when the question writes them ("Is it on or off by default?" / "It is off by
+default"). A sentence whose every default is named "the default
 <thing> is ..." for a thing the question does not ask about states another thing's default
 (`defaults_another`).
 """
@@ -21,7 +22,15 @@ import re
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
-from rag.language.lexicon import BY_DEFAULT_RE, DEFAULT_STATEMENT_RE, FIGURE_RE, IDENTIFIER_RE, WORD_TOKEN_RE
+from rag.language.lexicon import (
+    BY_DEFAULT_RE,
+    DEFAULT_STATEMENT_RE,
+    FIGURE_RE,
+    IDENTIFIER_RE,
+    RELEASE_RE,
+    VERSION_QUESTION_RE,
+    WORD_TOKEN_RE,
+)
 from rag.language.text import term_set
 from rag.reader.words import CODE_LITERAL_RE, code_literals, identifiers
 
@@ -41,6 +50,9 @@ CONTRAST_WORDS = frozenset("instead rather than unlike except override overrides
 # Words saying the default varies ("the default depends on the platform", "what it does by default
 # is different on Windows"): the mention states no one value, whatever names stand near it.
 VARYING_WORDS = frozenset("depends depend depending varies vary differs differ different".split())
+# Words before a figure that make it a release ("since version 3.2, ... generates a default model"):
+# when it was introduced, not the default's value, unless the question asks for a version.
+RELEASE_WORDS = frozenset("version versions release releases since".split())
 # A copula or preposition tying the mention to its value ("the default is fast", "defaults to
 # fast", "default: fast", "a default of fast", "default value is fast").
 _TIED_RE = re.compile(r"^(?:\s+value)?(?:\s+(?:is|are|was|to|of|being)\b|\s*[:=])", re.IGNORECASE)
@@ -86,13 +98,36 @@ def default_mentions(sentence: str, question: str) -> tuple[int, ...]:
         for i in range(start, at):
             if _TRAILING_RE.sub("", pieces[i][3]).lower() in CONTRAST_WORDS:
                 start = i + 1  # only what follows the contrast may be the default's value
+        releases = () if VERSION_QUESTION_RE.search(question) else _releases(pieces)
         if (
-            any(_is_value(pieces[i], asked, before=True, first=i == 0) for i in range(start, at))
-            or any(_is_value(p, asked, before=False, first=False) for p in after)
+            any(
+                _is_value(pieces[i], asked, before=True, first=i == 0)
+                for i in range(start, at)
+                if i not in releases
+            )
+            or any(
+                _is_value(p, asked, before=False, first=False)
+                for i, p in enumerate(after, start=at + 1)
+                if i not in releases
+            )
             or _tied_word(sentence, mention, after, asked)
         ):
             found.append(mention.start())
     return tuple(found)
+
+
+def _releases(pieces: list[tuple[int, int, str, str]]) -> frozenset[int]:
+    """The indices of the pieces that write a release: "v5.0.0", "3.11.2", or a figure after
+    "version" / "since" ("since version 3.2")."""
+    found = set()
+    for i, (_, _, kind, text) in enumerate(pieces):
+        word = _TRAILING_RE.sub("", text)
+        if kind != "word" or not FIGURE_RE.search(word):
+            continue
+        previous = _TRAILING_RE.sub("", pieces[i - 1][3]).lower() if i else ""
+        if RELEASE_RE.fullmatch(word) or previous in RELEASE_WORDS:
+            found.add(i)
+    return frozenset(found)
 
 
 @lru_cache(maxsize=4096)
