@@ -47,7 +47,7 @@ from rag.store.base import unstorable
 from rag.types import Document
 
 # Bump when chunking, a parser or the indexed terms change so the next ingest re-reads unchanged files
-# (4: a capital letter standing alone, "R", "C", became a term).
+# (4: a capital letter standing alone, "R", "C", and a one-letter flag, "-C", became terms).
 CHUNKER_VERSION = 4
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy

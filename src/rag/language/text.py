@@ -176,7 +176,7 @@ def stem(token: str) -> str:
 
 
 # A capital letter standing alone is a name ("written in R", "C++", "plan B", "Appendix C"), not part
-# of an abbreviation ("U.S.", "X-Protocol"), a drive letter ("C:\\") or a word; so is a one-letter
+# of an abbreviation ("U.S.", "X-Protocol"), a drive letter ("C:\") or a word; so is a one-letter
 # command-line flag ("-C", "-n"), of either case. Other lower-case single letters are variables, list
 # marks and pieces of abbreviations, and stay out.
 _NAME_LETTER_RE = re.compile(
@@ -188,8 +188,11 @@ _NAME_LETTER_RE = re.compile(
 def content_words(text: str) -> list[str]:
     """The tokens `terms` keeps, unstemmed, in order: no stop words; no single letters (digits stay)
     except a capital letter standing alone as a name ("R", "C") and a one-letter flag ("-C", "-n")."""
-    names = {(m[1] or m[2]).lower() for m in _NAME_LETTER_RE.finditer(text)}
-    return [t for t in tokens(text) if t not in STOP_WORDS and (len(t) > 1 or t in names) or t.isdigit()]
+    found = tokens(text)
+    names: set[str] = set()
+    if any(len(t) == 1 and t not in STOP_WORDS and not t.isdigit() for t in found):
+        names = {(m[1] or m[2]).lower() for m in _NAME_LETTER_RE.finditer(text)}  # only where one may be
+    return [t for t in found if t not in STOP_WORDS and (len(t) > 1 or t in names) or t.isdigit()]
 
 
 def word_parts(word: str) -> frozenset[str]:

@@ -28,10 +28,10 @@ from rag.language.lexicon import (
     FIGURE_RE,
     IDENTIFIER_RE,
     RELEASE_RE,
-    VERSION_QUESTION_RE,
     WORD_TOKEN_RE,
 )
 from rag.language.text import term_set
+from rag.reader.answer_types import asks_version
 from rag.reader.words import CODE_LITERAL_RE, code_literals, identifiers
 
 # How far (in pieces: a word, or a whole literal) a value may stand after, and before, "default".
@@ -86,6 +86,7 @@ def default_mentions(sentence: str, question: str) -> tuple[int, ...]:
     module's doc), in order."""
     pieces = [(m.start(), m.end(), m.lastgroup or "", m.group(0)) for m in _PIECE_RE.finditer(sentence)]
     asked = _asked(question)
+    releases = frozenset() if asks_version(question) else _releases(pieces)
     found = []
     for mention in DEFAULT_STATEMENT_RE.finditer(sentence):
         at = next((i for i, p in enumerate(pieces) if p[0] <= mention.start() < p[1]), None)
@@ -98,7 +99,6 @@ def default_mentions(sentence: str, question: str) -> tuple[int, ...]:
         for i in range(start, at):
             if _TRAILING_RE.sub("", pieces[i][3]).lower() in CONTRAST_WORDS:
                 start = i + 1  # only what follows the contrast may be the default's value
-        releases = () if VERSION_QUESTION_RE.search(question) else _releases(pieces)
         if (
             any(
                 _is_value(pieces[i], asked, before=True, first=i == 0)
