@@ -126,6 +126,16 @@ def test_contains_fact_partial_number_does_not_match() -> None:
     assert not contains_fact("anything", "")
 
 
+def test_contains_fact_reads_spelled_cardinals_as_digits() -> None:
+    assert contains_fact("Five categories are used by default.", "5")
+    assert contains_fact("Staff get twenty-five days of leave.", "25 days")
+    assert contains_fact("It retries 3 times.", "three times")
+    # "one" is as often a pronoun; ordinals are not amounts
+    assert not contains_fact("Pick one of the options.", "1")
+    assert not contains_fact("the second attempt", "2")
+    assert not contains_fact("It lasts fifteen days.", "5 days")
+
+
 def test_supports_accepts_labelled_chunk_or_chunk_containing_fact() -> None:
     case = _case()
     assert supports(case, "doc-a#c01", "unrelated text")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rag.evals.datasets import GoldenCase
+from rag.language.numbers import find_numbers
 from rag.language.text import normalise
 
 
@@ -85,9 +86,22 @@ def _diagnose_answer(o: Outcome) -> str:
 
 
 def contains_fact(text: str, fact: str) -> bool:
-    """True when `fact` appears in `text` as whole words, ignoring case, spacing and punctuation."""
-    needle = normalise(fact)
-    return bool(needle) and f" {needle} " in f" {normalise(text)} "
+    """True when `fact` appears in `text` as whole words, ignoring case, spacing and punctuation, and
+    a cardinal from two up in either written in digits or words alike ("five categories" states 5)."""
+    needle = normalise(_in_digits(fact))
+    return bool(needle) and f" {needle} " in f" {normalise(_in_digits(text))} "
+
+
+def _in_digits(text: str) -> str:
+    """`text` with its spelled cardinals of two and more written in digits ("twenty-five" -> "25");
+    "one" stays a word (it is as often a pronoun), ordinals and fractions stay as written."""
+    out: list[str] = []
+    at = 0
+    for n in find_numbers(text):
+        if n.spelled and not n.ordinal and n.value >= 2 and n.value == int(n.value):
+            out += [text[at : n.start], str(int(n.value))]
+            at = n.end
+    return "".join(out) + text[at:] if out else text
 
 
 def supports(case: GoldenCase, chunk_id: str, chunk_text: str) -> bool:
