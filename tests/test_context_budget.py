@@ -27,7 +27,7 @@ def _store(tmp_path: Path) -> SqliteStore:
 def test_claude_gets_its_own_context_budget_and_the_offline_reader_keeps_its_own(tmp_path: Path) -> None:
     store = _store(tmp_path)
     settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
-    assert (settings.max_blocks, settings.claude_max_blocks) == (5, 16)
+    assert (settings.max_blocks, settings.claude_max_blocks) == (5, 24)
     recorder = RecordingReader()
     claude = build_pipeline(settings, store=store, generator=recorder)
     claude.answer(QUESTION)

@@ -89,11 +89,11 @@ class Settings(BaseSettings):
     budget: int = Field(1200, ge=50, description="context token budget for the offline reader's blocks")
     max_blocks: int = Field(5, ge=1, le=20, description="most blocks the offline reader reads")
     # Claude's context: the cheapest (blocks, tokens) pair whose evidence reach is within 0.01 of the
-    # best of the sweep over the development sets (0.954 against 0.964 at 16 x 4000; 5 x 1200, the
-    # offline reader's, gives 0.922), about 1,800 context tokens a call; docs/eval.md, "Context
-    # budget for Claude" (`python -m benchmarks.budget_sweep`). Retrieval hands on at least this many.
-    claude_budget: int = Field(2000, ge=50, description="context token budget for Claude's blocks")
-    claude_max_blocks: int = Field(16, ge=1, le=20, description="most blocks sent to Claude")
+    # best of the sweep over the eleven development sets (0.976 against 0.985 at 32 x 8000; 16 x 2000,
+    # the pair before, 0.952), about 3,500 context tokens a call; docs/eval.md, "Context budget for
+    # Claude" (`python -m benchmarks.budget_sweep`). Retrieval hands on at least this many.
+    claude_budget: int = Field(4000, ge=50, description="context token budget for Claude's blocks")
+    claude_max_blocks: int = Field(24, ge=1, le=64, description="most blocks sent to Claude")
     claude_neighbours: int = Field(
         1,
         ge=0,
