@@ -361,3 +361,42 @@ def test_the_oldest_release_asks_for_a_version_not_a_release_of_the_subject_name
     assert answer("What is the oldest makedoc tool that Makeguide 4.1 builds with?", [named, FARES]) == []
     stated = block(9, "The guide 4.1 builds with the makedoc tool 2.3 or later.", title="Guide")
     assert answer("What is the oldest makedoc tool that the guide 4.1 builds with?", [stated, FARES]) != []
+
+
+GATEWAY = block(
+    5,
+    "There are a few HTTP headers that control how the gateway routes a call. These correspond to\n"
+    "command line flags for _Relay_. There is one exception to this: `X-Api-Version` which if\n"
+    "present, should have the value `3`, otherwise the request is rejected with `HTTP 400`.",
+    title="Relay as a gateway (relayd)",
+    section="Protocol",
+)
+
+
+def test_a_header_name_of_capitalised_parts_names_its_entry_as_an_identifier_does():
+    # "X-Api-Version" in the question names the header the sentence is the entry of
+    asked = "What value must the X-Api-Version header carry in a relayd request?"
+    assert answer(asked, [GATEWAY]) == [
+        "There is one exception to this: `X-Api-Version` which if present, should have the value `3`,"
+        " otherwise the request is rejected with `HTTP 400`."
+    ]
+    # ... and another header's entry does not answer for it
+    assert answer("What value must the X-Client-Version header carry in a relayd request?", [GATEWAY]) == []
+
+
+def test_a_heading_s_numbering_names_no_topic():
+    # the footnote mark "(1)" is not the exit status 1 the question asks about
+    footnote = block(
+        7,
+        "A coding error in GNU `relay` version 2.5.4 causes it to always use the `~` suffix, but this"
+        " should be fixed in the next release.",
+        title="Merging with relay",
+        section="10 Merging with `relay` > 10.13 GNU `relay` and Traditional `relay` > Footnotes > (1)",
+    )
+    status = block(
+        8,
+        "The `relay` command exits with status 0 when every hunk applied. Trouble is status 2.",
+        title="Merging with relay",
+        section="Exit status",
+    )
+    assert answer("what does relay's exit code 1 mean", [footnote, status]) == []

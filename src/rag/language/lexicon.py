@@ -447,9 +447,11 @@ CODE_LINE_RE = re.compile(
 )
 # Inline code and reST roles ("``x``", "`x`", ":meth:`x`"): literal values, not the sentence's topic words.
 INLINE_CODE_RE = re.compile(r"(?::[\w:-]+:)?``[^`]+``|(?::[\w:-]+:)?`[^`]+`")
-# A code identifier: snake_case, dotted.path or --flag (compared after `-` -> `_`, lowercased).
+# A code identifier: snake_case, dotted.path, --flag or a name of capitalised hyphenated parts (an
+# HTTP header, "X-Protocol-Version", "Content-Type"), compared after `-` -> `_`, lowercased.
 IDENTIFIER_RE = re.compile(
-    r"(?<![\w.-])(?:--[A-Za-z][\w-]+|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+|\w*[A-Za-z]\w*_\w+)"
+    r"(?<![\w.-])(?:--[A-Za-z][\w-]+|[A-Za-z_]\w+(?:\.[A-Za-z_]\w+)+|\w*[A-Za-z]\w*_\w+"
+    r"|[A-Z][A-Za-z0-9]*(?:-[A-Z][A-Za-z0-9]*)+(?![\w-]))"
 )
 # A field line ("**Default:** `100`", "Default: ``X``", "- Command line: -t INT"): a short
 # label, a colon, a value.

@@ -30,7 +30,7 @@ from rag.reader.answerable import (
 from rag.reader.defaults import defaults_another, states_default_value
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
-from rag.reader.words import joined_terms, sentence_key, sentence_terms, without_code
+from rag.reader.words import heading_terms, joined_terms, sentence_key, sentence_terms, without_code
 from rag.types import Block
 
 # Title/section terms count this much toward a sentence's rank (fully toward eligibility).
@@ -141,7 +141,7 @@ def _place(ask: Ask, block: Block, lead: str) -> _Place:
     chunk = block.chunk
     return _Place(
         title=matched(ask, term_set(chunk.title)),
-        broad=matched(ask, term_set(f"{chunk.title} {chunk.section}")),
+        broad=matched(ask, term_set(chunk.title) | heading_terms(chunk.section)),
         # the question terms the block's own words name: a term covered but never written is paraphrase
         written=joined_terms(chunk.title, chunk.section, lead, block.sent_text) & ask.weights.keys(),
         # the question names a subject (a capitalised name) its block never mentions
@@ -161,7 +161,8 @@ def _reading(
     p = sentences[pos]
     before = _antecedent(sentences, pos)
     own = _own_terms(ask, p, fit, topic_terms[pos])
-    label = matched(ask, term_set(p.label)) if fit >= 1.0 or label_restates(ask, p.label) else frozenset()
+    restated = fit >= 1.0 or label_restates(ask, p.label)
+    label = matched(ask, heading_terms(p.label)) if restated else frozenset()
     entry = matched(ask, term_set(p.entry)) if p.field else frozenset()
     near = _near_terms(sentences, topic_terms, pos, fit, _topic_terms(ask, before) if before else frozenset())
     return Reading(

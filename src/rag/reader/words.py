@@ -17,6 +17,10 @@ from rag.language.text import normalise, term_set, terms
 _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
 # The markup around an inline code literal (":data:`", "``", "~"): what remains is the literal itself.
 CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
+# A heading's numbering, not its topic: a whole part that is an enumerator ("(1)", "[2]", "iv.", "b)":
+# a footnote's or a list's mark) or a leading multi-level section number ("10.13 ", "2.3.1. ").
+_ENUMERATOR_PART_RE = re.compile(r"^\W*(?:\d+|[ivxlc]+|[a-z])\W*$", re.IGNORECASE)
+_SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)+\.?\s+")
 
 
 @lru_cache(maxsize=50_000)
@@ -29,6 +33,14 @@ def sentence_key(sentence: str) -> str:
 def block_key(text: str) -> str:
     """A block's normalised text (a chunk: fewer and longer than its sentences)."""
     return normalise(text)
+
+
+@lru_cache(maxsize=50_000)
+def heading_terms(heading: str) -> frozenset[str]:
+    """The content terms of a heading or section path (parts joined by " > "), its numbering left
+    out: the "1" of a footnote heading "(1)" is no term the heading is about."""
+    parts = (_SECTION_NUMBER_RE.sub("", part) for part in heading.split(" > "))
+    return term_set(" ".join(part for part in parts if not _ENUMERATOR_PART_RE.match(part)))
 
 
 @lru_cache(maxsize=50_000)
