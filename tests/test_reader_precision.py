@@ -400,3 +400,12 @@ def test_a_heading_s_numbering_names_no_topic():
         section="Exit status",
     )
     assert answer("what does relay's exit code 1 mean", [footnote, status]) == []
+
+
+def test_heading_numbering_is_left_out_but_one_letter_and_short_names_stay():
+    from rag.reader.words import heading_terms
+
+    assert heading_terms("Backups > Footnotes > (1)") == heading_terms("Backups > Footnotes")
+    assert heading_terms("10.13 GNU relay > iv.") == heading_terms("GNU relay")
+    for name in ("CLI", "R", "vi", "C"):
+        assert heading_terms(f"Usage > {name}") > heading_terms("Usage")

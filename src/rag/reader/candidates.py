@@ -139,9 +139,10 @@ def _context(sentences: Sequence[Prose], pos: int, where: str) -> str:
 
 def _place(ask: Ask, block: Block, lead: str) -> _Place:
     chunk = block.chunk
+    title = term_set(chunk.title)
     return _Place(
-        title=matched(ask, term_set(chunk.title)),
-        broad=matched(ask, term_set(chunk.title) | heading_terms(chunk.section)),
+        title=matched(ask, title),
+        broad=matched(ask, title | heading_terms(chunk.section)),
         # the question terms the block's own words name: a term covered but never written is paraphrase
         written=joined_terms(chunk.title, chunk.section, lead, block.sent_text) & ask.weights.keys(),
         # the question names a subject (a capitalised name) its block never mentions

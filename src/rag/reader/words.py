@@ -17,9 +17,12 @@ from rag.language.text import normalise, term_set, terms
 _IDENTIFIER_SPLIT_RE = re.compile(r"_+")
 # The markup around an inline code literal (":data:`", "``", "~"): what remains is the literal itself.
 CODE_LITERAL_RE = re.compile(r"^:[\w:-]+:|`|^~")
-# A heading's numbering, not its topic: a whole part that is an enumerator ("(1)", "[2]", "iv.", "b)":
-# a footnote's or a list's mark) or a leading multi-level section number ("10.13 ", "2.3.1. ").
-_ENUMERATOR_PART_RE = re.compile(r"^\W*(?:\d+|[ivxlc]+|[a-z])\W*$", re.IGNORECASE)
+# A heading's numbering, not its topic: a whole part that is an enumerator ("(1)", "[2]", "3", "iv.",
+# "b)": a footnote's or a list's mark; a letter only with its bracket or point, so "R", "C" and "CLI"
+# stay names) or a leading multi-level section number ("10.13 ", "2.3.1. ").
+_ENUMERATOR_PART_RE = re.compile(
+    r"^\s*(?:[(\[]?\d+[.)\]]?|[(\[](?:[ivxlc]+|[a-z])[)\]]|(?:[ivxlc]+|[a-z])[.)])\s*$", re.IGNORECASE
+)
 _SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)+\.?\s+")
 
 
