@@ -299,3 +299,43 @@ def test_joining_broken_words_only_moves_text_and_drops_line_end_hyphens(pages: 
     assert letters(joined) == letters(pages)
     marked = furniture(pages)
     assert all(i < len(lines) and lines[i].strip() for lines, m in zip(pages, marked, strict=True) for i in m)
+
+
+def _sections(tmp_path: Path, pages: list[list[str]]) -> set[str]:
+    return {c.section for c in _chunks(_read(tmp_path, pages))}
+
+
+def test_the_rows_of_a_table_are_text_of_their_section_never_headings(tmp_path: Path) -> None:
+    # a settings table as a manual prints it: short capitalised rows without end punctuation, some
+    # with markup, under the sentence that introduces it
+    rows = ["Parameter Options Current Setting", "Ngen <number> 1000000", "Savetrees Yes/No No"]
+    rows += ["Checkpoint Yes/No Yes", "Checkfreq <number> 2000", "Starttree Current/Random Current"]
+    page = ["Run settings", "Type help mcmc to see the run settings.", *rows, "The checkpoint is written."]
+    parsed = _read(tmp_path, [page, _body(2)])
+    chunks = _chunks(parsed)
+    assert "Run settings" in {c.section for c in chunks}
+    assert not {c.section for c in chunks} & set(rows)
+    table = next(c for c in chunks if "Checkfreq <number> 2000" in c.text)
+    assert "Checkpoint Yes/No Yes" in table.text and table.section == "Run settings"
+
+
+def test_a_wrapped_line_of_prose_or_a_line_of_code_is_no_heading(tmp_path: Path) -> None:
+    # lines of about the document's usual prose width that end without punctuation were wrapped by
+    # the layout; a line with an assignment or a prompt is code
+    prose = [
+        f"Line {n} of the description of the cooling loop runs across the page as usual." for n in range(24)
+    ]
+    wrapped = "The pumps of the secondary loop are switched off during the night and the"
+    page = [
+        "Cooling loop",
+        *prose[:12],
+        wrapped,
+        "Valves stay closed until the morning check.",
+        "Set the flow as follows.",
+        "FLOW_RATE=12",
+        "Pumps restart at dawn.",
+        *prose[12:],
+    ]
+    sections = _sections(tmp_path, [page, _body(2)])
+    assert "Cooling loop" in sections
+    assert wrapped not in sections and "FLOW_RATE=12" not in sections

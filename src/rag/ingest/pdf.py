@@ -23,6 +23,12 @@ from rag.language.text import normalise
 PAGE_SEPARATOR = "\n\n"
 MAX_TITLE_CHARS = 120
 MAX_HEADING_CHARS = 80
+# A line of WRAPPED_SHARE of the usual prose line's length or more is wrapped prose (measured when the
+# document has MIN_WIDTH_LINES lines of prose); RUN_LINES heading-shaped lines in a row are a table.
+WRAPPED_SHARE = 0.85
+MIN_WIDTH_LINES = 20
+RUN_LINES = 3
+_CODE_CHARS_RE = re.compile(r"[=${}<>|\\]")
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", ",")
 _SPACES_RE = re.compile(r"[ \t]+")
 # the Latin ligatures of the Alphabetic Presentation Forms block, as the letters they join
@@ -41,17 +47,53 @@ _LIGATURES = str.maketrans(
 _TOOL_TITLE_RE = re.compile(r"^(?:microsoft \w+ - |untitled\b)|\.(?:docx?|pdf|odt|rtf|txt)$", re.IGNORECASE)
 
 
-def _is_heading_line(line: str, after_break: bool, after: str) -> bool:
-    """A short capitalised line without end punctuation, after a sentence end or another heading
-    and before a new sentence: a heading in the page's layout, which extraction flattened."""
+def _heading_shaped(line: str, width: float | None) -> bool:
+    """A short capitalised line without end punctuation, narrower than the document's wrapped prose
+    lines (`width`: their usual length; None when there are too few to tell) and not a line of code or
+    program output (an assignment, a prompt, markup, a template)."""
     return (
         0 < len(line) <= MAX_HEADING_CHARS
         and line[0].isupper()
         and not line.endswith(_SENTENCE_ENDS)
-        and after_break
-        and bool(after)
-        and after[0].isupper()
+        and not _CODE_CHARS_RE.search(line)
+        and (width is None or len(line) < WRAPPED_SHARE * width)
     )
+
+
+def _prose_width(pages: list[list[str]]) -> float | None:
+    """The median length of the document's lines of prose (six words or more): a line of about that
+    length that ends without punctuation is a line the layout wrapped, not a heading. None when the
+    document has fewer than MIN_WIDTH_LINES such lines."""
+    lengths = sorted(len(line) for lines in pages for line in lines if len(line.split()) >= 6)
+    if len(lengths) < MIN_WIDTH_LINES:
+        return None
+    return float(lengths[len(lengths) // 2])
+
+
+def _row_like(line: str, width: float | None) -> bool:
+    """A short line that ends no sentence: a heading, or a row of a table, a list or a block of code."""
+    return (
+        0 < len(line) <= MAX_HEADING_CHARS
+        and not line.endswith(_SENTENCE_ENDS)
+        and (width is None or len(line) < WRAPPED_SHARE * width)
+    )
+
+
+def _in_runs(lines: list[str], width: float | None) -> set[int]:
+    """Indexes of the lines that stand in a run of RUN_LINES or more short lines that end no sentence
+    (`_row_like`), with no line of prose between them: the rows of a table, a list or a block of code,
+    never headings (a heading is followed by its text; a chapter number and its name make two lines,
+    not three)."""
+    out: set[int] = set()
+    run: list[int] = []
+    for i, line in enumerate([*lines, "."]):
+        if i < len(lines) and _row_like(line, width):
+            run.append(i)
+        elif line or i == len(lines):
+            if len(run) >= RUN_LINES:
+                out.update(run)
+            run = []
+    return out
 
 
 def _lines(page_text: str) -> list[str]:
@@ -71,14 +113,17 @@ def _prose(pages: list[list[str]]) -> list[list[str]]:
     return join_broken_words([[] if is_contents_page(lines) else lines for lines in kept])
 
 
-def _clean(lines: list[str]) -> tuple[str, list[tuple[int, str]]]:
+def _clean(lines: list[str], width: float | None = None) -> tuple[str, list[tuple[int, str]]]:
     """Page text from its lines, blank runs cut to one blank line; heading-like lines get a blank
     line on each side, so a heading never runs into the sentence after it. Also the (offset, text)
-    of each heading-like line."""
+    of each heading-like line: heading-shaped (`_heading_shaped`, `width` the document's prose line
+    length), after a sentence end or another heading, before a capitalised line, and not one of a run
+    of such lines (`_in_runs`)."""
     out: list[str] = []
     headings: list[tuple[int, str]] = []
     pos = 0
     after_break = True  # the previous line ended a sentence or was a heading
+    rows = _in_runs(lines, width)
 
     def add(line: str) -> None:
         nonlocal pos
@@ -89,7 +134,7 @@ def _clean(lines: list[str]) -> tuple[str, list[tuple[int, str]]]:
 
     for i, line in enumerate(lines):
         after = lines[i + 1] if i + 1 < len(lines) else ""
-        if _is_heading_line(line, after_break, after):
+        if after_break and after[:1].isupper() and i not in rows and _heading_shaped(line, width):
             add("")
             headings.append((pos, line))
             add(line)
@@ -112,7 +157,9 @@ def parse_pdf(raw: bytes, where: str, limits: Limits = DEFAULT_LIMITS) -> Parsed
     before any page is read, for more pages than `limits.pdf_pages`, and as soon as the text read
     passes `limits.expanded_bytes` characters."""
     texts, meta_title = _read_pages(raw, where, limits)
-    pages = [_clean(lines) for lines in _prose([_lines(text) for text in texts])]
+    prose = _prose([_lines(text) for text in texts])
+    width = _prose_width(prose)
+    pages = [_clean(lines, width) for lines in prose]
     title = _title(meta_title, pages)
     parts: list[str] = []
     regions: list[Region] = []
