@@ -18,18 +18,10 @@ import pytest
 from rag.config import Settings
 from rag.ingest.indexer import ingest_paths
 from rag.store.sqlite import SqliteStore
+from tests.test_holdout import SETS as HOLDOUT_SETS
 
 ROOT = Path(__file__).resolve().parent.parent
-COVERED_ELSEWHERE = {
-    "holdout",
-    "holdout2",
-    "holdout3",
-    "holdout4",
-    "holdout6",
-    "holdout7",
-    "holdout8",
-    "holdout9",
-}
+COVERED_ELSEWHERE = set(HOLDOUT_SETS)  # test_holdout checks these
 SETS = sorted(
     p.parent.name
     for p in (ROOT / "fixtures").glob("*/golden.jsonl")
