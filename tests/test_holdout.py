@@ -96,10 +96,16 @@ def _offline(tmp: Path) -> Settings:
 @pytest.fixture(scope="module")
 def holdout_chunks(tmp_path_factory: pytest.TempPathFactory, holdout_set: str) -> dict[str, str]:
     """Chunk id -> chunk text after ingesting the holdout corpus into a private store."""
-    db = str(tmp_path_factory.mktemp("holdout") / "holdout.db")
+    return ingested_chunks(
+        SETS[holdout_set] / "corpus", str(tmp_path_factory.mktemp("holdout") / "holdout.db")
+    )
+
+
+def ingested_chunks(corpus: Path, db: str) -> dict[str, str]:
+    """Chunk id -> chunk text after ingesting `corpus` into a fresh store at `db`."""
     store = SqliteStore(db)
     try:
-        ingest_paths(store, [SETS[holdout_set] / "corpus"], settings=Settings(db=db))
+        ingest_paths(store, [corpus], settings=Settings(db=db))
         return {
             chunk.chunk_id: chunk.text
             for doc_id in store.document_hashes()
@@ -177,11 +183,11 @@ def test_holdout_expect_occurs_in_a_supporting_chunk(
     for item in _items(holdout_set):
         if item["label"] == "answer":
             assert item["expect"], item
-            expect = _visible(item["expect"])
-            assert any(expect in _visible(holdout_chunks[c]) for c in item["chunks"]), item["id"]
+            expect = visible(item["expect"])
+            assert any(expect in visible(holdout_chunks[c]) for c in item["chunks"]), item["id"]
 
 
-def _visible(text: str) -> str:
+def visible(text: str) -> str:
     """Text as a reader sees it: without the backticks HTML ingest writes around <code>, one space
     for any run of whitespace (as fixtures/golden_builder.py matches anchors)."""
     return " ".join(text.replace("`", "").split())

@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.config import Settings
-from rag.ingest.indexer import ingest_paths
-from rag.store.sqlite import SqliteStore
 from tests.test_holdout import SETS as HOLDOUT_SETS
+from tests.test_holdout import ingested_chunks, visible
 
 ROOT = Path(__file__).resolve().parent.parent
 COVERED_ELSEWHERE = set(HOLDOUT_SETS)  # test_holdout checks these
@@ -29,20 +27,6 @@ SETS = sorted(
 )
 
 
-def _visible(text: str) -> str:
-    """As fixtures/golden_builder.py matches anchors: no inline-code backticks, one space per run."""
-    return " ".join(text.replace("`", "").split())
-
-
-def _chunks(corpus: Path, db: str) -> dict[str, str]:
-    store = SqliteStore(db)
-    try:
-        ingest_paths(store, [corpus], settings=Settings(db=db))
-        return {c.chunk_id: c.text for d in store.document_hashes() for c in store.document_chunks(d)}
-    finally:
-        store.close()
-
-
 def test_the_sets_checked_here_include_the_development_set() -> None:
     assert "devdocs" in SETS
 
@@ -50,13 +34,13 @@ def test_the_sets_checked_here_include_the_development_set() -> None:
 @pytest.mark.parametrize("name", SETS)
 def test_answer_labels_name_chunks_that_hold_the_answer(name: str, tmp_path: Path) -> None:
     folder = ROOT / "fixtures" / name
-    chunks = _chunks(folder / "corpus", str(tmp_path / "labels.db"))
+    chunks = ingested_chunks(folder / "corpus", str(tmp_path / "labels.db"))
     wrong: list[str] = []
     for line in (folder / "golden.jsonl").read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
         if item["label"] != "answer":
             continue
         texts = [chunks.get(c) for c in item["chunks"]]
-        if None in texts or not any(_visible(item["expect"]) in _visible(t or "") for t in texts):
+        if None in texts or not any(visible(item["expect"]) in visible(t or "") for t in texts):
             wrong.append(item["id"])
     assert not wrong, f"{name}: labels that no longer hold their answer: {wrong}"

@@ -48,16 +48,9 @@ _TOOL_TITLE_RE = re.compile(r"^(?:microsoft \w+ - |untitled\b)|\.(?:docx?|pdf|od
 
 
 def _heading_shaped(line: str, width: float | None) -> bool:
-    """A short capitalised line without end punctuation, narrower than the document's wrapped prose
-    lines (`width`: their usual length; None when there are too few to tell) and not a line of code or
-    program output (an assignment, a prompt, markup, a template)."""
-    return (
-        0 < len(line) <= MAX_HEADING_CHARS
-        and line[0].isupper()
-        and not line.endswith(_SENTENCE_ENDS)
-        and not _CODE_CHARS_RE.search(line)
-        and (width is None or len(line) < WRAPPED_SHARE * width)
-    )
+    """A short capitalised line without end punctuation (`_row_like`), not a line of code or program
+    output (an assignment, a prompt, markup, a template)."""
+    return _row_like(line, width) and line[0].isupper() and not _CODE_CHARS_RE.search(line)
 
 
 def _prose_width(pages: list[list[str]]) -> float | None:
@@ -71,7 +64,9 @@ def _prose_width(pages: list[list[str]]) -> float | None:
 
 
 def _row_like(line: str, width: float | None) -> bool:
-    """A short line that ends no sentence: a heading, or a row of a table, a list or a block of code."""
+    """A short line that ends no sentence, narrower than the document's wrapped prose lines (`width`:
+    their usual length; None when there are too few to tell): a heading, or a row of a table, a list
+    or a block of code."""
     return (
         0 < len(line) <= MAX_HEADING_CHARS
         and not line.endswith(_SENTENCE_ENDS)
@@ -86,10 +81,10 @@ def _in_runs(lines: list[str], width: float | None) -> set[int]:
     not three)."""
     out: set[int] = set()
     run: list[int] = []
-    for i, line in enumerate([*lines, "."]):
-        if i < len(lines) and _row_like(line, width):
+    for i, line in enumerate([*lines, "."]):  # the closing "." ends the last run
+        if _row_like(line, width):
             run.append(i)
-        elif line or i == len(lines):
+        elif line:  # a blank line neither extends a run nor ends it
             if len(run) >= RUN_LINES:
                 out.update(run)
             run = []
@@ -113,7 +108,7 @@ def _prose(pages: list[list[str]]) -> list[list[str]]:
     return join_broken_words([[] if is_contents_page(lines) else lines for lines in kept])
 
 
-def _clean(lines: list[str], width: float | None = None) -> tuple[str, list[tuple[int, str]]]:
+def _clean(lines: list[str], width: float | None) -> tuple[str, list[tuple[int, str]]]:
     """Page text from its lines, blank runs cut to one blank line; heading-like lines get a blank
     line on each side, so a heading never runs into the sentence after it. Also the (offset, text)
     of each heading-like line: heading-shaped (`_heading_shaped`, `width` the document's prose line
