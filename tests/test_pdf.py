@@ -339,3 +339,26 @@ def test_a_wrapped_line_of_prose_or_a_line_of_code_is_no_heading(tmp_path: Path)
     sections = _sections(tmp_path, [page, _body(2)])
     assert "Cooling loop" in sections
     assert wrapped not in sections and "FLOW_RATE=12" not in sections
+
+
+def test_numbered_headings_are_sections_and_pieces_of_sentences_are_not(tmp_path: Path) -> None:
+    # a manual numbers its sections ("2.7.3 C++ Support", "6.2) Changes"); the line that introduces
+    # a command ("The exceptions are", "First, we read in the data using") is a piece of a sentence;
+    # a footnote starts with its number but ends like a sentence
+    page = [
+        "Compilers",
+        "The build uses the system compilers.",
+        "2.7.3 C++ Support",
+        "C++ is not used by the program itself.",
+        "The exceptions are",
+        "Fortran and C compilers on old systems use other flags.",
+        "First, we read in the data using",
+        "Load data file.",
+        "6.2) Changes Between Releases",
+        "[The rest of this paragraph is only relevant after release.]",
+        "3 Cooling after the run is slower than expected.",
+    ]
+    sections = _sections(tmp_path, [page, _body(2)])
+    assert {"2.7.3 C++ Support", "6.2) Changes Between Releases"} <= sections
+    assert not sections & {"The exceptions are", "First, we read in the data using"}
+    assert "3 Cooling after the run is slower than expected." not in sections

@@ -18,6 +18,7 @@ from typing import Any
 from rag.errors import IngestError
 from rag.ingest.parsed import DEFAULT_LIMITS, Layout, Limits, Parsed, Region
 from rag.ingest.pdf_lines import furniture, is_contents_page, join_broken_words
+from rag.language.lexicon import STOP_WORDS
 from rag.language.text import normalise
 
 PAGE_SEPARATOR = "\n\n"
@@ -29,6 +30,13 @@ WRAPPED_SHARE = 0.85
 MIN_WIDTH_LINES = 20
 RUN_LINES = 3
 _CODE_CHARS_RE = re.compile(r"[=${}<>|\\]")
+# A section number before a heading: two or more levels, each number at most three digits ("2.7.3",
+# "A.3.1", "6.2.1)"), or one level without a full stop ("1 Obtaining R", "7) List of options").
+_SECTION_NUMBER_RE = re.compile(r"(?:(?:\d{1,3}|[A-Z])(?:\.\d{1,3})+[.)]?|\d{1,3}\)?)\s+")
+_BRACKETS = (("(", ")"), ("[", "]"))
+# what may close a sentence after its full stop ("... R version.)"), or open one ("[The rest", "‘r-devel’")
+_CLOSERS = ")]'\"’”"
+_OPENERS = "([‘“'\""
 _SENTENCE_ENDS = (".", "!", "?", ":", ";", ",")
 _SPACES_RE = re.compile(r"[ \t]+")
 # the Latin ligatures of the Alphabetic Presentation Forms block, as the letters they join
@@ -49,8 +57,45 @@ _TOOL_TITLE_RE = re.compile(r"^(?:microsoft \w+ - |untitled\b)|\.(?:docx?|pdf|od
 
 def _heading_shaped(line: str, width: float | None) -> bool:
     """A short capitalised line without end punctuation (`_row_like`), not a line of code or program
-    output (an assignment, a prompt, markup, a template)."""
-    return _row_like(line, width) and line[0].isupper() and not _CODE_CHARS_RE.search(line)
+    output (an assignment, a prompt, markup, a template) and not a piece of a sentence
+    (`_sentence_like`); or a numbered heading ("2.7.3 C++ Support", "1.1) What is it?", `_numbered`)."""
+    if _numbered(line, width):
+        return True
+    return (
+        _row_like(line, width)
+        and line[0].isupper()
+        and not _CODE_CHARS_RE.search(line)
+        and not _sentence_like(line)
+    )
+
+
+def _numbered(line: str, width: float | None) -> bool:
+    """A section number ("2.7.3", "6.2)", "1"; never "1." alone, a list item's number) and a short
+    capitalised heading after it, which may be a question; a footnote ("8 using a path ...", "1 Including
+    GCC 9 on Linux.") has a lower-case word or a closing full stop."""
+    m = _SECTION_NUMBER_RE.match(line)
+    if m is None:
+        return False
+    rest = line[m.end() :]
+    head = rest[:-1] if rest.endswith("?") else rest
+    return (
+        bool(head)
+        and head[0].isupper()
+        and _row_like(line.removesuffix("?"), width)
+        and not _CODE_CHARS_RE.search(line)
+    )
+
+
+def _sentence_like(line: str) -> bool:
+    """A line that is a piece of a sentence, not a heading: it ends in a function word ("The
+    exceptions are", "... attempts by the"), holds a clause break or a sentence end before further
+    words ("First, we read in the data using", "... from https://example.org/. Download"), leaves a
+    bracket open ("... Printer #1 (EPSON") or is a copyright notice."""
+    words = line.split()
+    last = words[-1].strip("\"'’”)").lower() if words else ""
+    if last in STOP_WORDS or ", " in line or ". " in line or "©" in line:
+        return True
+    return any(line.count(a) != line.count(b) for a, b in _BRACKETS)
 
 
 def _prose_width(pages: list[list[str]]) -> float | None:
@@ -129,7 +174,12 @@ def _clean(lines: list[str], width: float | None) -> tuple[str, list[tuple[int, 
 
     for i, line in enumerate(lines):
         after = lines[i + 1] if i + 1 < len(lines) else ""
-        if after_break and after[:1].isupper() and i not in rows and _heading_shaped(line, width):
+        if (
+            after_break
+            and _starts_text(after, width)
+            and (i not in rows or _numbered(line, width))
+            and _heading_shaped(line, width)
+        ):
             add("")
             headings.append((pos, line))
             add(line)
@@ -137,10 +187,15 @@ def _clean(lines: list[str], width: float | None) -> tuple[str, list[tuple[int, 
             after_break = True
         elif line:
             add(line)
-            after_break = line.endswith(_SENTENCE_ENDS)
+            after_break = line.rstrip(_CLOSERS).endswith(_SENTENCE_ENDS)
         else:
             add(line)
     return "\n".join(out).rstrip(), headings
+
+
+def _starts_text(line: str, width: float | None) -> bool:
+    """What may follow a heading: a capitalised line, or the numbered heading of its first subsection."""
+    return line.lstrip(_OPENERS)[:1].isupper() or _numbered(line, width)
 
 
 Page = tuple[str, list[tuple[int, str]]]
