@@ -19,6 +19,24 @@ def test_prose_skips_fenced_code_and_shell_sessions() -> None:
     ]
 
 
+def test_a_program_prompt_line_is_code_and_ends_the_sentence_before_it() -> None:
+    # a manual laid out as a PDF: the command at a program's own prompt sits between two sentences,
+    # with no blank line and no end punctuation to part them; a blockquote ("> ...") stays prose
+    text = (
+        "To run the analysis without heating, use:\n"
+        "MrBayes > mcmc ngen=10000 nchains=1\n"
+        "By default, two runs start from different random trees.\n"
+        "sqlite> .tables\n"
+        "The tables are listed."
+    )
+    assert texts(text) == [
+        "To run the analysis without heating, use:",
+        "By default, two runs start from different random trees.",
+        "The tables are listed.",
+    ]
+    assert classify(["> Quoted advice stays prose."]) == ["prose"]
+
+
 def test_prose_skips_doctests_and_their_output() -> None:
     text = (
         "Create a certificate first.\n\n"

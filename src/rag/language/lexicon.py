@@ -435,7 +435,8 @@ TAB_TITLE_RE = re.compile(r'^\s*===\s+"[^"]+"\s*$')
 ADMONITION_RE = re.compile(r"^\s*(?:!!!|\?\?\?\+?)\s*\w")
 # Interactive sessions: a Python prompt or continuation, a shell prompt.
 DOCTEST_RE = re.compile(r"^\s*(?:>>>|\.\.\.)(?:\s|$)")
-SHELL_RE = re.compile(r"^\s*(?:\$|%|[\w.-]+@[\w.-]+[:~][^\s]*[$#])\s+\S")
+# a shell prompt ("$ ", "user@host:~$ ") or a program's named prompt ("sqlite> ", "MrBayes > ")
+SHELL_RE = re.compile(r"^\s*(?:\$|%|[\w.-]+@[\w.-]+[:~][^\s]*[$#]|[A-Za-z][\w.-]*\s?>)\s+\S")
 # Template syntax ("{{ user }}", "{% if %}", "{# note #}"): a template line, not prose.
 TEMPLATE_RE = re.compile(r"\{\{|\{%|\{#|%\}|\}\}")
 # Lines that read as code outside a marked block: imports, definitions, assignments, calls.
