@@ -61,7 +61,9 @@ def test_the_offline_reader_reads_no_typed_search(tmp_path: Path) -> None:
 def test_offline_a_refusal_also_shows_the_follow_up_s_own_passage_as_typed(tmp_path: Path) -> None:
     settings = load_settings(db=str(tmp_path / "rag.db"), mock=True, dense="off")
     store = SqliteStore(str(tmp_path / "rag.db"))
-    startup = [f"An interactive shell reads the startup file number {n} when it starts." for n in range(2, 9)]
+    startup = [
+        f"An interactive shell reads the startup file number {n} when it starts." for n in range(2, 14)
+    ]
     put_paragraphs(store, "startup", startup)
     put_paragraphs(store, "login", ["A login session without a terminal reads the profile file once."])
     put_paragraphs(

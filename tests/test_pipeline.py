@@ -18,6 +18,7 @@ from rag.answer.events import (
     RefusalEvent,
     SentenceEvent,
 )
+from rag.answer.gates import CLOSEST_SHOWN
 from rag.answer.pipeline import STAGES, Pipeline, build_pipeline, validate_question
 from rag.cli.render import format_answer
 from rag.config import Settings, load_settings
@@ -159,6 +160,20 @@ def test_pipeline_near_miss_refuses_no_citations_above_gate(corpus_db: str) -> N
     assert counting.calls >= 1
     assert answer.closest and answer.closest[0].score >= pipeline.gate_score
     assert answer.sentences == ()
+
+
+def test_a_refusal_shows_the_passages_ranked_below_the_ones_the_reader_read(corpus_db: str) -> None:
+    # the offline reader reads its five best blocks; the refusal hands over those and the next ones,
+    # best first, each once
+    pipeline, _, counting = make(corpus_db)
+    answer = pipeline.answer(NEAR_MISS)
+    assert answer.reason == "no_citations"
+    read = [b.chunk.chunk_id for b in answer.blocks]
+    shown = [r.chunk_id for r in answer.closest]
+    assert len(read) == pipeline.settings.max_blocks == 5
+    assert len(shown) == CLOSEST_SHOWN > len(read) and len(set(shown)) == len(shown)
+    assert set(read) <= set(shown)
+    assert [r.score for r in answer.closest] == sorted((r.score for r in answer.closest), reverse=True)
 
 
 def test_pipeline_conflicting_limit_refuses_naming_both_documents(corpus_db: str) -> None:
