@@ -362,3 +362,22 @@ def test_numbered_headings_are_sections_and_pieces_of_sentences_are_not(tmp_path
     assert {"2.7.3 C++ Support", "6.2) Changes Between Releases"} <= sections
     assert not sections & {"The exceptions are", "First, we read in the data using"}
     assert "3 Cooling after the run is slower than expected." not in sections
+
+
+def test_a_numbered_list_of_short_steps_stays_text_and_a_subsection_run_is_headings(tmp_path: Path) -> None:
+    # steps numbered "1 ..." without a full stop, one under the other, are a list; a chapter, its
+    # section and its first subsection in a row ("3 ...", "3.1 ...", "3.1.1 ...") are headings
+    steps = ["1 Open the coolant valve", "2 Start the circulation pump", "3 Close the bypass line"]
+    page = [
+        "Cooling loop",
+        "The loop is started by hand each morning.",
+        *steps,
+        "The pump then runs until the evening check.",
+        "3 Maintenance",
+        "3.1 Filters",
+        "3.1.1 Changing the filter cartridge",
+        "Filters are changed every second week.",
+    ]
+    sections = _sections(tmp_path, [page, _body(2)])
+    assert not sections & set(steps)
+    assert {"3.1 Filters", "3.1.1 Changing the filter cartridge"} <= sections

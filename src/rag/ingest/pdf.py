@@ -86,6 +86,15 @@ def _numbered(line: str, width: float | None) -> bool:
     )
 
 
+def _subsection(line: str) -> bool:
+    """A section number of two or more levels ("3.1.1 The Windows toolset"): a heading even among
+    other short lines (a chapter, its section and its subsection in a row) and after a line that
+    ends no sentence. A one-level number in such a run is a numbered list ("1 Open the lid", "2 Pour
+    the water", "3 Close the lid")."""
+    m = _SECTION_NUMBER_RE.match(line)
+    return m is not None and "." in m.group(0).rstrip(". )")
+
+
 def _sentence_like(line: str) -> bool:
     """A line that is a piece of a sentence, not a heading: it ends in a function word ("The
     exceptions are", "... attempts by the"), holds a clause break or a sentence end before further
@@ -174,10 +183,11 @@ def _clean(lines: list[str], width: float | None) -> tuple[str, list[tuple[int, 
 
     for i, line in enumerate(lines):
         after = lines[i + 1] if i + 1 < len(lines) else ""
+        subsection = _numbered(line, width) and _subsection(line)
         if (
-            after_break
+            (after_break or subsection)
             and _starts_text(after, width)
-            and (i not in rows or _numbered(line, width))
+            and (i not in rows or subsection)
             and _heading_shaped(line, width)
         ):
             add("")
