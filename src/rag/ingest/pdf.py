@@ -183,7 +183,7 @@ def _clean(lines: list[str], width: float | None) -> tuple[str, list[tuple[int, 
 
     for i, line in enumerate(lines):
         after = lines[i + 1] if i + 1 < len(lines) else ""
-        subsection = _numbered(line, width) and _subsection(line)
+        subsection = _subsection(line) and _numbered(line, width)
         if (
             (after_break or subsection)
             and _starts_text(after, width)
