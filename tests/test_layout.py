@@ -188,7 +188,9 @@ def test_sentences_of_one_paragraph_share_a_unit_and_list_items_do_not() -> None
     assert units[3][0] == units[4][0]
 
 
-def test_field_list_fields_are_field_lines_and_directive_options_are_markup() -> None:
+def test_field_list_fields_and_an_entry_s_options_are_field_lines_other_directive_options_markup() -> None:
+    # an entry's options (":type: int" under ".. py:data::") state the entry's own facts; an image's
+    # ":alt:" is markup
     text = (
         ".. py:data:: WIDGET_LIMIT\n"
         "    :type: int\n\n"
@@ -200,12 +202,13 @@ def test_field_list_fields_are_field_lines_and_directive_options_are_markup() ->
     )
     read = [(p.label, p.field, p.text) for p in prose(text)]
     assert read == [
+        ("WIDGET_LIMIT", "type", ":type: int"),
         ("WIDGET_LIMIT", "", "The most widgets one board may hold."),
         ("WIDGET_LIMIT", "Default", ":Default: ``40``"),
         ("WIDGET_LIMIT", "param size", ":param size: the size of one widget."),
     ]
     units = [p.unit for p in prose(text)]
-    assert len(set(units)) == 3
+    assert len(set(units)) == 4
 
 
 def test_a_defaults_to_sentence_answers_a_default_question_under_its_entry() -> None:

@@ -409,3 +409,24 @@ def test_heading_numbering_is_left_out_but_one_letter_and_short_names_stay():
     assert heading_terms("10.13 GNU relay > iv.") == heading_terms("GNU relay")
     for name in ("CLI", "R", "vi", "C"):
         assert heading_terms(f"Usage > {name}") > heading_terms("Usage")
+
+
+LOCKER_OPTIONS = block(
+    4,
+    ".. confval:: locker_hours\n   :type: ``int``\n   :default: ``12``\n\n"
+    "   How long a bag may stay in a station locker.\n\n"
+    ".. confval:: locker_currency\n   :type: ``str``\n   :default: ``EUR``\n\n"
+    "   The currency locker fees are charged in.",
+    title="Station options",
+    section="Lockers",
+)
+
+
+def test_an_entry_s_default_option_answers_for_that_entry():
+    # the option lines under an entry directive state the entry's type and default
+    assert answer("What is the default of locker_hours?", [LOCKER_OPTIONS]) == [":default: ``12``"]
+
+
+def test_an_entry_s_default_option_is_no_answer_for_another_subject_sharing_a_word():
+    # "locker" is shared, but locker_currency's default says nothing of the size of a locker
+    assert answer("How big is a locker by default?", [LOCKER_OPTIONS]) == []

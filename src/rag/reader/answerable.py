@@ -77,6 +77,8 @@ MIN_LABEL_PRECISION = 0.5
 NOUN_REACH = 3
 # a reST role that points elsewhere (":ref:`combine <cmd_combine>`"): a link, not a named thing
 _POINTER_ROLE_RE = re.compile(r":(?:ref|doc|numref|any|download):`")
+# an entry directive's option read as its field line (":default: ``8``", ":type: int")
+_ENTRY_OPTION_RE = re.compile(r"^:[\w -]+:\s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,12 +130,24 @@ def _of_asked_kind(ask: Ask, p: Prose, fit: float) -> bool:
 
 
 def _answers_for_its_field(ask: Ask, p: Prose) -> bool:
-    """A field line answers only for its field, and a stated default is no answer to a limit."""
+    """A field line answers only for its field, and a stated default is no answer to a limit; an
+    option line under an entry named in code (":default: 8" under ".. confval:: max_size") only for
+    that entry (under a heading in words, ":Default: 300" is the heading's field list)."""
     if p.field and not ask.required and not term_set(p.field) & ask.weights.keys() and not _labelled_prose(p):
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
+    if p.field and _ENTRY_OPTION_RE.match(p.text) and identifiers(p.label) and not _entry_asked(ask, p.label):
+        return False  # ":default: utf-8" under doctest_encoding says nothing of the doctest flags
     # "Default: 4094" states a default: no answer to "the largest value accepted"; it is the value in
     # force, though, for "how many seconds does it wait before giving up"
     return not (p.field and not ask.default and states_default(p.field) and ask.typed & ANSWER_TYPE_TERMS)
+
+
+def _entry_asked(ask: Ask, label: str) -> bool:
+    """The question names the entry `label` ("linkcheck_timeout"), or writes every part of its name:
+    an option line states nothing but a value, so its entry's name is all there is to bind it."""
+    named = term_set(label)
+    whole = {t for t in named if len(named) > 1 and all(t != u and u in t for u in named - {t})}
+    return bool(named) and (bool(whole & ask.weights.keys()) or named - whole <= ask.weights.keys())
 
 
 def _labelled_prose(p: Prose) -> bool:

@@ -332,6 +332,8 @@ def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
     scan.options = True
     if entry_name(line):
         scan.block_kind = "prose"  # the description of the named entry
+        # its options (":type: int", ":default: 8") are the entry's own fields, read as field lines
+        scan.options = False
         return "heading"
     if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
         scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
