@@ -27,6 +27,7 @@ from rag.language.lexicon import (
     FIGURE_RE,
     INLINE_CODE_RE,
     NUMBER_OF_RE,
+    OPTION_RE,
     PRONOUN_RE,
     QUESTION_FILLERS,
     SEE_ALSO_RE,
@@ -77,8 +78,6 @@ MIN_LABEL_PRECISION = 0.5
 NOUN_REACH = 3
 # a reST role that points elsewhere (":ref:`combine <cmd_combine>`"): a link, not a named thing
 _POINTER_ROLE_RE = re.compile(r":(?:ref|doc|numref|any|download):`")
-# an entry directive's option read as its field line (":default: ``8``", ":type: int")
-_ENTRY_OPTION_RE = re.compile(r"^:[\w -]+:\s")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,7 +134,7 @@ def _answers_for_its_field(ask: Ask, p: Prose) -> bool:
     that entry (under a heading in words, ":Default: 300" is the heading's field list)."""
     if p.field and not ask.required and not term_set(p.field) & ask.weights.keys() and not _labelled_prose(p):
         return False  # a field line answers only for its field ("Command line: ..." for a flag)
-    if p.field and _ENTRY_OPTION_RE.match(p.text) and identifiers(p.label) and not _entry_asked(ask, p.label):
+    if p.field and OPTION_RE.match(p.text) and identifiers(p.label) and not _entry_asked(ask, p.label):
         return False  # ":default: utf-8" under doctest_encoding says nothing of the doctest flags
     # "Default: 4094" states a default: no answer to "the largest value accepted"; it is the value in
     # force, though, for "how many seconds does it wait before giving up"

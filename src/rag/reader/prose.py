@@ -329,11 +329,10 @@ def _directive_kind(line: str, indent: int, scan: _Scan) -> LineKind:
     name = (directive.group(1) or "").lower() if directive else ""
     scan.block_indent = indent
     scan.block_kind = "markup"
-    scan.options = True
-    if entry_name(line):
+    # an entry's options (":type: int", ":default: 8") are its own fields, read as field lines
+    scan.options = not entry_name(line)
+    if not scan.options:
         scan.block_kind = "prose"  # the description of the named entry
-        # its options (":type: int", ":default: 8") are the entry's own fields, read as field lines
-        scan.options = False
         return "heading"
     if name in CODE_DIRECTIVES or name in PROSE_DIRECTIVES:
         scan.block_kind = "code" if name in CODE_DIRECTIVES else "prose"
