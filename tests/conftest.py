@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,20 +17,38 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "fixtures" / "corpus"
 
 
-@pytest.fixture(autouse=True)
-def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """Every test runs offline: MOCK=1, no provider keys, a private database path, and BM25 alone
-    (RAG_DENSE=off: the local encoder's dense retrieval is tested where a test turns it on)."""
+def _go_offline(monkeypatch: pytest.MonkeyPatch, db: Path) -> None:
+    """MOCK=1, no provider keys, no RAG_ settings from the machine, BM25 alone, and `db` as the store."""
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "VOYAGE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    for name in list(__import__("os").environ):
+    for name in list(os.environ):
         if name.startswith("RAG_") and name != "RAG_TEST_DATABASE_URL":
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MOCK", "1")
     monkeypatch.setenv("RAG_DENSE", "off")
-    monkeypatch.setenv("RAG_DB", str(tmp_path / "rag.db"))
+    monkeypatch.setenv("RAG_DB", str(db))
     monkeypatch.chdir(ROOT)
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def offline_module_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same offline environment while module-scoped fixtures are built.
+
+    Module fixtures (a store, an app) are set up before any function-scoped fixture runs, so without
+    this they read the machine's environment: an app built there would fill embeddings in the
+    background (RAG_DENSE unset means auto) and its retrieval would depend on how far that got."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _go_offline(monkeypatch, tmp_path_factory.mktemp("module-env") / "rag.db")
+        yield
+    get_settings.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def offline_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """Every test runs offline: MOCK=1, no provider keys, a private database path, and BM25 alone
+    (RAG_DENSE=off: the local encoder's dense retrieval is tested where a test turns it on)."""
+    _go_offline(monkeypatch, tmp_path / "rag.db")
     yield
     get_settings.cache_clear()
 
