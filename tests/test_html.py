@@ -117,6 +117,22 @@ def test_html_link_dense_blocks_are_left_out_and_prose_with_links_is_kept() -> N
     assert text(page) == ("# Hours\n\nMembers may borrow up to ten books at once and renew them online.\n")
 
 
+def test_html_an_anchor_left_open_is_not_a_link_and_the_text_after_it_is_kept() -> None:
+    # older hand-written pages open a named anchor before each section and never close it
+    page = (
+        "<h1>Keepalives</h1>"
+        '<p><a name="Idle">The idle timer closes a session after ten minutes without a command.</p>'
+        "<h2>Probes</h2>"
+        '<p><a name="Probe">A probe is sent every sixty seconds, and '
+        '<a href="faq.html">the FAQ</a> explains why.</p>'
+        "<p>Three unanswered probes end the session.</p>"
+    )
+    kept = text(page)
+    assert "sent every sixty seconds" in kept
+    assert "Three unanswered probes end the session." in kept
+    assert "ten minutes without a command" in kept
+
+
 def test_html_a_section_holding_a_contents_list_keeps_its_paragraphs() -> None:
     links = "".join(f'<li><a href="p{n}.html">Chapter {n} of the guide</a></li>' for n in range(30))
     page = (

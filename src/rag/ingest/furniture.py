@@ -165,13 +165,14 @@ def _link_dense_blocks(content: Any) -> set[Any]:
     cell or list item, a paragraph is measured with its table or list, never alone (a cell that
     names a linked object is data), and another block only when it is nearly all the text of two
     links or more (a menu nested in an item). Heading text counts as text, never as link text (a
-    heading that links back to a contents list is a label)."""
+    heading that links back to a contents list is a label). An `<a>` without `href` is an anchor, not
+    a link: a page that opens `<a name=...>` and never closes it puts the rest of the page inside it."""
     dense: set[Any] = set()
 
     def visit(el: Any, in_link: bool, in_heading: bool, in_cell: bool) -> tuple[int, int, int, bool]:
         """(characters, characters in links, links, holds prose) of `el`'s subtree."""
         tag = tag_of(el)
-        is_link = tag == "a" and not in_heading
+        is_link = tag == "a" and el.get("href") is not None and not in_heading
         in_link, in_heading = in_link or is_link, in_heading or tag in HEADINGS
         text = _chars(el.text)
         linked, links, prose = (text if in_link else 0), int(is_link), False
