@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answer.followup import lost_words, resolve, standalone_question
+from rag.answer.followup import follow_up_focus, lost_words, resolve, standalone_question, without_remark
 
 LEAVE = "How many days of annual leave do full-time employees get?"
 TRASH = "How long do deleted projects stay in the trash?"
@@ -134,8 +134,6 @@ def test_a_bare_phrase_replaces_the_subject_not_the_verb_after_it(
 @pytest.mark.parametrize(
     "follow_up",
     [
-        # a frame after a lead-in ended by a colon
-        "Another thing: what does the export button do?",
         # "that" after a noun opens a relative clause, it refers to nothing earlier
         "Which plan includes the reports that don't expire?",
         # a contraction typed without its apostrophe carries the frame's verb
@@ -253,3 +251,45 @@ def test_lost_words_are_the_follow_ups_own_words_its_search_left_out(
     follow_up: str, earlier: str, lost: tuple[str, ...]
 ) -> None:
     assert lost_words(follow_up, standalone_question(follow_up, [earlier])) == lost
+
+
+@pytest.mark.parametrize(
+    ("follow_up", "expected"),
+    [
+        # an acknowledgement before an elliptical follow-up is talk: the follow-up resolves as without it
+        ("Thanks! And part-time staff?", "How many days of annual leave do part-time staff get?"),
+        ("ok, does it carry over?", "does it carry over (annual leave)?"),
+        ("great - what about contractors?", "How many days of annual leave do contractors get?"),
+        # a remark announcing a new question is left out of a self-contained one
+        ("Different question: how do I reset my password?", "how do I reset my password?"),
+        ("unrelated, what is the capital of Australia?", "what is the capital of Australia?"),
+        ("Another thing: what does the export button do?", "what does the export button do?"),
+    ],
+)
+def test_an_opening_remark_is_left_out_of_the_search(follow_up: str, expected: str) -> None:
+    assert resolve(follow_up, LEAVE) == expected
+
+
+@pytest.mark.parametrize(
+    "follow_up",
+    [
+        "In bash, what prompt does select show?",  # a phrase of the question, not a remark
+        "Paris, what is it?",
+        "No, I mean the part-time staff",  # no question frame after the remark: not left out
+    ],
+)
+def test_a_lead_in_that_is_not_only_remark_words_is_kept(follow_up: str) -> None:
+    assert without_remark(follow_up) == follow_up
+
+
+def test_an_opening_remark_is_not_a_word_the_answer_must_say() -> None:
+    asked = "Different question: how do I reset my password?"
+    assert follow_up_focus(asked, resolve(asked, LEAVE)) == ()
+    thanked = "Thanks! And for part-time staff?"
+    assert follow_up_focus(thanked, resolve(thanked, LEAVE)) == ("part-time", "staff")
+
+
+def test_a_long_run_of_words_before_a_mark_is_read_in_bounded_time() -> None:
+    # the remark pattern is bounded: a long line of words with no mark, or a mark far in, is no remark
+    line = "ok " * 20000 + "!"
+    assert without_remark(line) == line

@@ -10,6 +10,10 @@ the same shape ("and -E?" replaces "-A"), or, with the local encoder, the closes
 meaning; else the earlier possessor or subject); a bare condition ("and if it fails?") replaces the
 earlier condition; of overlapping replacements the longer phrase wins.
 
+An opening remark before a question frame ("Thanks! what about ...", "ok, and does it ...", "Different
+question: what is ...", "unrelated - how does ...": discourse words only, then a comma, colon, dash or
+"!") is left out of the search: it is talk, not subject.
+
 A follow-up with its own question frame and no reference back is left as it is. A frame opens with a
 wh-word or an auxiliary ("what's": a clitic is read off; "whats", typed without it, too), or with a
 wh-word after a leading preposition or a clause ended by a comma or colon when a predicate follows
@@ -39,6 +43,15 @@ _CONNECTIVE_RE = re.compile(
     r"and\s+also|and|also|or|but|plus|then|same\s+for)\b[\s,]*",
     re.IGNORECASE,
 )
+# Words of an opening remark: acknowledgements, and words that announce a new or another question
+# ("thanks, ...", "ok so: ...", "different question: ...", "one more thing - ...").
+_REMARK_WORDS = frozenset(
+    """ok okay oh ah right great thanks thank you cheers cool nice good perfect sure yes yeah no nope got
+    it understood alright well so now next another different other new unrelated separate question
+    topic thing one more last quick also then hmm hi hello""".split()
+)
+# At most six words, then the mark that ends the remark; a bounded word class, no nested repetition.
+_REMARK_RE = re.compile(r"^\s*((?:[A-Za-z']{1,12}[ \t]+){0,5}[A-Za-z']{1,12})[ \t]*(?:[,:!]|\s[-–—])\s*")
 # The first words of a question with a frame of its own (a wh-word or an auxiliary).
 _FRAME_WORDS = frozenset(
     """what which who whom whose when where why how is are was were am do does did can could will would
@@ -140,8 +153,25 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
     return resolve(question, previous, meaning=meaning) if previous else question
 
 
+def without_remark(question: str) -> str:
+    """`question` without an opening remark (`_REMARK_WORDS` only, ended by a comma, colon, "!" or a
+    spaced dash) before a question frame or a connective: "Thanks! And part-timers?" -> "And
+    part-timers?", "Different question: what is X?" -> "what is X?". Unchanged otherwise ("In bash,
+    what ..." keeps its phrase; "No, I mean X" is not followed by a frame)."""
+    match = _REMARK_RE.match(question)
+    if not match or not all(w.lower() in _REMARK_WORDS for w in match.group(1).split()):
+        return question
+    rest = question[match.end() :]
+    words = _words(rest)
+    if not words or not (words[0].base in _FRAME_WORDS or _CONNECTIVE_RE.match(rest)):
+        return question
+    return rest
+
+
 def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:
-    """One follow-up against the (already standalone) question before it."""
+    """One follow-up against the (already standalone) question before it (an opening remark left out:
+    `without_remark`)."""
+    question = without_remark(question)
     connective = _CONNECTIVE_RE.match(question)
     rest = question[connective.end() :] if connective else question
     words = _words(rest)
@@ -170,7 +200,9 @@ def follow_up_focus(question: str, standalone: str) -> tuple[str, ...]:
     "and for enterprise customers?"), given the standalone question `standalone_question` made of
     it: what its answer must be about. Empty when the follow-up stands alone (its standalone question
     is itself) or adds no word of its own ("does it carry over?" adds "carry"; "how long?" adds
-    nothing)."""
+    nothing). An opening remark is not the follow-up's own ("different question: ..." adds nothing
+    by "different question")."""
+    question = without_remark(question)
     if standalone == question:
         return ()
     connective = _CONNECTIVE_RE.match(question)

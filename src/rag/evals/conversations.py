@@ -96,6 +96,7 @@ class ConversationReport:
             "offline_answered": len(answered),
             "offline_precision_when_answered": _share([f.correct for f in answered]),
             "missed_claude_with_history": [f.id for f in answerable if f.claude["with"] is False],
+            "missed_offline_with_history": [f.id for f in answerable if f.offline["with"] is False],
             "searched_for": {f.id: f.searched_for for f in self.follow_ups},
         }
 
