@@ -133,6 +133,23 @@ def test_html_an_anchor_left_open_is_not_a_link_and_the_text_after_it_is_kept() 
     assert "ten minutes without a command" in kept
 
 
+def test_html_a_list_of_links_a_paragraph_introduces_is_content_and_a_contents_list_is_not() -> None:
+    page = (
+        "<h1>Caches</h1>"
+        "<p>Only two back ends are supported:</p>"
+        '<ul><li><a href="https://example.org/memo">memo</a></li>'
+        '<li><a href="https://example.org/disk">disk</a></li></ul>'
+        "<p>This page covers the following topics:</p>"
+        '<ul><li><a href="#setup">Setting up a cache</a></li>'
+        '<li><a href="#limits">Cache limits</a></li></ul>'
+        '<h2 id="setup">Setting up a cache</h2>'
+        "<p>Name the back end in the configuration file, then restart.</p>"
+    )
+    kept = text(page)
+    assert "- memo\n- disk" in kept
+    assert "Cache limits" not in kept  # the page's own contents list, links to places on the page
+
+
 def test_html_a_section_holding_a_contents_list_keeps_its_paragraphs() -> None:
     links = "".join(f'<li><a href="p{n}.html">Chapter {n} of the guide</a></li>' for n in range(30))
     page = (

@@ -36,6 +36,7 @@ _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 _MEASURED = frozenset("div section article header footer ul ol dl table p blockquote details".split())
 _CELLS = frozenset({"td", "th", "li", "dt", "dd"})
 _CONTAINERS = _MEASURED - {"p", "blockquote"}
+_LISTS = frozenset({"ul", "ol", "dl"})
 # a block is link-dense when links hold this share of its text, or at least _LINK_SHARE_SHORT of it
 # with fewer than _CHARS_PER_LINK other characters per link (a menu's separators, a TOC's numbers)
 _LINK_SHARE = 0.8
@@ -186,12 +187,27 @@ def _link_dense_blocks(content: Any) -> set[Any]:
             measured = tag in _CONTAINERS and links >= 2 and linked >= _LINK_SHARE * text
         else:
             measured = tag in _MEASURED
-        if is_dense and not prose and measured:
+        if is_dense and not prose and measured and not _introduced_list(el):
             dense.add(el)
         return text, linked, links, prose or (not is_dense and text - linked >= _PROSE_CHARS)
 
     visit(content, False, False, False)
     return dense
+
+
+def _introduced_list(el: Any) -> bool:
+    """A list that a paragraph of the content introduces ("Libraries compatible with this class:"
+    then a list of linked names): the paragraph's continuation, not a menu, however many links. A
+    list whose links lead to places on the same page ("#...") is a contents list, whatever precedes it."""
+    if tag_of(el) not in _LISTS:
+        return False
+    targets = [a.get("href") or "" for a in el.iter("a")]
+    if sum(t.startswith("#") for t in targets) * 2 >= len(targets):
+        return False
+    before = el.getprevious()
+    if before is None or tag_of(before) != "p" or (before.tail or "").strip():
+        return False
+    return (before.text_content() or "").rstrip().endswith(":")
 
 
 def _chars(s: str | None) -> int:
