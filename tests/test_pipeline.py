@@ -165,7 +165,8 @@ def test_pipeline_near_miss_refuses_no_citations_above_gate(corpus_db: str) -> N
 def test_a_refusal_shows_the_passages_ranked_below_the_ones_the_reader_read(corpus_db: str) -> None:
     # the offline reader reads its five best blocks; the refusal hands over those and the next ones,
     # best first, each once
-    pipeline, _, counting = make(corpus_db)
+    # (the top passage's neighbours, shown after it, are left out here: see the next test)
+    pipeline, _, counting = make(corpus_db, refusal_neighbours=0)
     answer = pipeline.answer(NEAR_MISS)
     assert answer.reason == "no_citations"
     read = [b.chunk.chunk_id for b in answer.blocks]
@@ -174,6 +175,31 @@ def test_a_refusal_shows_the_passages_ranked_below_the_ones_the_reader_read(corp
     assert len(shown) == CLOSEST_SHOWN > len(read) and len(set(shown)) == len(shown)
     assert set(read) <= set(shown)
     assert [r.score for r in answer.closest] == sorted((r.score for r in answer.closest), reverse=True)
+
+
+def test_an_offline_refusal_shows_the_top_passage_with_the_chunks_around_it(corpus_db: str) -> None:
+    # a chunk boundary can cut the top passage off the sentences that answer: the chunk before and
+    # after it in its document come right after it, in document order, each once
+    ranked = make(corpus_db, refusal_neighbours=0)[0].answer(NEAR_MISS).closest
+    answer = make(corpus_db)[0].answer(NEAR_MISS)
+    store = SqliteStore(corpus_db)
+    try:
+        near = store.adjacent_chunks([ranked[0].chunk_id], width=1)
+    finally:
+        store.close()
+    added = [
+        c.chunk_id
+        for c in sorted(near, key=lambda c: c.start_char)
+        if c.chunk_id not in {r.chunk_id for r in ranked}
+    ]
+    assert added, "the top passage has a neighbour the ranking did not show"
+    shown = [r.chunk_id for r in answer.closest]
+    assert shown == [ranked[0].chunk_id, *added, *(r.chunk_id for r in ranked[1:])]
+    assert all(r.score > 0 and r.title for r in answer.closest)
+    assert all(
+        r.chunk_id.split("#")[0] == ranked[0].chunk_id.split("#")[0]
+        for r in answer.closest[1 : 1 + len(added)]
+    )
 
 
 def test_pipeline_conflicting_limit_refuses_naming_both_documents(corpus_db: str) -> None:

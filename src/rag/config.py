@@ -102,6 +102,13 @@ class Settings(BaseSettings):
         " cost added to the budget, so no ranked chunk makes way); 0: none. The offline reader never"
         " gets them",
     )
+    refusal_neighbours: int = Field(
+        1,
+        ge=0,
+        le=5,
+        description="chunks on each side of the top passage, in its document, also shown with an offline"
+        " refusal's closest passages (after the top one); 0: none",
+    )
     dense: Literal["auto", "off"] = Field(
         "auto",
         description="dense retrieval fused with BM25: 'auto' uses Voyage embeddings when VOYAGE_API_KEY is"

@@ -471,17 +471,42 @@ class Pipeline:
         )
 
     def _shown(self, plan: Plan, reason: RefusalReason) -> tuple[ChunkRef, ...]:
-        """The closest passages of a refusal; on an offline `no_citations` refusal each carries the
-        sentence most likely to answer (`rag.reader.likely`), to be shown highlighted, not as an answer."""
+        """The closest passages of a refusal. On an offline `no_citations` refusal the top passage comes
+        with the chunk before and after it in its document (`_with_context`), and each passage carries
+        the sentence most likely to answer (`rag.reader.likely`), to be shown highlighted, not as an
+        answer."""
         if reason != "no_citations" or self.reader != "offline" or not plan.closest:
             return plan.closest
+        shown, near = self._with_context(plan)
         texts = {b.chunk.chunk_id: b.chunk.text for b in plan.blocks}
-        missing = [r.chunk_id for r in plan.closest if r.chunk_id not in texts]
+        texts.update({c.chunk_id: c.text for c in near})
+        missing = [r.chunk_id for r in shown if r.chunk_id not in texts]
         if missing:
             texts.update({c.chunk_id: c.text for c in self.store.get_chunks(missing)})
-        return tuple(
-            _with_may_answer(plan.question, ref, texts.get(ref.chunk_id, "")) for ref in plan.closest
-        )
+        return tuple(_with_may_answer(plan.question, ref, texts.get(ref.chunk_id, "")) for ref in shown)
+
+    def _with_context(self, plan: Plan) -> tuple[tuple[ChunkRef, ...], list[Chunk]]:
+        """`plan.closest` with the `refusal_neighbours` chunks on each side of the top passage in its
+        document put right after it (read under the asker's groups; a chunk boundary often cuts a
+        passage from the sentences that answer, just before or after it), and those chunks. A
+        neighbour already shown stays where it is; one not retrieved is scored as Claude's context
+        scores it (`assemble.with_neighbours`: a share of the top score)."""
+        width = self.settings.refusal_neighbours
+        if width <= 0:
+            return plan.closest, []
+        groups = plan.principal.reads if plan.principal is not None else None
+        shown = {r.chunk_id for r in plan.closest}
+        near = [
+            c
+            for c in self.store.adjacent_chunks([plan.closest[0].chunk_id], groups=groups, width=width)
+            if c.chunk_id not in shown
+        ]
+        if not near:
+            return plan.closest, []
+        near.sort(key=lambda c: c.start_char)
+        offered = {s.chunk.chunk_id: s for s in with_neighbours(plan.scored, near)}
+        added = [ref for c in near for ref in closest_refs([offered[c.chunk_id]], k=1)]
+        return (plan.closest[0], *added, *plan.closest[1:]), near
 
     def _gate_answer(self, plan: Plan) -> None:
         """The answer gate (`rag.reader.gate`) on the offline generator's choice: when the
