@@ -150,6 +150,21 @@ def test_html_a_list_of_links_a_paragraph_introduces_is_content_and_a_contents_l
     assert "Cache limits" not in kept  # the page's own contents list, links to places on the page
 
 
+def test_html_a_short_list_whose_items_are_not_links_is_content() -> None:
+    # an API page's parameter list: each item a name, a linked type and a few words (two links among
+    # fewer characters than a sentence, which a "previous / next" bar also has)
+    page = (
+        "<h1>clearImmediate(immediate)</h1>"
+        '<ul><li><code>immediate</code> <a href="t.html#imm">&lt;Immediate&gt;</a> An object as '
+        'returned by <a href="#set">setImmediate()</a>.</li></ul>'
+        "<p>Cancels an object created by setImmediate() before its callback runs.</p>"
+        '<ul><li><a href="a.html">Timers</a></li><li><a href="b.html">Events</a></li></ul>'
+    )
+    kept = text(page)
+    assert "An object as returned by setImmediate()." in kept
+    assert "Events" not in kept  # a list whose items are links is still a menu
+
+
 def test_html_a_section_holding_a_contents_list_keeps_its_paragraphs() -> None:
     links = "".join(f'<li><a href="p{n}.html">Chapter {n} of the guide</a></li>' for n in range(30))
     page = (

@@ -49,7 +49,8 @@ from rag.types import Document
 # Bump when chunking, a parser or the indexed terms change so the next ingest re-reads unchanged files
 # (4: a capital letter standing alone, "R", "C", and a one-letter flag, "-C", became terms;
 # 5: an HTML anchor without href, `<a name=...>` left open, no longer makes the text after it link text;
-# 6: an HTML list of links that a paragraph ending in ":" introduces is content, not a menu).
+# 6: an HTML list of links that a paragraph ending in ":" introduces, or whose items are not mostly
+# links, such as a short parameter list, is content, not a menu).
 CHUNKER_VERSION = 6
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy

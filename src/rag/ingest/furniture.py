@@ -177,12 +177,18 @@ def _link_dense_blocks(content: Any) -> set[Any]:
         in_link, in_heading = in_link or is_link, in_heading or tag in HEADINGS
         text = _chars(el.text)
         linked, links, prose = (text if in_link else 0), int(is_link), False
+        items = linked_items = 0
         for child in el:
             c_text, c_linked, c_links, c_prose = visit(child, in_link, in_heading, in_cell or tag in _CELLS)
             tail = _chars(child.tail)
             text, linked = text + c_text + tail, linked + c_linked + (tail if in_link else 0)
             links, prose = links + c_links, prose or c_prose
+            if tag_of(child) == "li":
+                items += 1
+                linked_items += _link_dense("li", c_text, c_linked, c_links)
         is_dense = _link_dense(tag, text, linked, links)
+        if items and tag in _LISTS:  # a list is a menu when its items are links, not when it is short
+            is_dense = is_dense and linked_items * 2 >= items
         if in_cell:  # only a menu: a container of links and nearly nothing else
             measured = tag in _CONTAINERS and links >= 2 and linked >= _LINK_SHARE * text
         else:
