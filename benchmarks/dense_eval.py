@@ -16,9 +16,11 @@ functions over a private copy of a set's store:
   measure  per set: answered correctly and abstention recall (`run_golden`), and evidence reach with
            Claude and offline (`run_reach`).
   weights  evidence reach pooled over the sets for each dense weight of the hybrid score (`--weights`).
+  conversations  follow-up reach and offline precision (`rag eval --conversations`) of each
+           conversation file given (fixtures/<NAME>/conversations.jsonl), over its corpora's stores.
 
-Usage: python -m benchmarks.dense_eval sweep|measure|weights|prepare [--dense auto|off] [--cache DIR]
-         [--fresh] [--weights W,W,...] SET...
+Usage: python -m benchmarks.dense_eval sweep|measure|weights|prepare|conversations [--dense auto|off]
+         [--cache DIR] [--fresh] [--weights W,W,...] SET...
        python -m benchmarks.dense_eval seed [--cache DIR] DB...
 SET: golden, devdocs, holdout, holdout2, ... (fixtures/<SET>; golden is fixtures/eval).
 Never run `sweep` on the held-out sets kept for measuring (holdout6 and later).
@@ -225,6 +227,29 @@ def measure(names: list[str], cache: Path, dense: str) -> dict[str, Any]:
     return {"dense": dense, "sets": rows}
 
 
+def conversations(names: list[str], cache: Path, dense: str) -> dict[str, Any]:
+    """Each conversation set over stores of its corpora: a corpus named "corpus" is golden's store,
+    one named after a set is that set's."""
+    from rag.evals.conversations import corpus_dir, load_conversations, run_conversations
+
+    rows = {}
+    for name in names:
+        dataset = ROOT / "fixtures" / name / "conversations.jsonl"
+        corpora = sorted({c.corpus for c in load_conversations(dataset)})
+        prepared = {corpus_dir(c): prepare("golden" if c == "corpus" else c, cache) for c in corpora}
+        report = run_conversations(
+            settings_for(cache / "unused.db", dense), dataset, prepared=prepared
+        ).json()
+        rows[name] = {
+            "follow_ups": report["answerable_follow_ups"],
+            "reach": report["reach"],
+            "offline_answered": report["offline_answered"],
+            "offline_precision_when_answered": report["offline_precision_when_answered"],
+        }
+        print(json.dumps({name: rows[name]}), file=sys.stderr, flush=True)
+    return {"dense": dense, "sets": rows}
+
+
 def weights(names: list[str], cache: Path, dense: str, values: list[float]) -> dict[str, Any]:
     """Evidence reach pooled over `names` for each dense weight of the hybrid score (the gates'
     thresholds as configured): answerable questions whose passage reaches Claude, and the offline
@@ -258,7 +283,7 @@ def weights(names: list[str], cache: Path, dense: str, values: list[float]) -> d
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.dense_eval")
-    parser.add_argument("mode", choices=["sweep", "measure", "weights", "prepare", "seed"])
+    parser.add_argument("mode", choices=["sweep", "measure", "weights", "prepare", "seed", "conversations"])
     parser.add_argument("sets", nargs="+")
     parser.add_argument("--dense", default="auto", choices=["auto", "off"])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
@@ -267,6 +292,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.mode == "seed":
         seed([Path(p) for p in args.sets], args.cache)
+        return 0
+    if args.mode == "conversations":
+        print(json.dumps(conversations(args.sets, args.cache, args.dense), indent=1))
         return 0
     if args.mode == "prepare" or args.fresh:
         for name in args.sets:

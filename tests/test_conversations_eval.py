@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from rag.cli import main
 from rag.config import load_settings
 from rag.errors import ConfigError
-from rag.evals.conversations import load_conversations, run_conversations
+from rag.evals.conversations import corpus_dir, load_conversations, run_conversations
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "eval" / "conversations-sample.jsonl"
 
@@ -29,6 +29,19 @@ def test_conversations_follow_ups_reach_with_the_earlier_turns_and_precision_cou
     assert report["searched_for"]["s002/2"] == "Who can restore them (deleted projects stay)?"
     # the unanswerable follow-up is refused, so it adds no wrong answer
     assert report["offline_answered"] >= 1 and report["offline_precision_when_answered"] == 1.0
+
+
+def test_conversations_read_a_prepared_store_of_a_corpus_instead_of_ingesting_it(
+    tmp_path: Path, corpus_db: str
+) -> None:
+    # a store already holding the corpus (embedded once, say) is read through a copy, left unchanged
+    settings = load_settings(db=str(tmp_path / "x.db"), mock=True)
+    prepared = {corpus_dir("corpus"): Path(corpus_db)}
+    before = Path(corpus_db).stat().st_size
+    report = run_conversations(settings, SAMPLE, prepared=prepared).json()
+    assert report["stores"] == [f"copy of {corpus_db}"]
+    assert report["reach"]["offline_with"] == 1.0
+    assert Path(corpus_db).stat().st_size == before
 
 
 def test_rag_eval_conversations_prints_the_table() -> None:

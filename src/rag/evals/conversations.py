@@ -17,7 +17,7 @@ questions.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -179,9 +179,11 @@ def run_conversations(
     *,
     corpus: str | Path | None = None,
     limit: int | None = None,
+    prepared: Mapping[Path, Path] | None = None,
 ) -> ConversationReport:
     """The follow-up report of `dataset`; `corpus` one directory for every conversation (None: each
-    conversation's own `corpus`), ingested fresh."""
+    conversation's own `corpus`), ingested fresh, unless `prepared` maps that directory to a SQLite
+    store already holding it (embedded, say), which is then read through a private copy."""
     conversations = load_conversations(dataset, limit=limit)
     offline_settings = settings.model_copy(update={"anthropic_api_key": "", "mock": True})
     firsts: list[tuple[str, bool, bool]] = []
@@ -189,7 +191,13 @@ def run_conversations(
     stores: list[str] = []
     for directory, group in _by_corpus(conversations, corpus):
         cases = [_case(c.id, t) for c in group for t in c.turns if t.label == "answer"]
-        with corpus_store(offline_settings, cases, corpus=directory) as (store, note):
+        db = (prepared or {}).get(directory)
+        opened = (
+            corpus_store(offline_settings.model_copy(update={"db": str(db)}), cases)
+            if db is not None
+            else corpus_store(offline_settings, cases, corpus=directory)
+        )
+        with opened as (store, note):
             stores.append(note)
             recorder = RecordingReader()
             readers = _Readers(
