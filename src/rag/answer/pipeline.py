@@ -489,8 +489,8 @@ class Pipeline:
         """`plan.closest` with the `refusal_neighbours` chunks on each side of the top passage in its
         document put right after it (read under the asker's groups; a chunk boundary often cuts a
         passage from the sentences that answer, just before or after it), and those chunks. A
-        neighbour already shown stays where it is; one not retrieved is scored as Claude's context
-        scores it (`assemble.with_neighbours`: a share of the top score)."""
+        neighbour already shown stays where it is; one retrieved keeps its score, one not retrieved
+        is scored as Claude's context scores it (`assemble.with_neighbours`: a share of the top score)."""
         width = self.settings.refusal_neighbours
         if width <= 0:
             return plan.closest, []
@@ -504,7 +504,9 @@ class Pipeline:
         if not near:
             return plan.closest, []
         near.sort(key=lambda c: c.start_char)
-        offered = {s.chunk.chunk_id: s for s in with_neighbours(plan.scored, near)}
+        offered = {s.chunk.chunk_id: s for s in plan.scored}  # a retrieved neighbour keeps its own score
+        unscored = [c for c in near if c.chunk_id not in offered]
+        offered.update({s.chunk.chunk_id: s for s in with_neighbours(plan.scored, unscored)})
         added = [ref for c in near for ref in closest_refs([offered[c.chunk_id]], k=1)]
         return (plan.closest[0], *added, *plan.closest[1:]), near
 
