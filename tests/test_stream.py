@@ -222,6 +222,20 @@ def test_stream_pre_generation_refusal_is_first_and_only(corpus_db: str, questio
         assert all(c["chunk_url"].startswith("/chunks/") for c in refusal["closest"])
 
 
+def test_an_offline_refusal_shows_the_same_passages_in_context_on_both_routes(corpus_db: str) -> None:
+    # the top passage, the chunks around it in its document, then the rest of the ranking
+    question = "Can I get my mobile phone bill reimbursed?"
+    with serve_app(corpus_db) as client:
+        body = client.post("/ask", json={"question": question}).json()
+        _, events = stream(client, question)
+    refusal = next(data for name, data in events if name == "refusal")
+    assert body["reason"] == refusal["reason"] == "no_citations"
+    shown = [c["chunk_id"] for c in body["closest"]]
+    assert shown == [c["chunk_id"] for c in refusal["closest"]]
+    top_doc = shown[0].split("#")[0]
+    assert shown[1].split("#")[0] == top_doc and len(shown) == len(set(shown))
+
+
 def test_stream_fabricated_citation_arrives_as_dropped_never_as_sentence(corpus_db: str) -> None:
     with serve_app(corpus_db, fabricate="nonexistent") as client:
         _, events = stream(client, ANSWERABLE)
