@@ -282,6 +282,29 @@ def test_a_lead_in_that_is_not_only_remark_words_is_kept(follow_up: str) -> None
     assert without_remark(follow_up) == follow_up
 
 
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        # a greeting or thanks is read off whatever follows it
+        (
+            "Hi! I deleted a task by mistake, how do I get it back?",
+            "I deleted a task by mistake, how do I get it back?",
+        ),
+        ("Hello, good morning. Which plan includes SSO?", "Which plan includes SSO?"),
+        # remarks one after another, each ended by its mark
+        ("Ok, thanks. Another question: what is the refund window?", "what is the refund window?"),
+        ("Hi, please tell me the refund window", "please tell me the refund window"),
+    ],
+)
+def test_a_first_question_is_searched_without_its_opening_remarks(question: str, expected: str) -> None:
+    assert standalone_question(question, []) == expected
+
+
+def test_a_question_that_is_only_a_remark_is_left_as_typed() -> None:
+    assert without_remark("Thanks!") == "Thanks!"
+    assert without_remark("ok.") == "ok."
+
+
 def test_an_opening_remark_is_not_a_word_the_answer_must_say() -> None:
     asked = "Different question: how do I reset my password?"
     assert follow_up_focus(asked, resolve(asked, LEAVE)) == ()

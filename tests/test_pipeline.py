@@ -202,6 +202,17 @@ def test_an_offline_refusal_shows_the_top_passage_with_the_chunks_around_it(corp
     )
 
 
+def test_a_greeting_before_a_question_changes_neither_the_search_nor_the_answer(corpus_db: str) -> None:
+    pipeline, _, _ = make(corpus_db)
+    plain = pipeline.answer("How long do deleted projects stay in the trash?")
+    greeted = pipeline.answer(
+        "Hi! Thanks for the help earlier. How long do deleted projects stay in the trash?"
+    )
+    assert not plain.abstained
+    assert greeted.searched_for == "How long do deleted projects stay in the trash?"
+    assert greeted.text == plain.text
+
+
 def test_pipeline_conflicting_limit_refuses_naming_both_documents(corpus_db: str) -> None:
     pipeline, _, counting = make(corpus_db)
     answer = pipeline.answer(CONFLICT)

@@ -10,9 +10,10 @@ the same shape ("and -E?" replaces "-A"), or, with the local encoder, the closes
 meaning; else the earlier possessor or subject); a bare condition ("and if it fails?") replaces the
 earlier condition; of overlapping replacements the longer phrase wins.
 
-An opening remark before a question frame ("Thanks! what about ...", "ok, and does it ...", "Different
-question: what is ...", "unrelated - how does ...": discourse words only, then a comma, colon, dash or
-"!") is left out of the search: it is talk, not subject.
+An opening remark before a question frame ("Thanks! what about ...", "ok, and does it ...", "Hi!
+Different question: what is ...", "unrelated - how does ...": discourse words only, then a comma,
+colon, full stop, dash or "!") is left out of the search, on a first question too: it is talk, not
+subject.
 
 A follow-up with its own question frame and no reference back is left as it is. A frame opens with a
 wh-word or an auxiliary ("what's": a clitic is read off; "whats", typed without it, too), or with a
@@ -48,10 +49,22 @@ _CONNECTIVE_RE = re.compile(
 _REMARK_WORDS = frozenset(
     """ok okay oh ah right great thanks thank you cheers cool nice good perfect sure yes yeah no nope got
     it understood alright well so now next another different other new unrelated separate question
-    topic thing one more last quick also then hmm hi hello""".split()
+    topic thing one more last quick also then hmm hi hello hey morning afternoon evening""".split()
 )
 # At most six words, then the mark that ends the remark; a bounded word class, no nested repetition.
-_REMARK_RE = re.compile(r"^\s*((?:[A-Za-z']{1,12}[ \t]+){0,5}[A-Za-z']{1,12})[ \t]*(?:[,:!]|\s[-–—])\s*")
+_REMARK_RE = re.compile(r"^\s*((?:[A-Za-z']{1,12}[ \t]+){0,5}[A-Za-z']{1,12})[ \t]*(?:[,:!.]|\s[-–—])\s*")
+# Greetings and thanks: a remark of these alone is read off whatever follows ("Hi! I deleted ...").
+_GREETINGS = frozenset("hi hello hey thanks thank you cheers ok okay oh ah hmm".split())
+# A sentence of thanks or greeting before the question ("Thanks for the help earlier. How ..."), read
+# off when a question frame follows it.
+_GREETING_SENTENCE_RE = re.compile(
+    r"^\s*(?:hi|hello|hey|thanks|thank\s+you|cheers|good\s+(?:morning|afternoon|evening))\b[^.!?\n]{0,80}[.!]\s+",
+    re.IGNORECASE,
+)
+# A remark is read off before these too: a request in the imperative ("Hi, please tell me ...").
+_REQUEST_WORDS = frozenset("please tell explain show list describe give".split())
+# Remarks read off one after another ("Ok, thanks. Another question: ..."), at most this many.
+_MOST_REMARKS = 3
 # The first words of a question with a frame of its own (a wh-word or an auxiliary).
 _FRAME_WORDS = frozenset(
     """what which who whom whose when where why how is are was were am do does did can could will would
@@ -146,26 +159,46 @@ class _Word:
 def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meaning | None = None) -> str:
     """`question` made self-contained from the earlier questions of its conversation (oldest first):
     each earlier turn is resolved against the one before it, then `question` against the last. A
-    self-contained `question`, or one with no earlier turn, is returned unchanged."""
+    self-contained `question`, or one with no earlier turn, is returned as it is, but for an opening
+    remark (`without_remark`: "Hi! ...", "Thanks. Another question: ...")."""
     previous = ""
     for text in earlier:
-        previous = resolve(text, previous, meaning=meaning) if previous else text
-    return resolve(question, previous, meaning=meaning) if previous else question
+        previous = resolve(text, previous, meaning=meaning) if previous else without_remark(text)
+    return resolve(question, previous, meaning=meaning) if previous else without_remark(question)
 
 
 def without_remark(question: str) -> str:
-    """`question` without an opening remark (`_REMARK_WORDS` only, ended by a comma, colon, "!" or a
-    spaced dash) before a question frame or a connective: "Thanks! And part-timers?" -> "And
-    part-timers?", "Different question: what is X?" -> "what is X?". Unchanged otherwise ("In bash,
-    what ..." keeps its phrase; "No, I mean X" is not followed by a frame)."""
-    match = _REMARK_RE.match(question)
-    if not match or not all(w.lower() in _REMARK_WORDS for w in match.group(1).split()):
+    """`question` without its opening remarks (`_REMARK_WORDS` only, each ended by a comma, colon,
+    full stop, "!" or a spaced dash) when a question frame, a connective or a request follows them:
+    "Thanks! And part-timers?" -> "And part-timers?", "Ok, thanks. Another question: what is X?" ->
+    "what is X?", "Hi, please tell me X" -> "please tell me X"; greetings and thanks alone whatever
+    follows ("Hi! I deleted ..."), and a sentence of them before a question frame ("Thanks for the
+    help earlier. How ..."). Unchanged otherwise ("In bash, what ..." keeps its phrase; "No, I mean
+    X" is not followed by a frame)."""
+    rest, greeted = question, question
+    for _ in range(_MOST_REMARKS):
+        match = _REMARK_RE.match(rest)
+        said = match.group(1).lower().split() if match else []
+        if not said or not all(w in _REMARK_WORDS for w in said):
+            break
+        rest = rest[match.end() :] if match else rest
+        greeted = rest if greeted is not question or all(w in _GREETINGS for w in said) else greeted
+    sentence = _GREETING_SENTENCE_RE.match(rest)
+    if sentence and _opens_question(rest[sentence.end() :]):
+        return rest[sentence.end() :]
+    if rest is question or len(_words(rest)) < 2:
         return question
-    rest = question[match.end() :]
-    words = _words(rest)
-    if not words or not (words[0].base in _FRAME_WORDS or _CONNECTIVE_RE.match(rest)):
-        return question
-    return rest
+    return rest if _opens_question(rest) else greeted
+
+
+def _opens_question(text: str) -> bool:
+    """`text` opens with a question frame, a connective or a request ("please tell me ...")."""
+    words = _words(text)
+    if len(words) < 2:
+        return False
+    return (
+        words[0].base in _FRAME_WORDS or words[0].lower in _REQUEST_WORDS or bool(_CONNECTIVE_RE.match(text))
+    )
 
 
 def resolve(question: str, previous: str, *, meaning: Meaning | None = None) -> str:

@@ -299,12 +299,11 @@ class Pipeline:
             question = validate_question(question, self.settings.max_question_chars)
         turns = validate_history(history, self.settings)
         conversation = validate_conversation_id(conversation_id)  # before any work is done for it
-        searched = question
-        focus: tuple[str, ...] = ()
-        if turns:
-            earlier = [t.question for t in turns]
-            searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
-            focus = follow_up_focus(question, searched)
+        # a follow-up's standalone question; a first question without an opening remark ("Hi! ...")
+        earlier = [t.question for t in turns]
+        searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
+        searched = question if searched == question else searched
+        focus = follow_up_focus(question, searched) if turns else ()
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
         plan.asked, plan.history, plan.focus = str(question), turns, focus
