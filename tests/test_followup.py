@@ -300,6 +300,21 @@ def test_a_first_question_is_searched_without_its_opening_remarks(question: str,
     assert standalone_question(question, []) == expected
 
 
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        (
+            "How long do deleted projects stay in the trash? Thanks in advance.",
+            "How long do deleted projects stay in the trash?",
+        ),
+        ("Hi! Which plan includes SSO? Many thanks, Bob.", "Which plan includes SSO?"),
+        ("Where do I send thank you notes?", "Where do I send thank you notes?"),  # no mark before it
+    ],
+)
+def test_thanks_after_the_question_are_left_out_of_the_search(question: str, expected: str) -> None:
+    assert without_remark(question) == expected
+
+
 def test_a_question_that_is_only_a_remark_is_left_as_typed() -> None:
     assert without_remark("Thanks!") == "Thanks!"
     assert without_remark("ok.") == "ok."

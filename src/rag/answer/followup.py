@@ -61,6 +61,11 @@ _GREETING_SENTENCE_RE = re.compile(
     r"^\s*(?:hi|hello|hey|thanks|thank\s+you|cheers|good\s+(?:morning|afternoon|evening))\b[^.!?\n]{0,80}[.!]\s+",
     re.IGNORECASE,
 )
+# Thanks after the question ("... in the trash? Thanks in advance."), read off when a mark ends the
+# question before it.
+_CLOSING_RE = re.compile(
+    r"(?<=[?.!,])\s*(?:many\s+)?(?:thanks|thank\s+you|thx|cheers)\b[^.!?\n]{0,60}[.!]*\s*$", re.IGNORECASE
+)
 # A remark is read off before these too: a request in the imperative ("Hi, please tell me ...").
 _REQUEST_WORDS = frozenset("please tell explain show list describe give".split())
 # Remarks read off one after another ("Ok, thanks. Another question: ..."), at most this many.
@@ -168,6 +173,16 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
 
 
 def without_remark(question: str) -> str:
+    """`question` without its opening remarks (`_without_opening`) and a closing "thanks" after it
+    ("... in the trash? Thanks in advance." -> "... in the trash?")."""
+    opened = _without_opening(question)
+    closing = _CLOSING_RE.search(opened)
+    if closing is None or len(_words(opened[: closing.start()])) < 2:
+        return opened
+    return opened[: closing.start()].rstrip(" ,")
+
+
+def _without_opening(question: str) -> str:
     """`question` without its opening remarks (`_REMARK_WORDS` only, each ended by a comma, colon,
     full stop, "!" or a spaced dash) when a question frame, a connective or a request follows them:
     "Thanks! And part-timers?" -> "And part-timers?", "Ok, thanks. Another question: what is X?" ->
