@@ -623,6 +623,9 @@ def test_split_question_reads_a_leading_condition_as_the_situation():
     assert (asking, situation) == ("what category does the message get?", "If I call it without a name, ")
     assert split_question("If I call it, does it work?")[1] == "If I call it, "
     assert split_question("Is it safe if I call it, or not?")[1] == ""
+    # typed without its question mark it asks the same; a full stop makes it a statement
+    assert split_question("If I call it, does it work")[1] == "If I call it, "
+    assert split_question("If I call it, it works.")[1] == ""
 
 
 def test_generate_default_asked_in_a_leading_condition_but_not_in_a_stated_setup():

@@ -289,6 +289,30 @@ def test_validate_question_empty_or_too_long_raises() -> None:
     with pytest.raises(InvalidQuestion, match="2000"):
         validate_question("x" * 2001, 2000)
     assert validate_question("  hi  ", 10) == "hi"
+    assert validate_question("what  does\tthe   Team plan cost?", 100) == "what does the Team plan cost?"
+
+
+WEBHOOK = "If my webhook endpoint is down, does Lumio retry the delivery?"
+OUTAGE = "How long did the SSO sign-in outage in December 2025 last?"
+TEAM = "What does the Team plan cost per user on annual billing?"
+
+
+@pytest.mark.parametrize(
+    ("typed", "careful"),
+    [
+        ("if my webhook endpoint is down, does Lumio retry the delivery", WEBHOOK),  # no question mark
+        ("If my webhook endpoint is down, does Lumio retry the delivery pls?", WEBHOOK),
+        (OUTAGE.upper(), OUTAGE),  # all in capitals
+        ("What does the  Team  plan cost per user on annual billing?", TEAM),  # runs of spaces
+    ],
+)
+def test_a_question_typed_carelessly_gets_the_answer_of_the_question_typed_with_care(
+    corpus_db: str, typed: str, careful: str
+) -> None:
+    pipeline, _, _ = make(corpus_db)
+    expected = pipeline.answer(careful)
+    assert not expected.abstained
+    assert pipeline.answer(typed).text == expected.text
 
 
 def test_pipeline_empty_question_raises_invalid_question(corpus_db: str) -> None:

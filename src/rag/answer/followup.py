@@ -66,6 +66,8 @@ _GREETING_SENTENCE_RE = re.compile(
 _CLOSING_RE = re.compile(
     r"(?<=[?.!,])\s*(?:many\s+)?(?:thanks|thank\s+you|thx|cheers)\b[^.!?\n]{0,60}[.!]*\s*$", re.IGNORECASE
 )
+# A question of this many words or more typed all in capitals is read in lower case.
+_SHOUTED_WORDS = 3
 # A remark is read off before these too: a request in the imperative ("Hi, please tell me ...").
 _REQUEST_WORDS = frozenset("please tell explain show list describe give".split())
 # Remarks read off one after another ("Ok, thanks. Another question: ..."), at most this many.
@@ -173,8 +175,12 @@ def standalone_question(question: str, earlier: Sequence[str], *, meaning: Meani
 
 
 def without_remark(question: str) -> str:
-    """`question` without its opening remarks (`_without_opening`) and a closing "thanks" after it
-    ("... in the trash? Thanks in advance." -> "... in the trash?")."""
+    """`question` as searched: without its opening remarks (`_without_opening`) and a closing
+    "thanks" after it ("... in the trash? Thanks in advance." -> "... in the trash?"), and in lower
+    case when it was typed all in capitals ("HOW LONG DO DELETED PROJECTS STAY IN THE TRASH?": no
+    word of it is a constant's name or an acronym then)."""
+    if question.isupper() and len(_words(question)) >= _SHOUTED_WORDS:
+        question = question.lower()
     opened = _without_opening(question)
     closing = _CLOSING_RE.search(opened)
     if closing is None or len(_words(opened[: closing.start()])) < 2:

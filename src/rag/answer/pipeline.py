@@ -101,6 +101,9 @@ STAGES = (
 _CONTROL_TO_SPACE = {c: " " for c in (*range(32), *range(127, 160)) if chr(c) not in "\t\n\r"}
 
 
+_SPACE_RUN_RE = re.compile(r"[ \t]+")
+
+
 class Question(str):
     """A question `validate_question` passed: the pipeline takes it as it is, without checking again."""
 
@@ -108,13 +111,14 @@ class Question(str):
 
 
 def _clean_text(text: object) -> str:
-    """`text` (a non-str as "") stripped, control characters made spaces; raises UnicodeEncodeError
-    when it is not valid Unicode text (a lone surrogate)."""
+    """`text` (a non-str as "") stripped, control characters made spaces and each run of spaces and
+    tabs one space; raises UnicodeEncodeError when it is not valid Unicode text (a lone surrogate)."""
     value = text if isinstance(text, str) else ""
     value.encode("utf-8")
     # Control characters (C0 but tab and newlines, DEL, C1) mean nothing in a question, and some
-    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space.
-    return value.translate(_CONTROL_TO_SPACE).strip()
+    # stores refuse them (PostgreSQL text cannot hold NUL): each becomes a space. Runs of spaces mean
+    # nothing either, and a phrase read word by word ("the  Team  plan") must read the same.
+    return _SPACE_RUN_RE.sub(" ", value.translate(_CONTROL_TO_SPACE)).strip()
 
 
 def validate_question(question: str, max_chars: int) -> Question:

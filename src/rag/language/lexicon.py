@@ -24,7 +24,7 @@ STOP_WORDS = frozenset(
     to too under until up very was wasn't we we'd we'll we're we've were weren't what what's when when's
     where where's which while who who's whom why why's with won't would wouldn't you you'd you'll you're
     you've your yours yourself yourselves also just may might must shall will can could would should
-    get gets got us its via per etc e g i e vs please tell know want need does do one two""".split()
+    get gets got us its via per etc e g i e vs please pls plz tell know want need does do one two""".split()
 )
 # Abbreviations after which a period does not end a sentence (lowercase, without the final dot).
 ABBREVIATIONS = frozenset(

@@ -416,8 +416,11 @@ def split_question(question: str) -> tuple[str, str]:
     """(asking, situation): the trailing sentences that end in "?" and the statements before them
     ("My test client stops at the 302." / "How do I make it follow the redirect?"), or in a
     one-sentence question the condition leading it ("With the default limits," / "what is the most
-    memory ...?"). A question without such a lead-in is all asking: (question, "")."""
+    memory ...?"). A question without such a lead-in is all asking: (question, ""). A question typed
+    without its question mark is read as if it had one; one ending in a full stop is a statement."""
     text = question.strip()
+    if text and text[-1].isalnum():
+        text += "?"  # "if my webhook endpoint is down, does it retry" asks as much as with the mark
     spans = sentence_spans(text)
     if not text.endswith("?"):
         return text, ""
