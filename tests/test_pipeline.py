@@ -304,6 +304,7 @@ TEAM = "What does the Team plan cost per user on annual billing?"
         ("If my webhook endpoint is down, does Lumio retry the delivery pls?", WEBHOOK),
         (OUTAGE.upper(), OUTAGE),  # all in capitals
         ("What does the  Team  plan cost per user on annual billing?", TEAM),  # runs of spaces
+        (TEAM.lower(), TEAM),  # the plan named under the section "Team", typed without its capital
     ],
 )
 def test_a_question_typed_carelessly_gets_the_answer_of_the_question_typed_with_care(

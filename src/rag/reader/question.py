@@ -50,7 +50,14 @@ from rag.reader.answer_types import (
     measured_terms,
     type_terms,
 )
-from rag.reader.words import identifiers, joined_terms, proper_names, sentence_terms, spelled
+from rag.reader.words import (
+    identifiers,
+    joined_terms,
+    names_typed_in_lower_case,
+    proper_names,
+    sentence_terms,
+    spelled,
+)
 from rag.types import Block
 
 # Words naming the kind of answer wanted ("limit", "default") weigh this share of their IDF.
@@ -192,7 +199,7 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         identifiers=named,
         bound_ids=_named_in(asking, named) if situation else named,
         literals=question.lower(),
-        names=proper_names(question),
+        names=proper_names(question) | _typed_names(question, blocks),
         pairs=frozenset(zip(q_terms, q_terms[1:], strict=False)),
         focus=_focus(weights, stated),
         stated=frozenset(stated),
@@ -206,6 +213,13 @@ def read_question(question: str, blocks: Sequence[Block], wn: WordNet | None) ->
         contrasted=contrasted,
         figures=written_figures(asking),
     )
+
+
+def _typed_names(question: str, blocks: Sequence[Block]) -> frozenset[str]:
+    """The names a question typed in lower case gives (`words.names_typed_in_lower_case`), read off
+    the blocks' text and the parts of their section paths."""
+    headings = [part.strip() for b in blocks for part in b.chunk.section.split(">")]
+    return names_typed_in_lower_case(question, [b.chunk.text for b in blocks], headings)
 
 
 def written_figures(text: str) -> frozenset[str]:

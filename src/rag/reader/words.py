@@ -99,3 +99,28 @@ def without_code(text: str, keep: frozenset[str], literals: str = "") -> str:
 def proper_names(text: str) -> frozenset[str]:
     """Stems of the capitalised words inside `text` (not its first word): the names it mentions."""
     return term_set(" ".join(w for w in CAPITALISED_RE.findall(text) if w.lower() not in NOT_PLACES))
+
+
+_LOWER_WORD_RE = re.compile(r"(?<![\w-])[a-z][a-z'-]*")
+
+
+def names_typed_in_lower_case(question: str, texts: list[str], headings: list[str]) -> frozenset[str]:
+    """Stems of the words `question` writes in lower case that the passages read name: a heading of
+    theirs that is that one word capitalised ("the team plan" under a section "Team"), or the first of
+    two words that `texts` capitalise each time they write the two together ("the Team plan", whatever
+    else they say of teams). A question typed without capitals names what the passages name."""
+    words = _LOWER_WORD_RE.findall(question)
+    if len(words) < 2:
+        return frozenset()
+    titled = {h for h in headings if h[:1].isupper() and h[1:].islower() and h.isalpha()}
+    named = {w for w in words if w.capitalize() in titled and w not in NOT_PLACES and len(w) > 2}
+    text = " ".join(texts)
+    for first, second in zip(words, words[1:], strict=False):
+        if first in NOT_PLACES or len(first) < 3:
+            continue
+        found = re.findall(
+            rf"(?<![\w-])({re.escape(first)})\s+{re.escape(second)}(?![\w-])", text, re.IGNORECASE
+        )
+        if found and all(w[0].isupper() and w[1:].islower() for w in found):
+            named.add(first)
+    return term_set(" ".join(sorted(named)))
