@@ -237,9 +237,8 @@ def conversations(names: list[str], cache: Path, dense: str) -> dict[str, Any]:
         dataset = ROOT / "fixtures" / name / "conversations.jsonl"
         corpora = sorted({c.corpus for c in load_conversations(dataset)})
         prepared = {corpus_dir(c): prepare("golden" if c == "corpus" else c, cache) for c in corpora}
-        report = run_conversations(
-            settings_for(cache / "unused.db", dense), dataset, prepared=prepared
-        ).json()
+        settings = settings_for(next(iter(prepared.values())), dense)  # each corpus's store is given
+        report = run_conversations(settings, dataset, prepared=prepared).json()
         rows[name] = {
             "follow_ups": report["answerable_follow_ups"],
             "reach": report["reach"],
