@@ -200,10 +200,11 @@ def _without_opening(question: str) -> str:
     for _ in range(_MOST_REMARKS):
         match = _REMARK_RE.match(rest)
         said = match.group(1).lower().split() if match else []
-        if not said or not all(w in _REMARK_WORDS for w in said):
+        if match is None or not all(w in _REMARK_WORDS for w in said):
             break
-        rest = rest[match.end() :] if match else rest
-        greeted = rest if greeted is not question or all(w in _GREETINGS for w in said) else greeted
+        rest = rest[match.end() :]
+        if greeted is not question or all(w in _GREETINGS for w in said):
+            greeted = rest  # once a greeting is read off, the remarks after it go too
     sentence = _GREETING_SENTENCE_RE.match(rest)
     if sentence and _opens_question(rest[sentence.end() :]):
         return rest[sentence.end() :]

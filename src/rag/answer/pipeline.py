@@ -306,7 +306,6 @@ class Pipeline:
         # a follow-up's standalone question; a first question without an opening remark ("Hi! ...")
         earlier = [t.question for t in turns]
         searched = Question(standalone_question(question, earlier, meaning=self.tools.meaning))
-        searched = question if searched == question else searched
         focus = follow_up_focus(question, searched) if turns else ()
         plan = self._retrieved(searched, top_k=top_k, trace_id=trace_id, principal=principal)
         plan.started, plan.record = started, record
