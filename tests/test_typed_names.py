@@ -25,3 +25,8 @@ def test_a_word_the_question_capitalises_or_a_month_is_left_to_proper_names() ->
         names_typed_in_lower_case("What does the Team plan cost?", ["the Team plan"], ["Team"]) == frozenset()
     )
     assert names_typed_in_lower_case("what happened in may?", [], ["May"]) == frozenset()
+
+
+def test_a_capital_that_only_starts_sentences_makes_no_name() -> None:
+    texts = ["Backups run nightly. Backups run again at noon."]
+    assert names_typed_in_lower_case("when do backups run?", texts, []) == frozenset()

@@ -104,6 +104,10 @@ def proper_names(text: str) -> frozenset[str]:
 _LOWER_WORD_RE = re.compile(r"(?<![\w-])[a-z][a-z'-]*")
 
 
+def _may_name(word: str) -> bool:
+    return len(word) > 2 and word not in NOT_PLACES
+
+
 def names_typed_in_lower_case(question: str, texts: list[str], headings: list[str]) -> frozenset[str]:
     """Stems of the words `question` writes in lower case that the passages read name: a heading of
     theirs that is that one word capitalised ("the team plan" under a section "Team"), or the first of
@@ -113,13 +117,14 @@ def names_typed_in_lower_case(question: str, texts: list[str], headings: list[st
     if len(words) < 2:
         return frozenset()
     titled = {h for h in headings if h[:1].isupper() and h[1:].islower() and h.isalpha()}
-    named = {w for w in words if w.capitalize() in titled and w not in NOT_PLACES and len(w) > 2}
+    named = {w for w in words if _may_name(w) and w.capitalize() in titled}
     text = " ".join(texts)
     for first, second in zip(words, words[1:], strict=False):
-        if first in NOT_PLACES or len(first) < 3:
+        if not _may_name(first):
             continue
+        # inside a sentence only, as `proper_names` reads a capital: a sentence's first word says nothing
         found = re.findall(
-            rf"(?<![\w-])({re.escape(first)})\s+{re.escape(second)}(?![\w-])", text, re.IGNORECASE
+            rf"(?<=[a-z,;:] )({re.escape(first)})\s+{re.escape(second)}(?![\w-])", text, re.IGNORECASE
         )
         if found and all(w[0].isupper() and w[1:].islower() for w in found):
             named.add(first)
