@@ -249,6 +249,10 @@ def _date(sentence: str, asked: AbstractSet[str], question: str) -> float:
     return _time(sentence, asked, question)
 
 
+_DEFAULT_BEFORE_RE = re.compile(r"\bdefaults?\s+$", re.IGNORECASE)
+_BY_DEFAULT_RE = re.compile(r"\bby\s+default\b", re.IGNORECASE)
+
+
 def _code(sentence: str, asked: AbstractSet[str], question: str) -> float:
     """1.0 when the sentence names as code (an inline literal or an identifier) a thing the question
     does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
@@ -302,6 +306,20 @@ def code_kind(question: str) -> str:
     """The kind of named thing a "which option / variable ..." question asks for, else ""."""
     match = CODE_QUESTION_RE.search(question)
     return match.group(1).lower() if match else ""
+
+
+@lru_cache(maxsize=4096)
+def asks_default_of_kind(question: str) -> bool:
+    """The question asks which thing of the asked kind is the default ("what is the default setting for
+    ...", "Which worker class is used by default?"): a default's value answers it. Else "default" is
+    said of another thing ("Which environment variable sets the default line length?"), and only a
+    name of the asked kind answers."""
+    match = CODE_QUESTION_RE.search(question)
+    if match is None:
+        return False
+    return bool(
+        _BY_DEFAULT_RE.search(question) or _DEFAULT_BEFORE_RE.search(question, match.start(), match.start(1))
+    )
 
 
 def _cause(sentence: str, asked: AbstractSet[str], question: str) -> float:

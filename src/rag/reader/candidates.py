@@ -17,7 +17,7 @@ from functools import lru_cache
 from rag.language.lexicon import ANAPHOR_RE, BYTE_AMOUNT_RE, DEFAULT_TERMS, SIZE_NOUNS
 from rag.language.meaning import Matrix, Meaning
 from rag.language.text import is_proposal, term_set
-from rag.reader.answer_types import QUANTITY_KINDS, price_match, type_match
+from rag.reader.answer_types import QUANTITY_KINDS, asks_default_of_kind, price_match, type_match
 from rag.reader.answerable import (
     Reading,
     answer_worthy,
@@ -30,7 +30,14 @@ from rag.reader.answerable import (
 from rag.reader.defaults import defaults_another, states_default_value
 from rag.reader.prose import Prose, closing_label, prose
 from rag.reader.question import Ask, matched, share
-from rag.reader.words import heading_terms, joined_terms, sentence_key, sentence_terms, without_code
+from rag.reader.words import (
+    heading_terms,
+    joined_terms,
+    sentence_key,
+    sentence_terms,
+    without_code,
+    without_link_targets,
+)
 from rag.types import Block
 
 # Title/section terms count this much toward a sentence's rank (fully toward eligibility).
@@ -196,18 +203,24 @@ def _own_terms(ask: Ask, p: Prose, fit: float, topic_terms: frozenset[str]) -> f
 
 
 def _topic_terms(ask: Ask, text: str) -> frozenset[str]:
-    """The question terms `text` names outside inline code, plus those of code naming an asked identifier."""
-    return matched(ask, term_set(without_code(text, ask.identifiers, ask.literals)))
+    """The question terms `text` names outside inline code and link addresses, plus those of code naming
+    an asked identifier."""
+    return matched(ask, term_set(without_code(without_link_targets(text), ask.identifiers, ask.literals)))
 
 
 def _fit(ask: Ask, sentence: str) -> float:
     """How well the sentence carries the asked kind of answer, in [0, 1] (see `type_match`); for a
     default question it must state a default's value (`defaults.states_default_value`: "default"
-    alone states none), and then counts as typed when no other kind is asked."""
+    alone states none), and then counts as typed unless a quantity is asked. A question for a name in
+    code that says "default" of another thing ("Which environment variable sets the default line
+    length?") asks for the name, not a default: "the limit of `88`, Black's default" does not answer
+    it (`answer_types.asks_default_of_kind`: "the default setting" is a value)."""
     fit = type_match(sentence, ask.kind, ask.question)
     if ask.price:
         fit = price_match(sentence, fit)
     if ask.default:
+        if ask.kind == "code" and not asks_default_of_kind(ask.question):
+            return fit  # "Which variable sets the default width?" asks for the variable's name
         if not states_default_value(sentence, ask.question) or defaults_another(
             sentence, ask.weights.keys() | DEFAULT_TERMS
         ):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -66,6 +66,15 @@ _LIST_TABLE_RE = re.compile(r"^(\s*)\.\.\s+list-table::")
 _HEADER_ROWS_RE = re.compile(r"^:header-rows:\s*(\d+)")
 # A reST simple table's border: two or more runs of "=" separated by spaces.
 _SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
+# A command's option entry as help output and option lists lay it out: the option, its aliases and
+# value name at the start of a line, then two spaces or more before its description, or nothing more
+# on that line ("-l, --showlocals      Show locals in tracebacks", "--tb=style    Traceback print
+# mode"). Each entry is a statement of its own, however its lines end.
+_OPTION_ENTRY_RE = re.compile(
+    r"[ \t]*--?[A-Za-z0-9?]\S*(?: --?[A-Za-z0-9]\S*| [A-Za-z<{\[]\S*){0,2}(?: {2,}\S|[ \t]*$)", re.M
+)
+# An option entry's sentence, its layout collapsed ("--band=BAND Log on BAND only.").
+_OPTION_START_RE = re.compile(r"--?[A-Za-z0-9?]")
 # A list item's whole text when it is one inline code literal ("``LOG_LEVEL``", "`--workers`").
 _LONE_LITERAL_RE = re.compile(r"(?::[\w:-]+:)?``([^`]+)``|(?::[\w:-]+:)?`([^`]+)`")
 
@@ -111,11 +120,31 @@ def prose(text: str, section: str = "", lead: str = "") -> tuple[Prose, ...]:
     units = 0
     for label, paragraph in _paragraphs(lines, kinds, labels):
         entry = " ".join(paragraph)
+        found: list[Prose] = []
         for sentence, starts_unit in _sentences("\n".join(paragraph)):
-            units += starts_unit or not out
-            out.append(Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units))
+            units += starts_unit or not (out or found)
+            found.append(
+                Prose(text=sentence, label=label, field=field_name(sentence), entry=entry, unit=units)
+            )
+        out.extend(_by_entry(found) if _listing(paragraph) else found)
         units += 1
     return tuple(out)
+
+
+def _listing(paragraph: Sequence[str]) -> bool:
+    """The paragraph is a command's help listing: two option entries or more (`_OPTION_ENTRY_RE`)."""
+    return sum(1 for line in paragraph if _OPTION_ENTRY_RE.match(line)) >= 2
+
+
+def _by_entry(found: Sequence[Prose]) -> list[Prose]:
+    """A help listing's sentences, each with its own option's text as its entry: a field line
+    ("Default: all.") is about the option it closes, not every option of the listing."""
+    groups: list[list[Prose]] = []
+    for p in found:
+        if not groups or _OPTION_START_RE.match(p.text):
+            groups.append([])
+        groups[-1].append(p)
+    return [replace(p, entry=" ".join(q.text for q in group)) for group in groups for p in group]
 
 
 def _simple_tables(lines: list[str]) -> list[str]:
@@ -471,13 +500,14 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
     list item or table row: bullets stripped, whitespace collapsed, table rows rendered as
     statements with their column headers, questions and labels skipped."""
     out: list[tuple[str, bool]] = []
-    spans = _whole_rows(text, sentence_spans(text))
+    spans = _option_entries(text, _whole_rows(text, sentence_spans(text)))
     header: list[str] | None = None
     new_unit = True
     for i, (start, end) in enumerate(spans):
         raw = text[start:end]
         gap = text[spans[i - 1][1] : start] if i else ""
-        new_unit = new_unit or bool(_BLANK_LINE_RE.search(gap)) or bool(BULLET_RE.match(raw))
+        listed = bool(BULLET_RE.match(raw) or _OPTION_ENTRY_RE.match(raw))  # an item of a list
+        new_unit = new_unit or bool(_BLANK_LINE_RE.search(gap)) or listed
         cells = _table_cells(raw)
         if cells is not None:
             following = _table_cells(text[spans[i + 1][0] : spans[i + 1][1]]) if i + 1 < len(spans) else None
@@ -488,7 +518,7 @@ def _sentences(text: str) -> list[tuple[str, bool]]:
             continue
         header = None
         sentence = _SPACE_RE.sub(" ", BULLET_RE.sub("", raw)).strip()
-        if _answer_worthy(sentence, listed=bool(BULLET_RE.match(raw)), continued=not new_unit):
+        if _answer_worthy(sentence, listed=listed, continued=not new_unit):
             out.append((sentence, new_unit or bool(field_name(sentence))))  # a field is an item
             new_unit = False
     return out
@@ -508,6 +538,22 @@ def _whole_rows(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]
             out[-1] = (out[-1][0], end)
         else:
             out.append((start, end))
+    return out
+
+
+def _option_entries(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` cut where a line inside one starts an option entry (`_OPTION_ENTRY_RE`): a help
+    listing's lines end without a full stop, and its entries would otherwise run together."""
+    out: list[tuple[int, int]] = []
+    for start, end in spans:
+        cut = start
+        at = text.find("\n", start, end)
+        while at != -1:
+            if _OPTION_ENTRY_RE.match(text, at + 1) and text[cut:at].strip():
+                out.append((cut, at))
+                cut = at + 1
+            at = text.find("\n", at + 1, end)
+        out.append((cut, end))
     return out
 
 

@@ -24,6 +24,11 @@ _ENUMERATOR_PART_RE = re.compile(
     r"^\s*(?:[(\[]?\d+[.)\]]?|[(\[](?:[ivxlc]+|[a-z])[)\]]|(?:[ivxlc]+|[a-z])[.)])\s*$", re.IGNORECASE
 )
 _SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)+\.?\s+")
+# Where a link points, not what its sentence says: a Markdown link's target ("[exit codes](./basics.md)"
+# says "exit codes"), an angle-bracketed address, a bare web address.
+_LINK_TARGET_RE = re.compile(
+    r"(?<=\])\((?:[^()\s]|\([^()\s]*\))*\)|<(?:https?://|mailto:)[^>\s]*>|\bhttps?://[^\s)>\]]+"
+)
 
 
 @lru_cache(maxsize=50_000)
@@ -78,6 +83,15 @@ def code_literals(text: str) -> frozenset[str]:
         CODE_LITERAL_RE.sub("", m.group(0)).strip().lower().lstrip("-").replace("-", "_")
         for m in INLINE_CODE_RE.finditer(text)
     )
+
+
+@lru_cache(maxsize=50_000)
+def without_link_targets(text: str) -> str:
+    """`text` without the places its links point to: the words of an address ("docs.docker.com/
+    engine/reference/run/#exit-status") are not words the sentence says."""
+    if "](" not in text and "://" not in text:
+        return text
+    return _LINK_TARGET_RE.sub(" ", text)
 
 
 @lru_cache(maxsize=50_000)

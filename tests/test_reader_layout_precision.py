@@ -1,0 +1,150 @@
+"""Precision first (issue 28 item 1), three ways a sentence looked like an answer without being one:
+words that only a link's address holds, a default's value given where a name in code is asked, and a
+command's help listing read as one long sentence. Inline documents of a domain unlike the fixtures:
+a radio amateur's logging program."""
+
+from __future__ import annotations
+
+from rag.reader.answer_types import asks_default_of_kind
+from rag.reader.offline import OfflineGenerator
+from rag.reader.prose import prose
+from rag.types import Block, Chunk
+
+
+def block(n: int, text: str, *, title: str = "Logbook manual", section: str = "") -> Block:
+    chunk = Chunk(chunk_id=f"d{n}#c01", doc_id=f"d{n}", title=title, section=section, text=text)
+    return Block(n=n, chunk=chunk, score=0.7, sent_text=text)
+
+
+def answer(question: str, blocks: list[Block]) -> list[str]:
+    return [d.text for d in OfflineGenerator().generate(question, blocks).drafts]
+
+
+# --- a link's address is not what its sentence says
+
+
+OTHERS = [
+    block(
+        2,
+        "_Logbook_ keeps one entry per contact, with its band and mode. Each entry has a status.",
+        section="Entries",
+    ),
+    block(
+        3,
+        "Each export writes an ADIF file that contest software reads. The export code is open.",
+        section="Export",
+    ),
+    block(
+        4,
+        "_Logbook_ checks every callsign before saving, and returns an error when one is invalid.",
+        section="Checks",
+    ),
+]
+LINKED = (
+    "_Remark_: besides [regular _Logbook_ exit codes](./the_basics.md) returned by `--check` option,"
+    " [Docker exit codes](https://docs.example.com/engine/reference/run/#exit-status) should also be"
+    " considered."
+)
+
+
+def test_words_only_in_a_link_address_do_not_answer():
+    # "run" and "status" are in the second link's address alone: the sentence says nothing of them
+    linked = block(
+        1, f"```console\n$ docker run --rm logbook --check .\n```\n\n{LINKED}", section="Usage > Check"
+    )
+    assert (
+        answer("What status code does Logbook return if it runs into an internal error?", [*OTHERS, linked])
+        == []
+    )
+
+
+def test_the_link_text_still_counts():
+    plain = block(
+        1,
+        "On an internal error _Logbook_ returns status code 7; see the [exit codes](./codes.md).",
+        section="Usage > Check",
+    )
+    assert answer(
+        "What status code does Logbook return if it runs into an internal error?", [*OTHERS, plain]
+    ) == ["On an internal error _Logbook_ returns status code 7; see the [exit codes](./codes.md)."]
+
+
+# --- "which variable ...": the default's value is not the variable
+
+
+LENGTH = block(
+    1,
+    "Without a setting in its environment, the logbook cuts printed lines at `72` characters, the default"
+    " line width.",
+    section="Printing",
+)
+VARIABLE = block(
+    2,
+    "Set the `LOGBOOK_LINE_WIDTH` environment variable to change the default line width.",
+    section="Environment",
+)
+
+
+def test_a_default_value_is_no_answer_to_which_variable_sets_it():
+    assert answer("Which environment variable sets the default line width?", [LENGTH]) == []
+
+
+def test_the_variable_answers_which_variable_sets_the_default():
+    assert answer("Which environment variable sets the default line width?", [LENGTH, VARIABLE]) == [
+        "Set the `LOGBOOK_LINE_WIDTH` environment variable to change the default line width."
+    ]
+
+
+def test_the_default_of_the_asked_kind_is_a_value():
+    assert asks_default_of_kind("What is the default setting for the band plan?")
+    assert asks_default_of_kind("Which export class is used by default?")
+    assert not asks_default_of_kind("Which environment variable sets the default line width?")
+    assert not asks_default_of_kind("How long is the default line?")  # asks for no name at all
+
+
+# --- a help listing: each option is a statement of its own
+
+LISTING = """Options:
+  -q, --quiet           Print nothing but errors
+  --band=BAND           Log on BAND only. Default: 20m.
+  --grid
+                        Add the Maidenhead locator to each entry
+  -s, --show-callsigns  List the callsigns worked (off by default)
+"""
+
+
+def test_each_option_of_a_help_listing_is_its_own_sentence():
+    texts = [p.text for p in prose(LISTING)]
+    assert "-q, --quiet Print nothing but errors" in texts
+    assert "--grid Add the Maidenhead locator to each entry" in texts
+    assert "-s, --show-callsigns List the callsigns worked (off by default)" in texts
+    units = {p.text: p.unit for p in prose(LISTING)}
+    assert len({units[t] for t in texts if t.startswith("-")}) == 4
+
+
+def test_a_field_line_of_a_listing_is_about_its_own_option():
+    default = next(p for p in prose(LISTING) if p.field)
+    assert default.text == "Default: 20m."
+    assert "--band" in default.entry and "--quiet" not in default.entry and "callsigns" not in default.entry
+
+
+def test_an_option_named_at_the_start_of_a_wrapped_prose_line_does_not_cut_it():
+    texts = [
+        p.text for p in prose("To hide the banner pass\n--quiet to the logger. It then prints errors only.")
+    ]
+    assert texts == ["To hide the banner pass --quiet to the logger.", "It then prints errors only."]
+
+
+HELP_TAIL = """listed (see --quiet), 'N' can be used to reset
+                        the list. (default: 'fE').
+  --no-banner           Hide the banner (enabled by default)
+  -s, --show-callsigns  List the callsigns worked
+  --grid=LOCATOR        Add the Maidenhead locator
+                        to each printed entry
+"""
+
+
+def test_a_help_listing_is_no_answer_as_one_run_of_options():
+    # the tail of a long help output, cut by the chunker: "default" belongs to the banner option alone
+    listing = block(1, HELP_TAIL, section="Command line > Complete help output")
+    assert answer("Which locator does the logbook add to printed entries by default?", [listing]) == []
