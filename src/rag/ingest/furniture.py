@@ -5,8 +5,10 @@ holds real content; else the body. Furniture is removed everywhere: what is neve
 styles, media, form controls), hidden elements (`hidden`, `aria-hidden="true"`, an inline
 `display:none`), the ARIA landmarks that are not content (navigation, banner, contentinfo,
 complementary, search: `<nav>`, `<aside>`, `<search>`, a page-level `<header>`/`<footer>`, or an
-explicit `role`) and permalink marks (a link to a fragment of the page whose text is only a
-symbol, such as the "¶" after a generated heading). Inside the content, forms, a `<header>` or
+explicit `role`), the blocks a page generator names as its navigation or page footer (a `class` or
+`id` such as "navheader", "topNav", "nav-panel", "footer": `_named_furniture`, the class-name signal
+main-content extractors read) and permalink marks (a link to a fragment of the page whose text is only
+a symbol, such as the "¶" after a generated heading). Inside the content, forms, a `<header>` or
 `<footer>` that holds no heading, and link-dense blocks (tables of contents, breadcrumbs,
 "previous / next" bars: decided by measured link density and size, `_link_dense`) are removed too.
 Elements are lxml.html elements, changed in place.
@@ -29,6 +31,13 @@ _SKIP = frozenset(
 # ARIA landmark roles that are page furniture, and the role each element has by default (HTML-AAM)
 _FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
 _IMPLICIT_ROLES = {"nav": "navigation", "aside": "complementary", "search": "search"}
+# a class or id token naming a navigation block ("navheader", "navfooter", "topNav", "nav-panel",
+# "sidenav", "navbar", "navigation") or the page's footer ("footer", "footer-text", "page-footer")
+_FURNITURE_NAME_RE = re.compile(
+    r"(?:(?:top|bottom|side|sub|site|page|main)[-_]?)?nav(?:igation)?(?:[-_]?(?:bar|header|footer|panel|path|links|menu))?"
+    r"|(?:page[-_]|site[-_])?footer(?:[-_]text)?",
+    re.IGNORECASE,
+)
 # a <header>/<footer> inside one of these is that section's own, not the page's banner/contentinfo
 _SECTIONING = frozenset({"article", "aside", "main", "nav", "section"})
 # blocks whose link density is measured (a table or list of links is a menu as much as a <div>), and
@@ -82,7 +91,23 @@ def _furniture(el: Any) -> bool:
     """Never text, anywhere: code and media, hidden elements, landmarks that are not content and
     permalink marks."""
     tag = tag_of(el)
-    return not tag or tag in _SKIP or _hidden(el) or _role(el) in _FURNITURE_ROLES or _permalink(el)
+    return (
+        not tag
+        or tag in _SKIP
+        or _hidden(el)
+        or _role(el) in _FURNITURE_ROLES
+        or _named_furniture(el)
+        or _permalink(el)
+    )
+
+
+def _named_furniture(el: Any) -> bool:
+    """A block whose `class` or `id` names it navigation or the page footer (`_FURNITURE_NAME_RE`, a
+    whole token: "navheader", not "canvas" or "unavailable"); never the body or a main landmark."""
+    if tag_of(el) in ("body", "main", "html") or (el.get("role") or "") == "main":
+        return False
+    names = f"{el.get('class') or ''} {el.get('id') or ''}".split()
+    return any(_FURNITURE_NAME_RE.fullmatch(name) for name in names)
 
 
 def _hidden(el: Any) -> bool:

@@ -235,8 +235,10 @@ def _write_children(el: Any, out: _Text) -> None:
 def _write(el: Any, out: _Text) -> None:
     tag = tag_of(el)
     special = _WRITERS.get(tag)
-    if tag in HEADINGS:
+    if tag in HEADINGS and not box_title(el):
         _write_heading(el, out)
+    elif tag in HEADINGS:
+        out.block(_inline_text(el))  # "Note": the label of a box in the text, not a section
     elif special is not None:
         special(el, out)
     else:
@@ -245,6 +247,20 @@ def _write(el: Any, out: _Text) -> None:
         _write_children(el, out)
         if tag in _BLOCK:
             out.brk("\n\n")
+
+
+def box_title(el: Any) -> bool:
+    """A heading that titles a box of its section (DocBook's `<div class="note"><h3>Note</h3>`): its
+    text, lowercased, is a class of the element around it, or that element is an "admonition". Such
+    a heading opens no section: the text after the box still belongs to the section before it."""
+    parent = el.getparent()
+    if parent is None:
+        return False
+    classes = {c.lower() for c in (parent.get("class") or "").split()}
+    if not classes and parent.getparent() is not None and len(parent) == 1:
+        classes = {c.lower() for c in (parent.getparent().get("class") or "").split()}
+    word = _inline_text(el).strip().rstrip(":").lower()
+    return bool(word) and (word in classes or "admonition" in classes)
 
 
 def _write_heading(el: Any, out: _Text) -> None:
