@@ -1,13 +1,15 @@
-"""Precision first (issue 28 item 1), three ways a sentence looked like an answer without being one:
-words that only a link's address holds, a default's value given where a name in code is asked, and a
-command's help listing read as one long sentence. Inline documents of a domain unlike the fixtures:
-a radio amateur's logging program."""
+"""Precision first (issue 28 item 1), ways a sentence looked like an answer without being one: words
+that only a link's address holds, a default's value given where a name in code is asked, a command's
+help listing read as one long sentence, "since" taken for the topic of "Since which version ...?",
+and a sentence answering the asking words for another situation than the asker's. Inline documents
+of a domain unlike the fixtures: a radio amateur's logging program."""
 
 from __future__ import annotations
 
 from rag.reader.answer_types import asks_default_of_kind
 from rag.reader.offline import OfflineGenerator
 from rag.reader.prose import prose
+from rag.reader.question import question_terms
 from rag.types import Block, Chunk
 
 
@@ -148,3 +150,41 @@ def test_a_help_listing_is_no_answer_as_one_run_of_options():
     # the tail of a long help output, cut by the chunker: "default" belongs to the banner option alone
     listing = block(1, HELP_TAIL, section="Command line > Complete help output")
     assert answer("Which locator does the logbook add to printed entries by default?", [listing]) == []
+
+
+# --- the question's frame and its situation
+
+
+def test_since_frames_the_asked_time_and_is_no_topic():
+    assert question_terms("Since which version does the exporter merge log files?") == [
+        "version",
+        "export",
+        "merg",
+        "log",
+        "file",
+    ]
+
+
+RENAME_OTHERS = [
+    block(
+        5,
+        "The exporter writes one file per band. It is *always* necessary to review the **candidate files**"
+        " that the exporter produces.",
+        section="What does the exporter detect?",
+    ),
+    block(6, "Renaming a band in the settings keeps its entries.", section="Bands"),
+]
+
+
+def test_a_sentence_saying_nothing_of_the_asker_s_situation_is_no_answer():
+    # "what the exporter produces", said of no rename at all
+    assert answer("If I rename a contact in my log, what does the exporter produce?", RENAME_OTHERS) == []
+
+
+def test_a_sentence_about_the_situation_answers():
+    renames = block(
+        7, "A contact renamed in the log makes the exporter produce a delete and add pair.", section="Renames"
+    )
+    assert answer(
+        "If I rename a contact in my log, what does the exporter produce?", [*RENAME_OTHERS, renames]
+    ) == ["A contact renamed in the log makes the exporter produce a delete and add pair."]

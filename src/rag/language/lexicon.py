@@ -62,7 +62,7 @@ HOW_FORMS = frozenset({"long", "much", "mani", "often", "far", "soon", "big", "l
 # Stems that carry no topic in a question ("still", "the whole ..."): never question terms.
 QUESTION_FILLERS = HOW_FORMS | frozenset(
     {"still", "happen", "whole", "anoth", "instead", "just", "exact", "actual", "realli", "quick"}
-    | {"ever", "current", "typic", "usual", "possibl", "exist"}
+    | {"ever", "current", "typic", "usual", "possibl", "exist", "sinc", "till"}
 )
 # A condition or circumstance leading a one-sentence question, up to the comma before the asking
 # words ("If I call it without a name, what ...", "With the default limits, how much ..."): the

@@ -222,9 +222,23 @@ def eligible(ask: Ask, r: Reading, variants: Sequence[tuple[Ask, bool]], min_cov
         return True
     return any(
         _eligible_on(variant, r, min_coverage)
+        and (not _situation_discounted(ask, variant) or _says_situation(ask, r))
         for variant, kind_only in variants
         if not kind_only or carries_kind(ask, r)
     )
+
+
+def _situation_discounted(ask: Ask, variant: Ask) -> bool:
+    """`variant` weighs the words of the situation stated before the asking sentence down."""
+    return bool(ask.stated) and ask.stated <= variant.uncounted
+
+
+def _says_situation(ask: Ask, r: Reading) -> bool:
+    """The sentence, with its context, says a word of the asker's situation: discounting the situation
+    lets a sentence answer the asking words alone ("If I rename a column, what does autogenerate
+    produce?": what autogenerate produces), but one that says nothing of the situation answers them
+    for another one."""
+    return bool((r.own | r.label | r.entry | r.near | r.broad) & ask.stated)
 
 
 def _eligible_on(ask: Ask, r: Reading, min_coverage: float) -> bool:
