@@ -188,3 +188,23 @@ def test_a_sentence_about_the_situation_answers():
     assert answer(
         "If I rename a contact in my log, what does the exporter produce?", [*RENAME_OTHERS, renames]
     ) == ["A contact renamed in the log makes the exporter produce a delete and add pair."]
+
+
+# --- "how often" asks for a rate
+
+
+def test_how_often_asks_for_a_rate_and_a_count_of_something_else_is_none():
+    two_runs = block(
+        1,
+        "By default, the logbook runs two checks in parallel, and computes band statistics on all entries.",
+        section="Statistics",
+    )
+    assert answer("How often does the logbook compute its band statistics by default?", [two_runs]) == []
+    rate = block(2, "Band statistics are computed every 500 entries.", section="Statistics")
+    assert answer("How often does the logbook compute its band statistics?", [two_runs, rate]) == [
+        "Band statistics are computed every 500 entries."
+    ]
+    nightly = block(3, "The logbook backs up its band statistics nightly.", section="Backups")
+    assert answer("How often are the band statistics backed up?", [nightly]) == [
+        "The logbook backs up its band statistics nightly."
+    ]

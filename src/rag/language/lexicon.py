@@ -287,6 +287,15 @@ TIME_WORD_RE = re.compile(
     r"|monthly|hourly|yearly|annually|quarterly|nightly)\b",
     re.IGNORECASE,
 )
+# "How often ...?" asks for a rate: a repetition ("every 5000 generations", "each day", "twice a
+# week", "three times"), an adverb of frequency ("nightly") or a rate per unit of time.
+FREQUENCY_QUESTION_RE = re.compile(r"\bhow\s+(?:often|frequently)\b|\bfrequency\b", re.IGNORECASE)
+FREQUENCY_RE = re.compile(
+    r"\b(?:every|each)\s+(?:other\s+)?(?:\d[\d,.]*|(?:second|minute|hour|day|night|week|month|quarter|year|time)s?\b)"
+    r"|\b(?:once|twice|thrice|times)\b|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually)\b"
+    r"|\b(?:per|a)\s+(?:second|minute|hour|day|night|week|month|quarter|year)\b",
+    re.IGNORECASE,
+)
 MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"

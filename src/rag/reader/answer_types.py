@@ -34,6 +34,8 @@ from rag.language.lexicon import (
     DEFAULT_QUESTION_RE,
     DEFAULT_STATEMENT_RE,
     FIGURE_RE,
+    FREQUENCY_QUESTION_RE,
+    FREQUENCY_RE,
     HOW_TO_QUESTION_RE,
     IDENTIFIER_RE,
     INLINE_CODE_RE,
@@ -235,9 +237,14 @@ def asked_noun(question: str) -> str:
 
 
 def _time(sentence: str, asked: AbstractSet[str], question: str) -> float:
+    """1.0 for a figure with a time word, 0.5 for a bare figure; for "how often ...?", 1.0 for a rate
+    (`FREQUENCY_RE`) or a figure with a time word and 0.0 for a bare figure: "runs two analyses"
+    counts analyses, it gives no rate."""
     figures = _new_figures(sentence, asked)
     if figures and TIME_WORD_RE.search(sentence):
         return 1.0
+    if FREQUENCY_QUESTION_RE.search(question):
+        return 1.0 if FREQUENCY_RE.search(sentence) else 0.0
     return 0.5 if figures else 0.0
 
 
