@@ -121,6 +121,9 @@ def test_a_reason_for_something_else_is_not_the_asked_reason():
 def test_what_noun_question_needs_that_noun_or_a_value():
     assert asked_noun("What error does the printer show when the tray is empty?") == "error"
     assert asked_noun("What happens when the tray is empty?") == ""
+    # the head of a longer noun phrase is the asked noun
+    assert asked_noun("What random number seed does the printer use?") == "seed"
+    assert asked_noun("Which paper tray size does the printer take?") == "size"
     printer = (
         "Allowed trays\n-------------\n\n"
         "The printer console will only be served if the request comes from a trusted tray."

@@ -6,7 +6,7 @@ of a domain unlike the fixtures: a radio amateur's logging program."""
 
 from __future__ import annotations
 
-from rag.reader.answer_types import asks_default_of_kind
+from rag.reader.answer_types import answer_type, asks_default_of_kind, type_match
 from rag.reader.offline import OfflineGenerator
 from rag.reader.prose import prose
 from rag.reader.question import question_terms
@@ -207,4 +207,17 @@ def test_how_often_asks_for_a_rate_and_a_count_of_something_else_is_none():
     nightly = block(3, "The logbook backs up its band statistics nightly.", section="Backups")
     assert answer("How often are the band statistics backed up?", [nightly]) == [
         "The logbook backs up its band statistics nightly."
+    ]
+
+
+def test_what_hours_asks_for_times_of_day():
+    question = "What hours do the contest logging restrictions apply?"
+    assert answer_type(question) == "date"
+    assert type_match("There are six contest zones, labelled A to F.", "date", question) == 0.0
+    assert type_match("Restrictions apply from 8:00 am to 6:00 pm on weekends.", "date", question) == 1.0
+    hours = block(
+        2, "Contest logging restrictions apply from 8:00 am to 6:00 pm on weekends.", section="Contests"
+    )
+    assert answer(question, [hours]) == [
+        "Contest logging restrictions apply from 8:00 am to 6:00 pm on weekends."
     ]

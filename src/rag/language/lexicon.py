@@ -257,7 +257,7 @@ CODE_FORMS: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = (
     (frozenset({"command", "subcommand"}), re.compile(r"/?[a-z][\w.-]*(?: \S+)+")),
 )
 TYPE_NOUN_RE = re.compile(
-    r"\b(?:what|which)\s+(time|times|date|dates|days?|years?|months?)\b" + _HEAD_NOUN_END, re.IGNORECASE
+    r"\b(?:what|which)\s+(time|times|hours|date|dates|days?|years?|months?)\b" + _HEAD_NOUN_END, re.IGNORECASE
 )
 # Wording asking for a price ("how much ... pay", "does it cost", "what is the fee"); "Which costs
 # ..." asks for a kind, not a price.
@@ -268,7 +268,8 @@ PRICE_QUESTION_RE = re.compile(
     re.IGNORECASE,
 )
 # "What time", "by what time": a time of day, stated as a clock time.
-CLOCK_QUESTION_RE = re.compile(r"\bwhat\s+time\b", re.IGNORECASE)
+# "What hours ... apply?", "which hours": the times of day something holds, as clock times too.
+CLOCK_QUESTION_RE = re.compile(r"\bwhat\s+time\b|\b(?:what|which)\s+hours\b", re.IGNORECASE)
 
 # ---------------------------------------------------------------------------------------------
 # Facts a sentence states
@@ -353,7 +354,7 @@ REFERRING_RE = re.compile(r"\b(?:it|its|they|them|their|this|that|these|those)\b
 # "What / which <noun> does ...?": the noun names the kind of thing asked for ("What error does the
 # console return?"); a sentence that neither names it nor writes a name in code does not answer.
 ASKED_NOUN_RE = re.compile(
-    r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+)?([a-z][\w-]*)\s+(?:does|do|did|is|are|was|were|will|would"
+    r"^\W*(?:what|which)\s+(?:[a-z][\w-]*\s+){0,2}?([a-z][\w-]*)\s+(?:does|do|did|is|are|was|were|will|would"
     r"|should|can|could|has|have|must|gets?)\b",
     re.IGNORECASE,
 )
