@@ -7,9 +7,10 @@ of a domain unlike the fixtures: a radio amateur's logging program."""
 from __future__ import annotations
 
 from rag.reader.answer_types import answer_type, asks_default_of_kind, type_match
+from rag.reader.answerable import answer_worthy
 from rag.reader.offline import OfflineGenerator
 from rag.reader.prose import prose
-from rag.reader.question import question_terms
+from rag.reader.question import question_terms, read_question, written_figures
 from rag.types import Block, Chunk
 
 
@@ -221,3 +222,29 @@ def test_what_hours_asks_for_times_of_day():
     assert answer(question, [hours]) == [
         "Contest logging restrictions apply from 8:00 am to 6:00 pm on weekends."
     ]
+
+
+# --- what an API reference prints is not a statement
+
+
+def test_a_signature_alone_is_no_answer():
+    text = (
+        "logbook-filters.indent(s: str, width: int = 4, first: bool = False) → str\n\n"
+        "Indent each line of the text by the given width."
+    )
+    reference = block(1, text, title="Template filters", section="List of builtin filters")
+    ask = read_question("How does the logbook indent filter handle lines?", [reference], None)
+    assert ask is not None
+    signature, description = prose(text)
+    assert not answer_worthy(ask, signature, 1.0)
+    assert answer_worthy(ask, description, 1.0)
+
+
+def test_an_expression_is_one_figure_and_no_release():
+    assert written_figures("In a logbook template, how is 3**3**3 grouped?") == {"3**3**3"}
+    changelog = block(
+        1,
+        "Changed in version 3.1: Added the `case_sensitive` parameter to template grouping.",
+        title="Templates",
+    )
+    assert answer("In a logbook template, how is 3**3**3 grouped?", [changelog]) == []

@@ -176,10 +176,17 @@ def leads_in(sentence: str) -> bool:
     return sentence.rstrip().rstrip("*_").endswith(":")
 
 
+# A callable's signature as API references print it: a dotted name, its parameters in brackets, and
+# at most a return type ("jinja-filters.indent(s: str, width: int = 4) → str", "Queue.get(block=True)").
+_SIGNATURE_RE = re.compile(r"^[\w.:-]+\((?:[^()]|\([^()]*\))*\)(?:\s*(?:→|->)\s*[\w\[\]., |]+)?\.?$")
+
+
 @lru_cache(maxsize=50_000)
 def _never_an_answer(sentence: str) -> bool:
-    """A pointer elsewhere ("See the documentation of X for details.") or text addressing an assistant."""
-    return bool(SEE_ALSO_RE.search(sentence)) or is_addressed(sentence)
+    """A pointer elsewhere ("See the documentation of X for details."), text addressing an assistant,
+    or an API signature on its own ("filters.indent(s: str, width: int = 4) → str"): it names the
+    parameters, it states nothing."""
+    return bool(SEE_ALSO_RE.search(sentence) or _SIGNATURE_RE.match(sentence)) or is_addressed(sentence)
 
 
 def names_figures(ask: Ask, context: str) -> bool:

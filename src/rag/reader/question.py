@@ -224,12 +224,17 @@ def _typed_names(question: str, blocks: Sequence[Block]) -> frozenset[str]:
 
 def written_figures(text: str) -> frozenset[str]:
     """The digit-bearing words of `text`, trailing punctuation dropped and dashes read as hyphens
-    ("3.2.7", "8", "R300", "2026-27" for "2026–27")."""
-    words = WORD_TOKEN_RE.findall(_DASH_RE.sub("-", text))
-    return frozenset(w.rstrip(".,:'-").lower() for w in words if any(c.isdigit() for c in w))
+    ("3.2.7", "8", "R300", "2026-27" for "2026–27"); an arithmetic expression is one figure, its
+    spaces dropped ("3**3**3", "2 * 8"): its numbers are not releases or amounts of their own."""
+    expressions = [_SPACE_RE.sub("", m.group(0)) for m in _EXPRESSION_RE.finditer(text)]
+    words = WORD_TOKEN_RE.findall(_DASH_RE.sub("-", _EXPRESSION_RE.sub(" ", text)))
+    return frozenset(expressions + [w.rstrip(".,:'-").lower() for w in words if any(c.isdigit() for c in w)])
 
 
 _DASH_RE = re.compile(r"[‐‑‒–—]")
+_SPACE_RE = re.compile(r"\s+")
+# numbers joined by arithmetic operators ("3**3**3", "(2 + 3) * 4"); "-" is a range or a hyphen
+_EXPRESSION_RE = re.compile(r"\(?\d[\w.]*\)?(?:[ \t]*(?:\*\*|[*+/^])[ \t]*\(?\d[\w.]*\)?)+")
 
 
 def _contrasted(question: str, topic: Set[str]) -> frozenset[str]:
