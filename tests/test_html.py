@@ -121,6 +121,16 @@ def test_html_an_aside_whose_role_says_it_is_a_note_is_content() -> None:
     assert "Closed on public holidays." in text(page)
 
 
+def test_html_footnotes_in_an_aside_are_content() -> None:
+    # docutils' HTML5 writer (Sphinx) puts a page's footnotes in an <aside class="footnote-list">
+    notes = (
+        "<aside class='footnote-list brackets'><aside class='footnote brackets' id='n1' role='note'>"
+        "<span class='label'>[<a role='doc-backlink' href='#r1'>1</a>]</span>"
+        "<p>Rare maps are read in the reading room only.</p></aside></aside>"
+    )
+    assert "Rare maps are read in the reading room only." in text(f"<main>{PROSE}{notes}</main>")
+
+
 def test_html_permalink_marks_are_left_out_of_headings_text_and_title() -> None:
     page = (
         "<h1>Opening hours<a class='headerlink' href='#opening-hours'>¶</a></h1>"

@@ -52,8 +52,9 @@ from rag.types import Document
 # 6: an HTML list of links that a paragraph ending in ":" introduces, or whose items are not mostly
 # links, such as a short parameter list, is content, not a menu; 7: "pls" and "plz" are stop words, as
 # "please" is; 8: an HTML block whose class or id names it navigation or the page footer is
-# furniture, and a heading that titles a box ("Note" in `<div class="note">`) opens no section).
-CHUNKER_VERSION = 8
+# furniture, and a heading that titles a box ("Note" in `<div class="note">`) opens no section; 9: an
+# `<aside>` of footnotes, docutils' `<aside class="footnote-list">`, is content).
+CHUNKER_VERSION = 9
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy
 # 1,000-page manual is ~30 MB). `Limits` carries the bounds in force (RAG_INGEST_MAX_EXPANDED_MB).

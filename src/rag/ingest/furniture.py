@@ -4,11 +4,11 @@ The content is the page's `<main>`, else its `[role=main]`, else its sole `<arti
 holds real content; else the body. Furniture is removed everywhere: what is never text (scripts,
 styles, media, form controls), hidden elements (`hidden`, `aria-hidden="true"`, an inline
 `display:none`), the ARIA landmarks that are not content (navigation, banner, contentinfo,
-complementary, search: `<nav>`, `<aside>`, `<search>`, a page-level `<header>`/`<footer>`, or an
-explicit `role`), the blocks a page generator names as its navigation or page footer (a `class` or
-`id` such as "navheader", "topNav", "nav-panel", "footer": `_named_furniture`, the class-name signal
-main-content extractors read) and permalink marks (a link to a fragment of the page whose text is only
-a symbol, such as the "¶" after a generated heading). Inside the content, forms, a `<header>` or
+complementary, search: `<nav>`, `<aside>` (not one of footnotes), `<search>`, a page-level
+`<header>`/`<footer>`, or an explicit `role`), the blocks a page generator names as its navigation
+or page footer (a `class` or `id` such as "navheader", "topNav", "nav-panel", "footer":
+`_named_furniture`, the class-name signal main-content extractors read) and permalink marks (a link
+to a fragment of the page whose text is only a symbol, such as the "¶" after a generated heading). Inside the content, forms, a `<header>` or
 `<footer>` that holds no heading, and link-dense blocks (tables of contents, breadcrumbs,
 "previous / next" bars: decided by measured link density and size, `_link_dense`) are removed too.
 Elements are lxml.html elements, changed in place.
@@ -124,6 +124,8 @@ def _role(el: Any) -> str:
     if explicit:
         return explicit[0].lower()
     tag = tag_of(el)
+    if tag == "aside" and any(c.lower().startswith("footnote") for c in (el.get("class") or "").split()):
+        return ""  # docutils' `<aside class="footnote-list">`: the page's own notes, not a sidebar
     if tag in ("header", "footer"):
         scoped = any(tag_of(a) in _SECTIONING or (a.get("role") or "") == "main" for a in el.iterancestors())
         if not scoped:
