@@ -8,10 +8,10 @@ complementary, search: `<nav>`, `<aside>` (not one of footnotes), `<search>`, a 
 `<header>`/`<footer>`, or an explicit `role`), the blocks a page generator names as its navigation
 or page footer (a `class` or `id` such as "navheader", "topNav", "nav-panel", "footer":
 `_named_furniture`, the class-name signal main-content extractors read) and permalink marks (a link
-to a fragment of the page whose text is only a symbol, such as the "¶" after a generated heading). Inside the content, forms, a `<header>` or
-`<footer>` that holds no heading, and link-dense blocks (tables of contents, breadcrumbs,
-"previous / next" bars: decided by measured link density and size, `_link_dense`) are removed too.
-Elements are lxml.html elements, changed in place.
+to a fragment of the page whose text is only a symbol, such as the "¶" after a generated heading).
+Inside the content, forms, a `<header>` or `<footer>` that holds no heading, and link-dense blocks
+(tables of contents, breadcrumbs, "previous / next" bars: decided by measured link density and
+size, `_link_dense`) are removed too. Elements are lxml.html elements, changed in place.
 """
 
 from __future__ import annotations
