@@ -90,6 +90,10 @@ def test_html_a_class_that_only_contains_the_letters_of_nav_or_footer_is_content
         assert "opens at nine" in text(page), name
     # the page's main landmark is the content whatever its class
     assert "opens at nine" in text(f"<body><main class='nav'><h1>Hours</h1>{PROSE}</main></body>")
+    # a section whose id a generator derived from its own title "Navigation" or "Footer" is content
+    for title in ("Navigation", "Footer"):
+        page = f"<body><h1>Guide</h1><section id='{title.lower()}'><h2>{title}</h2>{PROSE}</section></body>"
+        assert "opens at nine" in text(page), title
 
 
 def test_html_a_box_title_opens_no_section_and_the_text_after_the_box_keeps_its_section() -> None:

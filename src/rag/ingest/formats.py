@@ -53,7 +53,8 @@ from rag.types import Document
 # links, such as a short parameter list, is content, not a menu; 7: "pls" and "plz" are stop words, as
 # "please" is; 8: an HTML block whose class or id names it navigation or the page footer is
 # furniture, and a heading that titles a box ("Note" in `<div class="note">`) opens no section; 9: an
-# `<aside>` of footnotes, docutils' `<aside class="footnote-list">`, is content).
+# `<aside>` of footnotes, docutils' `<aside class="footnote-list">`, is content, and so is a block
+# named "navigation" or "footer" that holds a heading: a section whose id came from its title).
 CHUNKER_VERSION = 9
 # The default bound on an archive-based file (DOCX): one whose members expand to more than this is
 # skipped unread; a 716 KB DOCX expanding to 200 MB took 2.5 GB and 102 s to parse (a text-heavy

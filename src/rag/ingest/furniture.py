@@ -103,11 +103,15 @@ def _furniture(el: Any) -> bool:
 
 def _named_furniture(el: Any) -> bool:
     """A block whose `class` or `id` names it navigation or the page footer (`_FURNITURE_NAME_RE`, a
-    whole token: "navheader", not "canvas" or "unavailable"); never the body or a main landmark."""
+    whole token: "navheader", not "canvas" or "unavailable"); never the body or a main landmark, and
+    never a block holding a heading: a generator derives a section's id from its title, so a manual's
+    own section "Navigation" is `<section id="navigation"><h2>Navigation</h2>...`."""
     if tag_of(el) in ("body", "main", "html") or (el.get("role") or "") == "main":
         return False
     names = f"{el.get('class') or ''} {el.get('id') or ''}".split()
-    return any(_FURNITURE_NAME_RE.fullmatch(name) for name in names)
+    if not any(_FURNITURE_NAME_RE.fullmatch(name) for name in names):
+        return False
+    return not any(tag_of(d) in HEADINGS for d in el.iter())
 
 
 def _hidden(el: Any) -> bool:
