@@ -241,11 +241,12 @@ def _situation_discounted(ask: Ask, variant: Ask) -> bool:
 
 
 def _says_situation(ask: Ask, r: Reading) -> bool:
-    """The sentence, with its context, says a word of the asker's situation: discounting the situation
-    lets a sentence answer the asking words alone ("If I rename a column, what does autogenerate
-    produce?": what autogenerate produces), but one that says nothing of the situation answers them
-    for another one."""
-    return bool((r.own | r.label | r.entry | r.near | r.broad) & ask.stated)
+    """The sentence, its label, field entry or neighbours say a word of the asker's situation:
+    discounting the situation lets a sentence answer the asking words alone ("If I rename a column,
+    what does autogenerate produce?": what autogenerate produces), but one that says nothing of the
+    situation answers them for another one. The block's title and section do not count: they name
+    what the whole page is about ("Calling Tasks"), not the case the asker is in."""
+    return bool((r.own | r.label | r.entry | r.near) & ask.stated)
 
 
 def _eligible_on(ask: Ask, r: Reading, min_coverage: float) -> bool:
