@@ -291,10 +291,11 @@ TIME_WORD_RE = re.compile(
 # "How often ...?" asks for a rate: a repetition ("every 5000 generations", "each day", "twice a
 # week", "three times"), an adverb of frequency ("nightly") or a rate per unit of time.
 FREQUENCY_QUESTION_RE = re.compile(r"\bhow\s+(?:often|frequently)\b|\bfrequency\b", re.IGNORECASE)
+_PERIOD = r"(?:second|minute|hour|day|night|week|month|quarter|year)"
 FREQUENCY_RE = re.compile(
-    r"\b(?:every|each)\s+(?:other\s+)?(?:\d[\d,.]*|(?:second|minute|hour|day|night|week|month|quarter|year|time)s?\b)"
+    rf"\b(?:every|each)\s+(?:other\s+)?(?:\d[\d,.]*|(?:{_PERIOD}|time)s?\b)"
     r"|\b(?:once|twice|thrice|times)\b|\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually)\b"
-    r"|\b(?:per|a)\s+(?:second|minute|hour|day|night|week|month|quarter|year)\b",
+    rf"|\b(?:per|a)\s+{_PERIOD}\b",
     re.IGNORECASE,
 )
 MONTHS = (
