@@ -235,10 +235,11 @@ def _write_children(el: Any, out: _Text) -> None:
 def _write(el: Any, out: _Text) -> None:
     tag = tag_of(el)
     special = _WRITERS.get(tag)
-    if tag in HEADINGS and not box_title(el):
-        _write_heading(el, out)
-    elif tag in HEADINGS:
-        out.block(_inline_text(el))  # "Note": the label of a box in the text, not a section
+    if tag in HEADINGS:
+        if box_title(el):
+            out.block(_inline_text(el))  # "Note": the label of a box in the text, not a section
+        else:
+            _write_heading(el, out)
     elif special is not None:
         special(el, out)
     else:

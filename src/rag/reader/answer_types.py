@@ -256,10 +256,6 @@ def _date(sentence: str, asked: AbstractSet[str], question: str) -> float:
     return _time(sentence, asked, question)
 
 
-_DEFAULT_BEFORE_RE = re.compile(r"\bdefaults?\s+$", re.IGNORECASE)
-_BY_DEFAULT_RE = re.compile(r"\bby\s+default\b", re.IGNORECASE)
-
-
 def _code(sentence: str, asked: AbstractSet[str], question: str) -> float:
     """1.0 when the sentence names as code (an inline literal or an identifier) a thing the question
     does not name, and either calls it the asked kind of thing within CODE_NOUN_WORDS words ("the
@@ -313,6 +309,11 @@ def code_kind(question: str) -> str:
     """The kind of named thing a "which option / variable ..." question asks for, else ""."""
     match = CODE_QUESTION_RE.search(question)
     return match.group(1).lower() if match else ""
+
+
+# "the default setting", "by default": the default is the asked thing itself
+_DEFAULT_BEFORE_RE = re.compile(r"\bdefaults?\s+$", re.IGNORECASE)
+_BY_DEFAULT_RE = re.compile(r"\bby\s+default\b", re.IGNORECASE)
 
 
 @lru_cache(maxsize=4096)

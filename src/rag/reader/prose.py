@@ -70,11 +70,12 @@ _SIMPLE_BORDER_RE = re.compile(r"^\s*=+(?: +=+)+\s*$")
 # value name at the start of a line, then two spaces or more before its description, or nothing more
 # on that line ("-l, --showlocals      Show locals in tracebacks", "--tb=style    Traceback print
 # mode"). Each entry is a statement of its own, however its lines end.
+_OPTION = r"--?[A-Za-z0-9?]"
 _OPTION_ENTRY_RE = re.compile(
-    r"[ \t]*--?[A-Za-z0-9?]\S*(?: --?[A-Za-z0-9]\S*| [A-Za-z<{\[]\S*){0,2}(?: {2,}\S|[ \t]*$)", re.M
+    rf"[ \t]*{_OPTION}\S*(?: --?[A-Za-z0-9]\S*| [A-Za-z<{{\[]\S*){{0,2}}(?: {{2,}}\S|[ \t]*$)", re.M
 )
 # An option entry's sentence, its layout collapsed ("--band=BAND Log on BAND only.").
-_OPTION_START_RE = re.compile(r"--?[A-Za-z0-9?]")
+_OPTION_START_RE = re.compile(_OPTION)
 # A list item's whole text when it is one inline code literal ("``LOG_LEVEL``", "`--workers`").
 _LONE_LITERAL_RE = re.compile(r"(?::[\w:-]+:)?``([^`]+)``|(?::[\w:-]+:)?`([^`]+)`")
 
